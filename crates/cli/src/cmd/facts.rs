@@ -1,0 +1,57 @@
+//! `tcplab facts`: the machine facts every result carries.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use tcplab_lab::{Facts, Lab};
+
+use crate::output;
+
+/// Arguments of `tcplab facts`.
+#[derive(Debug, Args)]
+pub struct FactsArgs {
+    /// Also record the hosts of this lab (sysctls, interfaces, offloads).
+    #[arg(long)]
+    lab: Option<String>,
+    /// One JSON document on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+impl FactsArgs {
+    /// Collects and prints the facts.
+    pub fn run(self) -> ExitCode {
+        let json = self.json;
+        output::finish(json, self.collect())
+    }
+
+    fn collect(self) -> anyhow::Result<ExitCode> {
+        let facts = match &self.lab {
+            Some(name) => Facts::collect(&Lab::open(name)?)?,
+            None => Facts::machine(),
+        };
+        if self.json {
+            return Ok(output::print_json(&facts));
+        }
+        println!("kernel      {} ({})", facts.kernel_release, facts.machine);
+        println!(
+            "HZ          {} (tick {} ns, {})",
+            facts.hz.hz, facts.hz.tick_ns, facts.hz.method
+        );
+        println!("CPUs        {} x {}", facts.cpu.count, facts.cpu.model);
+        println!(
+            "congestion  default {}, available {}",
+            facts.congestion_control.default,
+            facts.congestion_control.available.join(" ")
+        );
+        for (k, v) in &facts.machine_sysctls {
+            println!("machine     {k} = {v}");
+        }
+        for (host, hf) in &facts.hosts {
+            for (k, v) in &hf.sysctls {
+                println!("{host:<11} {k} = {v}");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

@@ -1,0 +1,4 @@
+//! One module per command.
+
+pub mod facts;
+pub mod lab;

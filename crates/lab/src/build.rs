@@ -1,0 +1,125 @@
+//! The kernel steps of building a lab, in order: namespaces, veth pairs (created from the
+//! caller's namespace straight into their targets), then each host's own configuration on a thread
+//! entered into it (loopback, addresses, bridges, offloads), all hosts in parallel.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::error::{KernelContext, LabError, Result};
+use crate::ethtool;
+use crate::netns::{self, NetNs};
+use crate::rtnl::{self, Rtnl};
+use crate::spec::LabSpec;
+
+/// Interface index of the first veth end; fresh namespaces only hold `lo` (index 1) below it.
+const FIRST_LINK_INDEX: u32 = 100;
+
+/// Creates every namespace of the spec, in order. On error the ones made so far are returned
+/// through `made` so the caller's guard removes them.
+pub(crate) fn create_namespaces(
+    spec: &LabSpec,
+    made: &mut BTreeMap<String, Arc<NetNs>>,
+) -> Result<()> {
+    for node in &spec.nodes {
+        let ns = netns::create(&spec.netns_name(&node.name))?;
+        made.insert(node.name.clone(), Arc::new(ns));
+    }
+    Ok(())
+}
+
+/// Creates every veth pair from the calling thread's namespace, each end landing directly in its
+/// host, up, with the lab MTU.
+pub(crate) fn create_links(spec: &LabSpec, nets: &BTreeMap<String, Arc<NetNs>>) -> Result<()> {
+    let mut rtnl = Rtnl::open().kernel_context(|| "opening rtnetlink".to_string())?;
+    for (i, link) in spec.links.iter().enumerate() {
+        let a_ns = &nets[&link.a.host];
+        let b_ns = &nets[&link.b.host];
+        // Distinct indexes for the two ends (see `Rtnl::add_veth`), unique in the lab.
+        let index = FIRST_LINK_INDEX + 2 * i as u32;
+        rtnl.add_veth(
+            (&link.a.ifname, a_ns.fd()),
+            (&link.b.ifname, b_ns.fd()),
+            spec.mtu,
+            (index, index + 1),
+        )
+        .kernel_context(|| {
+            format!(
+                "creating veth {}:{} ─ {}:{}",
+                link.a.host, link.a.ifname, link.b.host, link.b.ifname
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// Configures every host in parallel, one thread per host entered into its namespace.
+pub(crate) fn configure_hosts(spec: &LabSpec, nets: &BTreeMap<String, Arc<NetNs>>) -> Result<()> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = spec
+            .nodes
+            .iter()
+            .map(|node| {
+                let ns = Arc::clone(&nets[&node.name]);
+                let name = node.name.as_str();
+                s.spawn(move || {
+                    netns::enter(ns.fd()).kernel_context(|| format!("entering host {name}"))?;
+                    configure_host(spec, name)
+                })
+            })
+            .collect();
+        let mut first_error = None;
+        for h in handles {
+            let r = h.join().unwrap_or_else(|_| {
+                Err(LabError::kernel(
+                    "configuring a host",
+                    std::io::Error::other("configuration thread panicked"),
+                ))
+            });
+            if let Err(e) = r {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    })
+}
+
+/// One host's configuration, on a thread already inside its namespace.
+fn configure_host(spec: &LabSpec, host: &str) -> Result<()> {
+    let mut rtnl = Rtnl::open().kernel_context(|| format!("opening rtnetlink in host {host}"))?;
+    let lo = rtnl::ifindex("lo").kernel_context(|| format!("finding lo in host {host}"))?;
+    rtnl.set_link(lo, true, None, None)
+        .kernel_context(|| format!("bringing lo up in host {host}"))?;
+    let ends = spec
+        .links
+        .iter()
+        .flat_map(|l| [&l.a, &l.b])
+        .filter(|e| e.host == host);
+    for end in ends {
+        let index = rtnl::ifindex(&end.ifname)
+            .kernel_context(|| format!("finding {}:{}", host, end.ifname))?;
+        rtnl.set_link(index, true, None, None)
+            .kernel_context(|| format!("bringing {host}:{} up", end.ifname))?;
+        for addr in &end.addrs {
+            rtnl.add_addr(index, addr)
+                .kernel_context(|| format!("adding {addr} to {host}:{}", end.ifname))?;
+        }
+        ethtool::set_offloads(&end.ifname, spec.offloads)
+            .kernel_context(|| format!("setting offloads on {host}:{}", end.ifname))?;
+    }
+    for bridge in spec.bridges.iter().filter(|b| b.host == host) {
+        rtnl.add_bridge(&bridge.name)
+            .kernel_context(|| format!("creating bridge {host}:{}", bridge.name))?;
+        let br = rtnl::ifindex(&bridge.name)
+            .kernel_context(|| format!("finding bridge {host}:{}", bridge.name))?;
+        for port in &bridge.ports {
+            let index =
+                rtnl::ifindex(port).kernel_context(|| format!("finding port {host}:{port}"))?;
+            rtnl.set_link(index, true, Some(br), None)
+                .kernel_context(|| format!("adding {host}:{port} to bridge {}", bridge.name))?;
+        }
+        // A bridge has no segmentation of its own worth keeping when its ports have none; GRO on
+        // the bridge would re-merge what the ports split. Best effort: not every kernel allows it.
+        let _ = ethtool::set_offloads(&bridge.name, spec.offloads);
+    }
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! The lab's errors. Every message names the field, flag or object at fault and says how to fix it,
+//! because these reach users as one-line CLI errors (exit code 2).
+
+use std::io;
+use std::path::PathBuf;
+
+/// Everything that can go wrong while describing, building, using or removing a lab.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// The process lacks the privileges namespaces and links need.
+    #[error(
+        "{action} needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run tcplab as root, e.g. with sudo"
+    )]
+    NotRoot {
+        /// What was being attempted.
+        action: String,
+    },
+    /// A user-supplied value is malformed or out of range.
+    #[error("{field}: {problem}")]
+    Invalid {
+        /// The flag or TOML field at fault, e.g. `--topology` or `hosts[2].name`.
+        field: String,
+        /// What is wrong and how to fix it.
+        problem: String,
+    },
+    /// A lab with this name already exists (registry entry or namespaces).
+    #[error(
+        "lab '{0}' already exists: pick another --name, or remove it with `tcplab lab down {0}`"
+    )]
+    AlreadyExists(String),
+    /// No lab with this name is registered.
+    #[error("no lab named '{0}': `tcplab lab status` lists the labs that exist")]
+    NoSuchLab(String),
+    /// The lab has no host of this name.
+    #[error("lab '{lab}' has no host '{host}'; its hosts are: {known}")]
+    NoSuchHost {
+        /// The lab searched.
+        lab: String,
+        /// The name asked for.
+        host: String,
+        /// The hosts it does have, comma-separated.
+        known: String,
+    },
+    /// A sysctl key does not exist on this kernel at all.
+    #[error("sysctl {key}: no such key on this kernel (looked for {path}); check the spelling")]
+    UnknownSysctl {
+        /// The key as given.
+        key: String,
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// A host-global sysctl was asked for without the explicit opt-in.
+    #[error(
+        "sysctl {key} is global to the whole machine (read-only inside a namespace); \
+         pass --allow-host-sysctl to change it on the host (the old value is journaled and restored)"
+    )]
+    GlobalSysctl {
+        /// The key as given.
+        key: String,
+    },
+    /// The kernel refused a sysctl value, or stored something else.
+    #[error("sysctl {key}={value} on {host}: {reason}")]
+    SysctlRejected {
+        /// The key.
+        key: String,
+        /// The value that was written.
+        value: String,
+        /// The host (or `host machine` for global ones).
+        host: String,
+        /// The kernel's reason.
+        reason: String,
+    },
+    /// A kernel call failed while building or changing the lab.
+    #[error("{context}: {cause}")]
+    Kernel {
+        /// What was being done, naming the object.
+        context: String,
+        /// The OS error (part of the message, not a separate source, so it prints once).
+        cause: io::Error,
+    },
+    /// The lab description file could not be read or parsed.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with line and column where known.
+        message: String,
+    },
+    /// The registry under the state directory is unreadable or corrupt.
+    #[error("lab registry {path}: {message}; `tcplab lab gc --all` rebuilds it from /run/netns")]
+    Registry {
+        /// The registry file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl LabError {
+    /// Shorthand for [`LabError::Invalid`].
+    pub fn invalid(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        LabError::Invalid {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+
+    /// Shorthand for [`LabError::Kernel`].
+    pub fn kernel(context: impl Into<String>, source: io::Error) -> Self {
+        LabError::Kernel {
+            context: context.into(),
+            cause: source,
+        }
+    }
+}
+
+/// Result alias for the lab crate.
+pub type Result<T, E = LabError> = std::result::Result<T, E>;
+
+/// Adds the "what was being done" context to OS errors.
+pub(crate) trait KernelContext<T> {
+    /// Wraps an `io::Error` into [`LabError::Kernel`] with a lazily built context.
+    fn kernel_context(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> KernelContext<T> for io::Result<T> {
+    fn kernel_context(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|cause| LabError::Kernel {
+            context: context(),
+            cause,
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! Lab descriptions in TOML: a built-in topology with its options, or a custom list of hosts,
+//! links and bridges. Unknown fields are rejected so typos do not silently build the wrong lab.
+//!
+//! ```toml
+//! name = "wan"
+//! topology = "path"            # pair | path | dumbbell | star | custom
+//! hosts = 4                    # dumbbell: clients (and servers); star: hosts
+//! mtu = 1500
+//! [offloads]                   # all off unless set
+//! gro = true
+//! [sysctl.all]
+//! "net.ipv4.tcp_congestion_control" = "cubic"
+//! [sysctl.client]
+//! "net.ipv4.tcp_rmem" = "4096 131072 8738000"
+//!
+//! # topology = "custom" only:
+//! [[host]]
+//! name = "a"
+//! [[host]]
+//! name = "r"
+//! role = "middle"
+//! [[link]]
+//! a = { host = "a", ifname = "eth0", addrs = ["198.18.0.1/24", "fd00::1/64"] }
+//! b = { host = "r", ifname = "a" }
+//! [[bridge]]
+//! host = "r"
+//! name = "br0"
+//! ports = ["a", "b"]
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::LabSpec;
+use crate::error::{LabError, Result};
+use crate::spec::{
+    BridgeSpec, BuiltinOptions, DEFAULT_MTU, LinkSpec, NodeSpec, Offloads, Role, SysctlSetting,
+    Topology,
+};
+
+/// The TOML document as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabFile {
+    name: Option<String>,
+    topology: Topology,
+    hosts: Option<usize>,
+    mtu: Option<u32>,
+    #[serde(default)]
+    offloads: Offloads,
+    #[serde(default)]
+    allow_host_sysctl: bool,
+    #[serde(default)]
+    sysctl: BTreeMap<String, BTreeMap<String, toml::Value>>,
+    #[serde(default)]
+    host: Vec<CustomHost>,
+    #[serde(default)]
+    link: Vec<LinkSpec>,
+    #[serde(default)]
+    bridge: Vec<BridgeSpec>,
+}
+
+/// A host of a custom topology.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CustomHost {
+    name: String,
+    #[serde(default = "default_role")]
+    role: Role,
+}
+
+fn default_role() -> Role {
+    Role::Host
+}
+
+/// Reads and validates a lab description. `name_override` (the `--name` flag) wins over the file.
+pub fn load(path: &Path, name_override: Option<&str>) -> Result<LabSpec> {
+    let text = std::fs::read_to_string(path).map_err(|e| LabError::File {
+        path: path.into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    parse(&text, name_override).map_err(|e| match e {
+        LabError::File { message, .. } => LabError::File {
+            path: path.into(),
+            message,
+        },
+        LabError::Invalid { field, problem } => LabError::File {
+            path: path.into(),
+            message: format!("{field}: {problem}"),
+        },
+        other => other,
+    })
+}
+
+/// Parses a lab description from text (see the module docs for the format).
+pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
+    let file: LabFile = toml::from_str(text).map_err(|e| LabError::File {
+        path: "<lab description>".into(),
+        message: e.to_string().trim_end().replace('\n', " "),
+    })?;
+    let name = name_override
+        .map(str::to_string)
+        .or(file.name.clone())
+        .unwrap_or_else(|| "lab".to_string());
+    let sysctls = sysctls_of(&file.sysctl)?;
+    let mtu = file.mtu.unwrap_or(DEFAULT_MTU);
+    if file.topology != Topology::Custom {
+        if !file.host.is_empty() || !file.link.is_empty() || !file.bridge.is_empty() {
+            return Err(LabError::invalid(
+                "host/link/bridge",
+                format!(
+                    "[[host]], [[link]] and [[bridge]] need topology = \"custom\" (this file says \"{}\")",
+                    file.topology
+                ),
+            ));
+        }
+        return LabSpec::builtin(&BuiltinOptions {
+            name,
+            topology: file.topology,
+            hosts: file.hosts.unwrap_or(2),
+            mtu,
+            offloads: file.offloads,
+            sysctls,
+            allow_host_sysctl: file.allow_host_sysctl,
+        });
+    }
+    if file.host.is_empty() {
+        return Err(LabError::invalid(
+            "host",
+            "a custom topology needs at least one [[host]]",
+        ));
+    }
+    let spec = LabSpec {
+        name,
+        topology: Topology::Custom,
+        nodes: file
+            .host
+            .into_iter()
+            .map(|h| NodeSpec {
+                name: h.name,
+                role: h.role,
+            })
+            .collect(),
+        links: file.link,
+        bridges: file.bridge,
+        mtu,
+        offloads: file.offloads,
+        sysctls,
+        allow_host_sysctl: file.allow_host_sysctl,
+    };
+    spec.validate()?;
+    Ok(spec)
+}
+
+/// Flattens `[sysctl.HOST] KEY = VALUE` tables; numbers are accepted as well as strings.
+fn sysctls_of(
+    table: &BTreeMap<String, BTreeMap<String, toml::Value>>,
+) -> Result<Vec<SysctlSetting>> {
+    let mut out = Vec::new();
+    // `all` first, so per-host values override it.
+    let ordered = table
+        .iter()
+        .filter(|(h, _)| h.as_str() == "all")
+        .chain(table.iter().filter(|(h, _)| h.as_str() != "all"));
+    for (host, keys) in ordered {
+        for (key, value) in keys {
+            let value = match value {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => u8::from(*b).to_string(),
+                other => {
+                    return Err(LabError::invalid(
+                        format!("sysctl.{host}.{key}"),
+                        format!("'{other}' is not a sysctl value: use a string or an integer"),
+                    ));
+                }
+            };
+            out.push(SysctlSetting {
+                host: host.clone(),
+                key: key.clone(),
+                value,
+            });
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,44 @@
+//! # tcplab-lab: an emulated network on one machine
+//!
+//! A *lab* is a set of hosts (network namespaces named `tcplab-<lab>-<host>`, so `ip netns exec`
+//! works) joined by veth links, with addresses from 198.18.0.0/15 and fd00::/8 only, and with
+//! per-host sysctls. This crate builds, lists, enters and removes labs.
+//!
+//! ## Map
+//! - [`spec`]: what a lab is (pure): built-in topologies `pair`, `path`, `dumbbell`, `star`
+//!   expanded into one generic shape; validation. [`file`]: the same from TOML.
+//! - [`lab`]: building (all or nothing), opening, tearing down; [`host`]: running a thread, a
+//!   scoped thread or a process inside a host.
+//! - Kernel layers, one module each: [`netns`] (namespaces, setns), [`rtnl`] (rtnetlink:
+//!   veth, bridges, addresses), [`ethtool`] (offloads), [`sysctl`] (per-namespace reads/writes).
+//! - [`state`]: the registry (one file per lab, with its owner PID) and the journal of
+//!   host-global sysctls; [`lifecycle`]: signal teardown and `gc`.
+//! - [`status`] and [`facts`]: what exists and what explains a measurement.
+//!
+//! Who calls whom: the CLI and the workloads call [`Lab`] and [`Host`]; `Lab` calls `build`,
+//! which calls the kernel layers; teardown paths all go through `lab::teardown`.
+
+pub mod build;
+pub mod check;
+pub mod error;
+pub mod ethtool;
+pub mod facts;
+pub mod file;
+pub mod host;
+pub mod lab;
+pub mod lifecycle;
+pub mod netns;
+pub mod rtnl;
+pub mod spec;
+pub mod state;
+pub mod status;
+pub mod sysctl;
+mod sysctl_apply;
+
+pub use error::{LabError, Result};
+pub use facts::Facts;
+pub use host::Host;
+pub use lab::{Lab, Ownership, require_root, teardown};
+pub use lifecycle::{GcReport, gc, teardown_on_signals};
+pub use spec::{BuiltinOptions, IfAddr, LabSpec, Offloads, Role, SysctlSetting, Topology};
+pub use state::StateDir;

@@ -1,0 +1,691 @@
+//! What a lab is, before it exists: hosts, links, bridges, addresses, MTU, offloads and sysctls.
+//!
+//! Built-in topologies (`pair`, `path`, `dumbbell`, `star`) are generators that expand into the same
+//! generic [`LabSpec`] a custom TOML description produces, so the builder, the validator and the
+//! registry only ever see one shape. Everything here is pure: no kernel calls.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{LabError, Result};
+
+/// Prefix of every namespace tcplab creates: `tcplab-<lab>-<host>`.
+pub const NETNS_PREFIX: &str = "tcplab-";
+/// Longest lab name accepted (keeps namespace names readable).
+pub const MAX_LAB_NAME: usize = 24;
+/// Longest host name accepted: a host's name is also its port name on the middle host, and Linux
+/// interface names hold at most 15 bytes.
+pub const MAX_HOST_NAME: usize = 15;
+/// Default MTU of lab links (Ethernet).
+pub const DEFAULT_MTU: u32 = 1500;
+/// The host name reserved for the star topology's switch namespace.
+pub const SWITCH_HOST: &str = "switch";
+
+/// The built-in topologies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Topology {
+    /// client ─ server, one veth pair.
+    Pair,
+    /// client ─ middle ─ server; the middle host bridges its two ports at layer 2 (BalticGrid's lab).
+    Path,
+    /// c1..cN ─ middle ─ s1..sN; the middle host bridges every port.
+    Dumbbell,
+    /// h1..hN on one switch (a `switch` namespace holding a bridge), for mesh runs.
+    Star,
+    /// Hosts, links and bridges listed in a TOML description.
+    Custom,
+}
+
+impl Topology {
+    /// Every accepted name, for error messages.
+    pub const NAMES: &'static str = "pair, path, dumbbell, star, custom";
+
+    /// The host names a built-in topology creates, documented and fixed.
+    pub fn host_names(self, n: usize) -> Vec<String> {
+        match self {
+            Topology::Pair => vec!["client".into(), "server".into()],
+            Topology::Path => vec!["client".into(), "middle".into(), "server".into()],
+            Topology::Dumbbell => {
+                let mut names: Vec<String> = (1..=n).map(|i| format!("c{i}")).collect();
+                names.push("middle".into());
+                names.extend((1..=n).map(|i| format!("s{i}")));
+                names
+            }
+            Topology::Star => (1..=n).map(|i| format!("h{i}")).collect(),
+            Topology::Custom => Vec::new(),
+        }
+    }
+}
+
+impl FromStr for Topology {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "pair" => Ok(Topology::Pair),
+            "path" => Ok(Topology::Path),
+            "dumbbell" => Ok(Topology::Dumbbell),
+            "star" => Ok(Topology::Star),
+            "custom" => Ok(Topology::Custom),
+            other => Err(LabError::invalid(
+                "--topology",
+                format!(
+                    "unknown topology '{other}'; use one of: {}",
+                    Topology::NAMES
+                ),
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Topology::Pair => "pair",
+            Topology::Path => "path",
+            Topology::Dumbbell => "dumbbell",
+            Topology::Star => "star",
+            Topology::Custom => "custom",
+        };
+        f.write_str(name)
+    }
+}
+
+/// What a namespace is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// An end host that runs workloads.
+    Host,
+    /// A host that forwards between its ports (kernel bridge now, the emulator later).
+    Middle,
+    /// Infrastructure only: the star's switch.
+    Switch,
+}
+
+/// One namespace of the lab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeSpec {
+    /// The host name, unique in the lab.
+    pub name: String,
+    /// What it is for.
+    pub role: Role,
+}
+
+/// An interface address with its prefix, restricted to the lab ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IfAddr {
+    /// The address.
+    pub addr: IpAddr,
+    /// The prefix length.
+    pub prefix: u8,
+}
+
+impl IfAddr {
+    /// Parses `ADDR/PREFIX` and checks it lies in 198.18.0.0/15 or fd00::/8, the only ranges a lab
+    /// may use (nothing a lab sends may ever leave the machine).
+    pub fn parse(field: &str, text: &str) -> Result<Self> {
+        let (addr, prefix) = text.split_once('/').ok_or_else(|| {
+            LabError::invalid(
+                field,
+                format!("'{text}' needs a prefix length, e.g. 198.18.0.1/24"),
+            )
+        })?;
+        let addr: IpAddr = addr
+            .parse()
+            .map_err(|_| LabError::invalid(field, format!("'{addr}' is not an IP address")))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix: u8 = prefix.parse().ok().filter(|p| *p <= max).ok_or_else(|| {
+            LabError::invalid(field, format!("prefix '/{prefix}' must be 0..={max}"))
+        })?;
+        if !in_lab_range(addr) {
+            return Err(LabError::invalid(
+                field,
+                format!("{addr} is outside the lab ranges; use 198.18.0.0/15 or fd00::/8"),
+            ));
+        }
+        Ok(IfAddr { addr, prefix })
+    }
+}
+
+/// True for addresses in 198.18.0.0/15 (RFC 2544) or fd00::/8 (ULA).
+pub fn in_lab_range(addr: IpAddr) -> bool {
+    match addr {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            o[0] == 198 && (o[1] == 18 || o[1] == 19)
+        }
+        IpAddr::V6(v6) => v6.octets()[0] == 0xfd,
+    }
+}
+
+impl fmt::Display for IfAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+impl Serialize for IfAddr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for IfAddr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        IfAddr::parse("address", &text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One end of a veth link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndSpec {
+    /// The host holding this end.
+    pub host: String,
+    /// The interface name inside that host.
+    pub ifname: String,
+    /// Addresses assigned to it (none on bridge ports).
+    #[serde(default)]
+    pub addrs: Vec<IfAddr>,
+}
+
+/// A veth pair between two hosts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkSpec {
+    /// One end.
+    pub a: EndSpec,
+    /// The other end.
+    pub b: EndSpec,
+}
+
+/// A kernel bridge inside one host joining some of its interfaces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BridgeSpec {
+    /// The host holding the bridge.
+    pub host: String,
+    /// The bridge's interface name.
+    pub name: String,
+    /// The interfaces enslaved to it.
+    pub ports: Vec<String>,
+}
+
+/// Segmentation and receive offloads on lab links. Off by default so that what crosses a link (and
+/// later the emulator) is real MTU-sized packets, not 64 KB super-frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Offloads {
+    /// TCP segmentation offload.
+    #[serde(default)]
+    pub tso: bool,
+    /// Generic segmentation offload.
+    #[serde(default)]
+    pub gso: bool,
+    /// Generic receive offload.
+    #[serde(default)]
+    pub gro: bool,
+}
+
+impl Offloads {
+    /// Every offload on.
+    pub const ALL_ON: Offloads = Offloads {
+        tso: true,
+        gso: true,
+        gro: true,
+    };
+
+    /// Parses `--offloads`: `on`, `off`, or a list such as `tso=on,gro=off` applied over `off`.
+    pub fn parse(text: &str) -> Result<Self> {
+        match text {
+            "on" => return Ok(Offloads::ALL_ON),
+            "off" => return Ok(Offloads::default()),
+            _ => {}
+        }
+        let mut out = Offloads::default();
+        for item in text.split(',') {
+            let (name, value) = item.split_once('=').ok_or_else(|| {
+                LabError::invalid(
+                    "--offloads",
+                    format!("'{item}': use on, off or tso=on,gso=off,gro=on"),
+                )
+            })?;
+            let value = match value {
+                "on" | "true" | "1" => true,
+                "off" | "false" | "0" => false,
+                _ => {
+                    return Err(LabError::invalid(
+                        "--offloads",
+                        format!("'{value}' for {name}: use on or off"),
+                    ));
+                }
+            };
+            match name {
+                "tso" => out.tso = value,
+                "gso" => out.gso = value,
+                "gro" => out.gro = value,
+                _ => {
+                    return Err(LabError::invalid(
+                        "--offloads",
+                        format!("unknown offload '{name}'; use tso, gso or gro"),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Which hosts a sysctl setting applies to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SysctlSetting {
+    /// A host name, or `all` for every host of the lab.
+    pub host: String,
+    /// The key in dotted form, e.g. `net.ipv4.tcp_rmem`.
+    pub key: String,
+    /// The value as written to /proc/sys.
+    pub value: String,
+}
+
+impl SysctlSetting {
+    /// Parses `HOST:KEY=VALUE` (the `--sysctl` flag).
+    pub fn parse(flag: &str, text: &str) -> Result<Self> {
+        let usage = "use HOST:KEY=VALUE, e.g. client:net.ipv4.tcp_rmem='4096 131072 8738000' or all:KEY=VALUE";
+        let (host, rest) = text
+            .split_once(':')
+            .ok_or_else(|| LabError::invalid(flag, format!("'{text}' has no host; {usage}")))?;
+        let (key, value) = rest
+            .split_once('=')
+            .ok_or_else(|| LabError::invalid(flag, format!("'{text}' has no value; {usage}")))?;
+        if host.is_empty() || key.is_empty() {
+            return Err(LabError::invalid(flag, format!("'{text}': {usage}")));
+        }
+        Ok(SysctlSetting {
+            host: host.to_string(),
+            key: key.trim().to_string(),
+            value: value.trim().to_string(),
+        })
+    }
+}
+
+/// A complete, validated description of a lab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LabSpec {
+    /// The lab's name; namespaces are `tcplab-<name>-<host>`.
+    pub name: String,
+    /// Which topology generated it.
+    pub topology: Topology,
+    /// Every namespace.
+    pub nodes: Vec<NodeSpec>,
+    /// Every veth pair.
+    pub links: Vec<LinkSpec>,
+    /// Every bridge.
+    pub bridges: Vec<BridgeSpec>,
+    /// MTU of every link.
+    pub mtu: u32,
+    /// Offloads on every lab interface.
+    pub offloads: Offloads,
+    /// Sysctls to set at creation, in order.
+    pub sysctls: Vec<SysctlSetting>,
+    /// Whether host-global sysctls may be changed (journaled, restored on teardown).
+    pub allow_host_sysctl: bool,
+}
+
+/// Options of the built-in topologies, as the flags give them.
+#[derive(Debug, Clone)]
+pub struct BuiltinOptions {
+    /// Lab name.
+    pub name: String,
+    /// Which topology.
+    pub topology: Topology,
+    /// Clients/servers of a dumbbell, hosts of a star.
+    pub hosts: usize,
+    /// Link MTU.
+    pub mtu: u32,
+    /// Offloads.
+    pub offloads: Offloads,
+    /// Sysctls.
+    pub sysctls: Vec<SysctlSetting>,
+    /// Opt-in for host-global sysctls.
+    pub allow_host_sysctl: bool,
+}
+
+impl Default for BuiltinOptions {
+    fn default() -> Self {
+        BuiltinOptions {
+            name: "lab".into(),
+            topology: Topology::Pair,
+            hosts: 2,
+            mtu: DEFAULT_MTU,
+            offloads: Offloads::default(),
+            sysctls: Vec::new(),
+            allow_host_sysctl: false,
+        }
+    }
+}
+
+/// The IPv4 address of the `i`-th address slot on the lab's one L2 segment.
+fn v4(i: usize) -> IfAddr {
+    let [hi, lo] = u16::try_from(i).unwrap_or(u16::MAX).to_be_bytes();
+    IfAddr {
+        addr: IpAddr::V4(Ipv4Addr::new(198, 18, hi, lo)),
+        prefix: 16,
+    }
+}
+
+/// The IPv6 address of the `i`-th slot: fd00::i.
+fn v6(i: usize) -> IfAddr {
+    let i = u16::try_from(i).unwrap_or(u16::MAX);
+    IfAddr {
+        addr: IpAddr::V6(Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, 0, i)),
+        prefix: 64,
+    }
+}
+
+/// A host end `eth0` with the slot's v4 and v6 addresses.
+fn host_end(host: &str, slot: usize) -> EndSpec {
+    EndSpec {
+        host: host.into(),
+        ifname: "eth0".into(),
+        addrs: vec![v4(slot), v6(slot)],
+    }
+}
+
+/// A bridge-port end on `hub`, named after the host it leads to.
+fn port_end(hub: &str, towards: &str) -> EndSpec {
+    EndSpec {
+        host: hub.into(),
+        ifname: towards.into(),
+        addrs: Vec::new(),
+    }
+}
+
+/// Largest N for dumbbell and star: keeps every address slot in one /16 and the run time sane.
+pub const MAX_HOSTS: usize = 64;
+
+impl LabSpec {
+    /// Expands a built-in topology. Addresses: all hosts share one L2 segment, 198.18.0.0/16 and
+    /// fd00::/64; client/c1..cN/h1..hN take slots 1.., servers take slots 101.. (so `server` is
+    /// 198.18.0.101 and `s2` 198.18.0.102), middle and switch have none.
+    pub fn builtin(opts: &BuiltinOptions) -> Result<LabSpec> {
+        let n = opts.hosts;
+        if matches!(opts.topology, Topology::Dumbbell | Topology::Star)
+            && !(1..=MAX_HOSTS).contains(&n)
+        {
+            return Err(LabError::invalid(
+                "--hosts",
+                format!(
+                    "{n} is out of range: a {} needs 1..={MAX_HOSTS} hosts",
+                    opts.topology
+                ),
+            ));
+        }
+        let nodes_of = |names: Vec<String>| -> Vec<NodeSpec> {
+            names
+                .into_iter()
+                .map(|name| {
+                    let role = match name.as_str() {
+                        "middle" => Role::Middle,
+                        SWITCH_HOST => Role::Switch,
+                        _ => Role::Host,
+                    };
+                    NodeSpec { name, role }
+                })
+                .collect()
+        };
+        let (nodes, links, bridges) = match opts.topology {
+            Topology::Pair => (
+                nodes_of(Topology::Pair.host_names(0)),
+                vec![LinkSpec {
+                    a: host_end("client", 1),
+                    b: host_end("server", 101),
+                }],
+                Vec::new(),
+            ),
+            Topology::Path => hub_topology(
+                nodes_of(Topology::Path.host_names(0)),
+                "middle",
+                &[("client", 1), ("server", 101)],
+            ),
+            Topology::Dumbbell => {
+                let ends: Vec<(String, usize)> = (1..=n)
+                    .map(|i| (format!("c{i}"), i))
+                    .chain((1..=n).map(|i| (format!("s{i}"), 100 + i)))
+                    .collect();
+                let ends: Vec<(&str, usize)> = ends.iter().map(|(h, s)| (h.as_str(), *s)).collect();
+                hub_topology(nodes_of(Topology::Dumbbell.host_names(n)), "middle", &ends)
+            }
+            Topology::Star => {
+                let mut names = Topology::Star.host_names(n);
+                let ends: Vec<(String, usize)> = names.iter().cloned().zip(1..).collect();
+                names.push(SWITCH_HOST.into());
+                let ends: Vec<(&str, usize)> = ends.iter().map(|(h, s)| (h.as_str(), *s)).collect();
+                hub_topology(nodes_of(names), SWITCH_HOST, &ends)
+            }
+            Topology::Custom => {
+                return Err(LabError::invalid(
+                    "--topology",
+                    "custom topologies come from a TOML file: use --file FILE",
+                ));
+            }
+        };
+        let spec = LabSpec {
+            name: opts.name.clone(),
+            topology: opts.topology,
+            nodes,
+            links,
+            bridges,
+            mtu: opts.mtu,
+            offloads: opts.offloads,
+            sysctls: opts.sysctls.clone(),
+            allow_host_sysctl: opts.allow_host_sysctl,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// The namespace name of one of this lab's hosts.
+    pub fn netns_name(&self, host: &str) -> String {
+        netns_name(&self.name, host)
+    }
+
+    /// Hosts that run workloads (not the middle or the switch).
+    pub fn end_hosts(&self) -> impl Iterator<Item = &NodeSpec> {
+        self.nodes.iter().filter(|n| n.role == Role::Host)
+    }
+
+    /// Checks names, references, addresses and MTU; every error names the field and the fix.
+    pub fn validate(&self) -> Result<()> {
+        validate_lab_name(&self.name)?;
+        if !(68..=65535).contains(&self.mtu) {
+            return Err(LabError::invalid(
+                "--mtu",
+                format!(
+                    "{} is out of range: use 68..=65535 (1500 for Ethernet)",
+                    self.mtu
+                ),
+            ));
+        }
+        let mut names = BTreeSet::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            validate_host_name(&format!("host[{i}].name"), &node.name)?;
+            if !names.insert(node.name.as_str()) {
+                return Err(LabError::invalid(
+                    format!("host[{i}].name"),
+                    format!(
+                        "duplicate host name '{}': every host needs its own name",
+                        node.name
+                    ),
+                ));
+            }
+        }
+        let mut ifnames = BTreeSet::new();
+        let mut addrs = BTreeSet::new();
+        for (i, link) in self.links.iter().enumerate() {
+            for (side, end) in [("a", &link.a), ("b", &link.b)] {
+                let field = format!("link[{i}].{side}");
+                if !names.contains(end.host.as_str()) {
+                    return Err(LabError::invalid(
+                        format!("{field}.host"),
+                        format!("no host named '{}' in this lab", end.host),
+                    ));
+                }
+                validate_ifname(&format!("{field}.ifname"), &end.ifname)?;
+                if !ifnames.insert((end.host.clone(), end.ifname.clone())) {
+                    return Err(LabError::invalid(
+                        format!("{field}.ifname"),
+                        format!(
+                            "host '{}' already has an interface '{}'",
+                            end.host, end.ifname
+                        ),
+                    ));
+                }
+                for a in &end.addrs {
+                    if !in_lab_range(a.addr) {
+                        return Err(LabError::invalid(
+                            format!("{field}.addrs"),
+                            format!("{a} is outside the lab ranges; use 198.18.0.0/15 or fd00::/8"),
+                        ));
+                    }
+                    if !addrs.insert(a.addr) {
+                        return Err(LabError::invalid(
+                            format!("{field}.addrs"),
+                            format!("address {} is used twice", a.addr),
+                        ));
+                    }
+                }
+            }
+            if link.a.host == link.b.host {
+                return Err(LabError::invalid(
+                    format!("link[{i}]"),
+                    format!(
+                        "both ends are on host '{}'; a link joins two hosts",
+                        link.a.host
+                    ),
+                ));
+            }
+        }
+        for (i, bridge) in self.bridges.iter().enumerate() {
+            let field = format!("bridge[{i}]");
+            if !names.contains(bridge.host.as_str()) {
+                return Err(LabError::invalid(
+                    format!("{field}.host"),
+                    format!("no host named '{}' in this lab", bridge.host),
+                ));
+            }
+            validate_ifname(&format!("{field}.name"), &bridge.name)?;
+            for port in &bridge.ports {
+                if !ifnames.contains(&(bridge.host.clone(), port.clone())) {
+                    return Err(LabError::invalid(
+                        format!("{field}.ports"),
+                        format!("host '{}' has no link interface '{port}'", bridge.host),
+                    ));
+                }
+            }
+        }
+        for (i, s) in self.sysctls.iter().enumerate() {
+            if s.host != "all" && !names.contains(s.host.as_str()) {
+                return Err(LabError::invalid(
+                    format!("sysctl[{i}]"),
+                    format!(
+                        "no host '{}' in this lab; use one of: all, {}",
+                        s.host,
+                        names.iter().copied().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            crate::sysctl::validate_key(&s.key)?;
+        }
+        Ok(())
+    }
+}
+
+/// Builds a hub-and-spoke topology: each `(host, slot)` gets a link to `hub`, whose ports are
+/// bridged together in `br0`.
+fn hub_topology(
+    nodes: Vec<NodeSpec>,
+    hub: &str,
+    ends: &[(&str, usize)],
+) -> (Vec<NodeSpec>, Vec<LinkSpec>, Vec<BridgeSpec>) {
+    let links: Vec<LinkSpec> = ends
+        .iter()
+        .map(|(host, slot)| LinkSpec {
+            a: host_end(host, *slot),
+            b: port_end(hub, host),
+        })
+        .collect();
+    let bridge = BridgeSpec {
+        host: hub.into(),
+        name: "br0".into(),
+        ports: ends.iter().map(|(h, _)| h.to_string()).collect(),
+    };
+    (nodes, links, vec![bridge])
+}
+
+/// The namespace name of a host: `tcplab-<lab>-<host>`.
+pub fn netns_name(lab: &str, host: &str) -> String {
+    format!("{NETNS_PREFIX}{lab}-{host}")
+}
+
+/// Lab names: 1..=24 of `[a-z0-9_]`, starting with a letter or digit. No `-`, so that a namespace
+/// name splits unambiguously into lab and host.
+pub fn validate_lab_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_LAB_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !name.starts_with('_');
+    if ok {
+        Ok(())
+    } else {
+        Err(LabError::invalid(
+            "--name",
+            format!(
+                "'{name}' is not a valid lab name: use 1-{MAX_LAB_NAME} lower-case letters, digits or _"
+            ),
+        ))
+    }
+}
+
+/// Host names: 1..=15 of `[a-z0-9_]`, starting with a letter (they become interface names).
+pub fn validate_host_name(field: &str, name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_HOST_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && name.as_bytes()[0].is_ascii_lowercase()
+        && name != "all";
+    if ok {
+        Ok(())
+    } else {
+        Err(LabError::invalid(
+            field,
+            format!(
+                "'{name}' is not a valid host name: use 1-{MAX_HOST_NAME} lower-case letters, digits \
+                 or _, starting with a letter ('all' is reserved)"
+            ),
+        ))
+    }
+}
+
+/// Interface names: 1..=15 bytes, no `/`, whitespace or `:`.
+fn validate_ifname(field: &str, name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 15
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+    if ok {
+        Ok(())
+    } else {
+        Err(LabError::invalid(
+            field,
+            format!("'{name}' is not a valid interface name: 1-15 letters, digits, _ - ."),
+        ))
+    }
+}

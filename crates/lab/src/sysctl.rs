@@ -1,0 +1,109 @@
+//! Sysctls: per-namespace ones are set per host; host-global ones (net.core.rmem_max and friends
+//! are read-only inside a namespace on 6.x) only with an explicit opt-in, journaled first.
+//!
+//! All reads and writes act on the *calling thread's* network namespace: procfs resolves
+//! /proc/sys/net against the current task's namespace, so a thread entered into a host sees that
+//! host's values.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::error::{LabError, Result};
+
+/// Whether a key can be set inside a namespace or only on the whole machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Present and writable inside the namespace: changing it affects that host only.
+    Namespace,
+    /// Absent or read-only inside a namespace but present on the host: machine-wide.
+    Global,
+}
+
+/// Checks a key's spelling: dotted (`net.ipv4.tcp_rmem`) or slashed (`net/ipv4/tcp_rmem`, for
+/// interface names containing dots), no `..`, no leading `/`.
+pub fn validate_key(key: &str) -> Result<()> {
+    let ok = !key.is_empty()
+        && !key.starts_with(['/', '.'])
+        && !key.contains("..")
+        && !key.contains("//")
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/'));
+    if ok {
+        Ok(())
+    } else {
+        Err(LabError::invalid(
+            "sysctl key",
+            format!("'{key}' is not a sysctl key; write it like net.ipv4.tcp_rmem"),
+        ))
+    }
+}
+
+/// The /proc/sys path of a key.
+pub fn key_path(key: &str) -> PathBuf {
+    let rel = if key.contains('/') {
+        key.to_string()
+    } else {
+        key.replace('.', "/")
+    };
+    PathBuf::from("/proc/sys").join(rel)
+}
+
+/// Whitespace-insensitive form of a value, for comparing what was written with what reads back
+/// (`tcp_rmem` reads back tab-separated).
+pub fn normalize(value: &str) -> String {
+    value.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Reads a key in the calling thread's namespace.
+pub fn read(key: &str) -> Result<String> {
+    validate_key(key)?;
+    let path = key_path(key);
+    match std::fs::read_to_string(&path) {
+        Ok(v) => Ok(normalize(&v)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(LabError::UnknownSysctl {
+            key: key.into(),
+            path,
+        }),
+        Err(e) => Err(LabError::kernel(format!("reading sysctl {key}"), e)),
+    }
+}
+
+/// Whether `key` is writable in the calling thread's namespace. `None` when it does not exist.
+pub fn writable_here(key: &str) -> Option<bool> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(key_path(key)).ok()?;
+    Some(meta.permissions().mode() & 0o200 != 0)
+}
+
+/// Writes a value in the calling thread's namespace and reads it back; returns the old value.
+/// `host` only labels errors.
+pub fn write_verified(host: &str, key: &str, value: &str) -> Result<String> {
+    let old = read(key)?;
+    let path = key_path(key);
+    let rejected = |reason: String| LabError::SysctlRejected {
+        key: key.into(),
+        value: value.into(),
+        host: host.into(),
+        reason,
+    };
+    std::fs::write(&path, value).map_err(|e| match e.raw_os_error() {
+        Some(libc::EINVAL) => {
+            rejected("the kernel rejected the value (EINVAL); check its range and format".into())
+        }
+        Some(libc::EPERM) | Some(libc::EACCES) => {
+            rejected("not writable here (read-only in a namespace, or not root)".into())
+        }
+        Some(libc::ENOENT) => {
+            rejected("the kernel rejected the value (ENOENT: no such algorithm or module?)".into())
+        }
+        _ => rejected(format!("write failed: {e}")),
+    })?;
+    let now = read(key)?;
+    if now != normalize(value) {
+        return Err(rejected(format!(
+            "wrote '{value}' but the kernel now reports '{now}'"
+        )));
+    }
+    Ok(old)
+}
