@@ -1,6 +1,8 @@
 //! `tcplab lab ...` as a user runs it (as root): the JSON it prints, the lifecycle under signals
 //! and SIGKILL, and one-line errors with exit code 2 for bad input.
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -115,7 +117,7 @@ fn up_status_check_exec_down_round_trip() {
         "hz {hz} tick {tick}"
     );
     assert!(
-        facts["congestion_control"]["available"]
+        !facts["congestion_control"]["available"]
             .as_array()
             .unwrap()
             .len()

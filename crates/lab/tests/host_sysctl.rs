@@ -1,6 +1,8 @@
 //! Host-global sysctls (a separate test binary: it changes a machine-wide value for a moment, so it
 //! must not run beside tests that check the host's values stay put).
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
 mod common;
 
 use common::{lab_name, require_root};

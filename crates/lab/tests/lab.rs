@@ -1,6 +1,8 @@
 //! The lab end to end, as root: every topology passes real TCP traffic between the hosts that
 //! should reach each other, per-host sysctls stay per host, bad specs build nothing.
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
 mod common;
 
 use common::{build, lab_name, namespaces_of, require_root, snapshot_proc_sys_net};

@@ -1,5 +1,7 @@
 //! The pure half of the lab: topology expansion, validation and the TOML format. No root needed.
 
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
 use tcplab_lab::spec::{IfAddr, in_lab_range};
 use tcplab_lab::{BuiltinOptions, LabError, LabSpec, Offloads, SysctlSetting, Topology};
 
