@@ -105,6 +105,11 @@ fn configure_host(spec: &LabSpec, host: &str) -> Result<()> {
         }
         ethtool::set_offloads(&end.ifname, spec.offloads)
             .kernel_context(|| format!("setting offloads on {host}:{}", end.ifname))?;
+        if spec.emulation.is_some() {
+            ethtool::disable_tx_checksum(&end.ifname).kernel_context(|| {
+                format!("turning checksum offload off on {host}:{}", end.ifname)
+            })?;
+        }
     }
     for bridge in spec.bridges.iter().filter(|b| b.host == host) {
         rtnl.add_bridge(&bridge.name)

@@ -12,6 +12,7 @@ const ETHTOOL_STSO: u32 = 0x1f;
 const ETHTOOL_GGSO: u32 = 0x23;
 const ETHTOOL_SGSO: u32 = 0x24;
 const ETHTOOL_GGRO: u32 = 0x2b;
+const ETHTOOL_STXCSUM: u32 = 0x17;
 const ETHTOOL_SGRO: u32 = 0x2c;
 
 /// `struct ethtool_value`.
@@ -68,6 +69,13 @@ pub fn set_offloads(ifname: &str, offloads: Offloads) -> io::Result<()> {
     ethtool(ifname, ETHTOOL_SGSO, u32::from(offloads.gso))?;
     ethtool(ifname, ETHTOOL_SGRO, u32::from(offloads.gro))?;
     Ok(())
+}
+
+/// Turns transmit checksum offload off, so frames carry complete checksums. Needed wherever a
+/// frame is copied out through a packet socket and sent again (the emulator): a veth frame with a
+/// deferred (CHECKSUM_PARTIAL) checksum would arrive with a wrong one and be dropped.
+pub fn disable_tx_checksum(ifname: &str) -> io::Result<()> {
+    ethtool(ifname, ETHTOOL_STXCSUM, 0).map(|_| ())
 }
 
 /// Reads TSO, GSO and GRO of an interface of the calling thread's namespace.

@@ -124,6 +124,7 @@ pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
             offloads: file.offloads,
             sysctls,
             allow_host_sysctl: file.allow_host_sysctl,
+            ..BuiltinOptions::default()
         });
     }
     if file.host.is_empty() {
@@ -149,6 +150,7 @@ pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
         offloads: file.offloads,
         sysctls,
         allow_host_sysctl: file.allow_host_sysctl,
+        emulation: None,
     };
     spec.validate()?;
     Ok(spec)

@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::build;
+use crate::emulation::{self, Emulator, EmulatorStatus};
 use crate::error::{LabError, Result};
 use crate::host::Host;
 use crate::lifecycle;
 use crate::netns::{self, NetNs};
 use crate::spec::{LabSpec, SysctlSetting};
-use crate::state::{Phase, ProcessId, Record, StateDir, StateLock, unix_ms};
+use crate::state::{Companion, Phase, ProcessId, Record, StateDir, StateLock, unix_ms};
 use crate::sysctl_apply;
 
 /// Who a lab belongs to.
@@ -31,6 +32,8 @@ pub struct Lab {
     state: StateDir,
     owned: bool,
     removed: bool,
+    /// The in-process emulator of a process-owned emulated lab.
+    emulator: Option<Emulator>,
 }
 
 /// Tears a half-built lab down unless disarmed: building is all or nothing.
@@ -114,6 +117,25 @@ impl Lab {
             spec.allow_host_sysctl,
         )?;
         record.phase = Phase::Ready;
+        state.write(&record)?;
+        let emulator = match &spec.emulation {
+            None => None,
+            Some(emu) => {
+                let host = hosts_by_name(&hosts, &emu.host)?;
+                match ownership {
+                    Ownership::Process => Some(
+                        Emulator::start(host, emu, &Default::default())?
+                            .serve(emulation::control_path(&state, &spec.name))?,
+                    ),
+                    Ownership::Persistent => {
+                        record
+                            .companions
+                            .push(start_companion(&state, &spec.name, &emu.host)?);
+                        None
+                    }
+                }
+            }
+        };
         if ownership == Ownership::Persistent {
             record.owner = None;
         }
@@ -131,6 +153,7 @@ impl Lab {
             state,
             owned,
             removed: false,
+            emulator,
         })
     }
 
@@ -163,6 +186,7 @@ impl Lab {
             state,
             owned: false,
             removed: false,
+            emulator: None,
         })
     }
 
@@ -245,7 +269,34 @@ impl Lab {
     /// Tears the lab down now, whoever owns it.
     pub fn down(mut self) -> Result<()> {
         self.removed = true;
+        drop(self.emulator.take());
         teardown(&self.state, &self.spec.name)
+    }
+
+    /// The emulator running in this process, if this process owns an emulated lab.
+    pub fn emulator(&self) -> Option<&Emulator> {
+        self.emulator.as_ref()
+    }
+
+    /// Stops this process's emulator and returns its final report (counters, CPU, errors).
+    pub fn stop_emulator(&mut self) -> Option<tcplab_emu_io::Report> {
+        self.emulator.take().map(Emulator::stop)
+    }
+
+    /// The emulator's status, wherever it runs (this process or a companion).
+    pub fn emulator_status(&self) -> Result<EmulatorStatus> {
+        match &self.emulator {
+            Some(e) => Ok(e.status()),
+            None => emulation::query_status(&self.state, &self.spec.name),
+        }
+    }
+
+    /// Changes the impairments of the emulated link without dropping connections.
+    pub fn set_link(&self, link: &tcplab_emu::LinkConfig) -> Result<()> {
+        match &self.emulator {
+            Some(e) => e.set_link(link),
+            None => emulation::set_link(&self.state, &self.spec.name, link),
+        }
     }
 
     /// Hands a process-owned lab over to persistence: it will outlive this process.
@@ -263,12 +314,80 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
+        // The emulator's sockets hold the middle namespace: stop it before the namespaces go.
+        drop(self.emulator.take());
         if self.owned && !self.removed {
             if let Err(e) = teardown(&self.state, &self.spec.name) {
                 eprintln!("tcplab: tearing down lab '{}' failed: {e}", self.spec.name);
             }
         }
     }
+}
+
+fn hosts_by_name<'a>(hosts: &'a [Host], name: &str) -> Result<&'a Host> {
+    hosts
+        .iter()
+        .find(|h| h.name == name)
+        .ok_or_else(|| LabError::invalid("emulation.host", format!("no host '{name}'")))
+}
+
+/// Starts `tcplab emu --lab NAME` as a detached process for a persistent lab, waits until its
+/// control socket answers, and returns its registry entry.
+fn start_companion(state: &StateDir, lab: &str, host: &str) -> Result<Companion> {
+    use std::os::unix::process::CommandExt;
+    let program = emulation::companion_program().ok_or_else(|| {
+        LabError::invalid(
+            "--bridge",
+            "a persistent emulated lab needs the tcplab binary to run its emulator;              build the lab with Ownership::Process from a library",
+        )
+    })?;
+    let dir = state.root().join("emu");
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| LabError::kernel(format!("creating {}", dir.display()), e))?;
+    let log_path = dir.join(format!("{lab}.log"));
+    let log = std::fs::File::create(&log_path)
+        .map_err(|e| LabError::kernel(format!("creating {}", log_path.display()), e))?;
+    let log2 = log
+        .try_clone()
+        .map_err(|e| LabError::kernel("duplicating the log handle", e))?;
+    let mut child = std::process::Command::new(program)
+        .args(["emu", "--lab", lab])
+        .env("TCPLAB_STATE_DIR", state.root())
+        .stdin(std::process::Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| {
+            LabError::kernel(format!("starting the emulator ({})", program.display()), e)
+        })?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if emulation::query_status(state, lab).is_ok_and(|s| s.running) {
+            break;
+        }
+        let exited = child.try_wait().ok().flatten();
+        if exited.is_some() || std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            return Err(LabError::invalid(
+                "emulator",
+                format!(
+                    "the emulator did not start: {}",
+                    log.trim().replace('\n', "; ")
+                ),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let process = ProcessId::of(child.id())
+        .ok_or_else(|| LabError::invalid("emulator", "the emulator exited right after starting"))?;
+    Ok(Companion {
+        role: "emulator".into(),
+        host: host.into(),
+        process,
+    })
 }
 
 fn hosts_of(spec: &LabSpec, nets: &BTreeMap<String, Arc<NetNs>>) -> Vec<Host> {

@@ -20,6 +20,7 @@
 
 pub mod build;
 pub mod check;
+pub mod emulation;
 pub mod error;
 pub mod ethtool;
 pub mod facts;
@@ -40,5 +41,7 @@ pub use facts::Facts;
 pub use host::Host;
 pub use lab::{Lab, Ownership, require_root, teardown};
 pub use lifecycle::{GcReport, gc, teardown_on_signals};
-pub use spec::{BuiltinOptions, IfAddr, LabSpec, Offloads, Role, SysctlSetting, Topology};
+pub use spec::{
+    BridgeMode, BuiltinOptions, IfAddr, LabSpec, Offloads, Role, SysctlSetting, Topology,
+};
 pub use state::StateDir;

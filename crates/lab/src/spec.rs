@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::emulation::EmulationSpec;
 use crate::error::{LabError, Result};
 
 /// Prefix of every namespace tcplab creates: `tcplab-<lab>-<host>`.
@@ -105,6 +106,34 @@ pub enum Role {
     Middle,
     /// Infrastructure only: the star's switch.
     Switch,
+}
+
+/// What forwards frames in the middle host of `path` and `dumbbell`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BridgeMode {
+    /// The emulator when the link has impairments, else the kernel bridge.
+    #[default]
+    Auto,
+    /// Always the kernel bridge (impairments are refused).
+    Kernel,
+    /// Always tcplab's emulator (with no impairment: how its overhead is measured).
+    Emu,
+}
+
+impl FromStr for BridgeMode {
+    type Err = LabError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(BridgeMode::Auto),
+            "kernel" => Ok(BridgeMode::Kernel),
+            "emu" => Ok(BridgeMode::Emu),
+            other => Err(LabError::invalid(
+                "--bridge",
+                format!("unknown bridge '{other}'; use auto, kernel or emu"),
+            )),
+        }
+    }
 }
 
 /// One namespace of the lab.
@@ -312,7 +341,7 @@ impl SysctlSetting {
 }
 
 /// A complete, validated description of a lab.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LabSpec {
     /// The lab's name; namespaces are `tcplab-<name>-<host>`.
     pub name: String,
@@ -332,6 +361,9 @@ pub struct LabSpec {
     pub sysctls: Vec<SysctlSetting>,
     /// Whether host-global sysctls may be changed (journaled, restored on teardown).
     pub allow_host_sysctl: bool,
+    /// The emulated link, when the middle host runs the emulator instead of a kernel bridge.
+    #[serde(default)]
+    pub emulation: Option<EmulationSpec>,
 }
 
 /// Options of the built-in topologies, as the flags give them.
@@ -351,6 +383,10 @@ pub struct BuiltinOptions {
     pub sysctls: Vec<SysctlSetting>,
     /// Opt-in for host-global sysctls.
     pub allow_host_sysctl: bool,
+    /// Kernel bridge or emulator in the middle.
+    pub bridge: BridgeMode,
+    /// Impairments of the middle link (path and dumbbell only).
+    pub link: Option<tcplab_emu::LinkConfig>,
 }
 
 impl Default for BuiltinOptions {
@@ -363,6 +399,8 @@ impl Default for BuiltinOptions {
             offloads: Offloads::default(),
             sysctls: Vec::new(),
             allow_host_sysctl: false,
+            bridge: BridgeMode::Auto,
+            link: None,
         }
     }
 }
@@ -436,7 +474,8 @@ impl LabSpec {
                 })
                 .collect()
         };
-        let (nodes, links, bridges) = match opts.topology {
+        let emulate = wants_emulator(opts)?;
+        let (nodes, mut links, mut bridges) = match opts.topology {
             Topology::Pair => (
                 nodes_of(Topology::Pair.host_names(0)),
                 vec![LinkSpec {
@@ -472,6 +511,10 @@ impl LabSpec {
                 ));
             }
         };
+        let emulation = emulate.then(|| {
+            let link = opts.link.clone().unwrap_or_default();
+            split_for_emulator(opts.topology, &mut links, &mut bridges, link)
+        });
         let spec = LabSpec {
             name: opts.name.clone(),
             topology: opts.topology,
@@ -482,6 +525,7 @@ impl LabSpec {
             offloads: opts.offloads,
             sysctls: opts.sysctls.clone(),
             allow_host_sysctl: opts.allow_host_sysctl,
+            emulation,
         };
         spec.validate()?;
         Ok(spec)
@@ -558,15 +602,6 @@ impl LabSpec {
                     }
                 }
             }
-            if link.a.host == link.b.host {
-                return Err(LabError::invalid(
-                    format!("link[{i}]"),
-                    format!(
-                        "both ends are on host '{}'; a link joins two hosts",
-                        link.a.host
-                    ),
-                ));
-            }
         }
         for (i, bridge) in self.bridges.iter().enumerate() {
             let field = format!("bridge[{i}]");
@@ -586,6 +621,19 @@ impl LabSpec {
                 }
             }
         }
+        if let Some(emu) = &self.emulation {
+            for port in &emu.ports {
+                if !ifnames.contains(&(emu.host.clone(), port.clone())) {
+                    return Err(LabError::invalid(
+                        "emulation.ports",
+                        format!("host '{}' has no link interface '{port}'", emu.host),
+                    ));
+                }
+            }
+            emu.link
+                .validate()
+                .map_err(|e| LabError::invalid("impairments", e.to_string()))?;
+        }
         for (i, s) in self.sysctls.iter().enumerate() {
             if s.host != "all" && !names.contains(s.host.as_str()) {
                 return Err(LabError::invalid(
@@ -600,6 +648,80 @@ impl LabSpec {
             crate::sysctl::validate_key(&s.key)?;
         }
         Ok(())
+    }
+}
+
+/// Decides between the kernel bridge and the emulator, refusing impairments where nothing can
+/// apply them.
+fn wants_emulator(opts: &BuiltinOptions) -> Result<bool> {
+    let impaired = opts.link.as_ref().is_some_and(|l| !l.is_transparent());
+    let has_middle = matches!(opts.topology, Topology::Path | Topology::Dumbbell);
+    match opts.bridge {
+        _ if (impaired || opts.bridge == BridgeMode::Emu) && !has_middle => Err(LabError::invalid(
+            if impaired {
+                "--delay/--loss/--rate"
+            } else {
+                "--bridge"
+            },
+            format!(
+                "the {} topology has no middle host to emulate a link in; use --topology path or dumbbell",
+                opts.topology
+            ),
+        )),
+        BridgeMode::Kernel if impaired => Err(LabError::invalid(
+            "--bridge",
+            "the kernel bridge cannot apply impairments (this kernel has no netem); use --bridge emu or auto",
+        )),
+        BridgeMode::Kernel => Ok(false),
+        BridgeMode::Emu => Ok(true),
+        BridgeMode::Auto => Ok(impaired),
+    }
+}
+
+/// Rewires the middle host for the emulator. Path: the emulator joins the `client` and `server`
+/// ports directly (no kernel bridge). Dumbbell: clients share bridge `brl`, servers `brr`, and
+/// two internal veth pairs (`brl`'s port `left` ─ `emul`, `brr`'s port `right` ─ `emur`) hand every
+/// frame crossing the middle to the emulator between `emul` and `emur`: the bottleneck link.
+fn split_for_emulator(
+    topology: Topology,
+    links: &mut Vec<LinkSpec>,
+    bridges: &mut Vec<BridgeSpec>,
+    link: tcplab_emu::LinkConfig,
+) -> EmulationSpec {
+    bridges.clear();
+    if topology != Topology::Dumbbell {
+        return EmulationSpec {
+            host: "middle".into(),
+            ports: ["client".into(), "server".into()],
+            link,
+        };
+    }
+    let (mut left, mut right): (Vec<String>, Vec<String>) = links
+        .iter()
+        .map(|l| l.a.host.clone())
+        .partition(|h| h.starts_with('c'));
+    let internal = |a: &str, b: &str| LinkSpec {
+        a: port_end("middle", a),
+        b: port_end("middle", b),
+    };
+    links.push(internal("left", "emul"));
+    links.push(internal("right", "emur"));
+    left.push("left".into());
+    right.push("right".into());
+    bridges.push(BridgeSpec {
+        host: "middle".into(),
+        name: "brl".into(),
+        ports: left,
+    });
+    bridges.push(BridgeSpec {
+        host: "middle".into(),
+        name: "brr".into(),
+        ports: right,
+    });
+    EmulationSpec {
+        host: "middle".into(),
+        ports: ["emul".into(), "emur".into()],
+        link,
     }
 }
 

@@ -52,18 +52,28 @@ impl ProcessId {
         })
     }
 
-    /// True while the very process this names is running.
+    /// True while the very process this names is running (a zombie waiting to be reaped is
+    /// not running: its parent may be gone and nobody may reap it soon).
     pub fn is_alive(&self) -> bool {
-        start_time(self.pid) == Some(self.start_time)
+        stat_fields(self.pid)
+            .is_some_and(|(state, start)| start == self.start_time && state != 'Z' && state != 'X')
     }
+}
+
+/// The process's state letter and start time from /proc/PID/stat.
+fn stat_fields(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after_comm.split_whitespace();
+    // After ")" come fields 3.. : the state is field 3, starttime field 22 (the 20th here).
+    let state = fields.next()?.chars().next()?;
+    let start = fields.nth(18)?.parse().ok()?;
+    Some((state, start))
 }
 
 /// Field 22 of /proc/PID/stat, parsed after the command name (which may contain spaces).
 fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_comm = &stat[stat.rfind(')')? + 1..];
-    // After ")" come fields 3.. ; starttime is field 22, i.e. the 20th here.
-    after_comm.split_whitespace().nth(19)?.parse().ok()
+    stat_fields(pid).map(|(_, start)| start)
 }
 
 /// Where a lab is in its life.

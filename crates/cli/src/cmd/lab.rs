@@ -14,6 +14,7 @@ use tcplab_lab::{
     BuiltinOptions, Lab, LabError, LabSpec, Offloads, Ownership, StateDir, SysctlSetting, Topology,
 };
 
+use super::impair::ImpairArgs;
 use crate::output;
 
 /// The lab subcommands.
@@ -29,6 +30,9 @@ pub enum LabCommand {
     Exec(ExecArgs),
     /// Set (HOST:KEY=VALUE) or read (HOST:KEY) sysctls on a running lab.
     Sysctl(SysctlArgs),
+    /// Change the emulated link's impairments on a running lab; connections survive. The flags
+    /// given are the whole new set (what is not given is removed).
+    Set(SetArgs),
     /// Open a TCP connection between every pair of end hosts and report.
     Check(CheckArgs),
     /// Remove labs whose owner process died (--all: every lab) and restore host sysctls.
@@ -47,6 +51,7 @@ impl LabCommand {
             LabCommand::Status(a) => output::finish(a.json, a.run()),
             LabCommand::Exec(a) => output::finish(false, a.run()),
             LabCommand::Sysctl(a) => output::finish(false, a.run()),
+            LabCommand::Set(a) => output::finish(false, a.run()),
             LabCommand::Check(a) => output::finish(a.json, a.run()),
             LabCommand::Gc(a) => output::finish(a.json, a.run()),
         }
@@ -82,12 +87,18 @@ pub struct UpArgs {
     /// Allow host-global sysctls (journaled, restored on teardown and by gc).
     #[arg(long)]
     allow_host_sysctl: bool,
+    /// What forwards in the middle host: auto (the emulator when impairments are given, else the
+    /// kernel bridge), kernel, or emu (the emulator even without impairments).
+    #[arg(long, default_value = "auto")]
+    bridge: String,
     /// Hold the lab until this process is interrupted (Ctrl-C, SIGTERM), then remove it.
     #[arg(long)]
     foreground: bool,
     /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    impair: ImpairArgs,
 }
 
 /// What `lab up --json` prints.
@@ -104,7 +115,14 @@ impl UpArgs {
             sysctls.push(SysctlSetting::parse("--sysctl", s)?);
         }
         let mut spec = match &self.file {
-            Some(path) => tcplab_lab::file::load(path, self.name.as_deref())?,
+            Some(path) => {
+                if self.impair.any() {
+                    anyhow::bail!(
+                        "--file: give impairments in the file's [link] section or with `tcplab lab set`, not as flags"
+                    );
+                }
+                tcplab_lab::file::load(path, self.name.as_deref())?
+            }
             None => {
                 let topology: Topology = self.topology.parse()?;
                 LabSpec::builtin(&BuiltinOptions {
@@ -115,6 +133,12 @@ impl UpArgs {
                     offloads: Offloads::parse(&self.offloads)?,
                     sysctls: Vec::new(),
                     allow_host_sysctl: self.allow_host_sysctl,
+                    bridge: self.bridge.parse()?,
+                    link: if self.impair.any() {
+                        Some(self.impair.link()?)
+                    } else {
+                        None
+                    },
                 })?
             }
         };
@@ -224,9 +248,20 @@ impl StatusArgs {
         };
         let mut labs = Vec::new();
         let mut host_facts = serde_json::Map::new();
+        let mut emulators = serde_json::Map::new();
         for record in &records {
             let lab = Lab::open_in(state.clone(), &record.spec.name).ok();
             labs.push(status::of(record, lab.as_ref())?);
+            if let (Some(lab), Some(_)) = (lab.as_ref(), record.spec.emulation.as_ref()) {
+                let value = match lab.emulator_status() {
+                    Ok(s) => serde_json::to_value(s)?,
+                    Err(e) => serde_json::json!({ "running": false, "error": e.to_string() }),
+                };
+                if !self.json {
+                    println!("emulator of {}: {}", record.spec.name, value);
+                }
+                emulators.insert(record.spec.name.clone(), value);
+            }
             if let (true, Some(lab)) = (self.json, lab.as_ref()) {
                 let facts = tcplab_lab::Facts::collect(lab)?;
                 host_facts.insert(lab.name().to_string(), serde_json::to_value(facts.hosts)?);
@@ -237,6 +272,7 @@ impl StatusArgs {
                 "labs": labs,
                 "facts": tcplab_lab::Facts::machine(),
                 "host_facts": host_facts,
+                "emulators": emulators,
             });
             return Ok(output::print_json(&doc));
         }
@@ -398,6 +434,36 @@ fn targets(lab: &Lab, host: &str) -> Vec<String> {
         lab.hosts().iter().map(|h| h.name().to_string()).collect()
     } else {
         vec![host.to_string()]
+    }
+}
+
+/// Arguments of `tcplab lab set`.
+#[derive(Debug, Args)]
+pub struct SetArgs {
+    /// The lab.
+    name: String,
+    #[command(flatten)]
+    impair: ImpairArgs,
+}
+
+impl SetArgs {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        let lab = Lab::open(&self.name)?;
+        if lab.spec().emulation.is_none() {
+            anyhow::bail!(
+                "lab '{}' forwards with the kernel bridge, which cannot change impairments; rebuild it with impairments or --bridge emu",
+                self.name
+            );
+        }
+        let link = self.impair.link()?;
+        lab.set_link(&link)?;
+        let status = lab.emulator_status()?;
+        println!(
+            "lab '{}': impairments now {}",
+            self.name,
+            serde_json::to_string(&status.link)?
+        );
+        Ok(ExitCode::SUCCESS)
     }
 }
 

@@ -1,4 +1,6 @@
 //! One module per command.
 
+pub mod emu;
 pub mod facts;
+pub mod impair;
 pub mod lab;

@@ -1,0 +1,127 @@
+//! `tcplab emu`: the user-space link emulator between two interfaces — standalone on any machine
+//! (a two-port layer-2 impairment bridge, like BalticGrid's middle server), or as the emulator
+//! process of a persistent lab (`--lab NAME`, started by `tcplab lab up`).
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use tcplab_lab::emulation::{self, EmulationSpec, Emulator};
+use tcplab_lab::{Lab, StateDir};
+
+use super::impair::ImpairArgs;
+use crate::output;
+
+/// Arguments of `tcplab emu`.
+#[derive(Debug, Args)]
+pub struct EmuArgs {
+    /// The two interfaces to bridge (give it twice): frames from the first take the
+    /// client→server impairments.
+    #[arg(
+        long = "iface",
+        num_args = 1,
+        value_name = "IFACE",
+        conflicts_with = "lab"
+    )]
+    ifaces: Vec<String>,
+    /// Run as the emulator of this lab (in its middle host), with the lab's impairments.
+    #[arg(long)]
+    lab: Option<String>,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Busy-poll instead of sleeping (lowest lateness; one core at 100%).
+    #[arg(long)]
+    busy_poll: bool,
+    /// Print the final report as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    impair: ImpairArgs,
+}
+
+impl EmuArgs {
+    /// Runs the emulator until told to stop, then prints its report and fidelity verdict.
+    pub fn run(self) -> ExitCode {
+        let json = self.json;
+        output::finish(json, self.run_inner())
+    }
+
+    fn run_inner(self) -> anyhow::Result<ExitCode> {
+        tcplab_lab::require_root("running the emulator")?;
+        let opts = tcplab_emu_io::IoOptions {
+            busy_poll: self.busy_poll,
+            ..Default::default()
+        };
+        // Signals are registered before the emulator starts so none is lost.
+        let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
+        let (emu, lab_name) = match &self.lab {
+            Some(name) => {
+                let state = StateDir::from_env();
+                let lab = Lab::open_in(state.clone(), name)?;
+                let spec: EmulationSpec = lab.spec().emulation.clone().ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--lab {name}: the lab has no emulated link (built with --bridge kernel?)"
+                    )
+                })?;
+                let emu = Emulator::start(lab.host(&spec.host)?, &spec, &opts)?
+                    .serve(emulation::control_path(&state, name))?;
+                (emu, Some((state, name.clone())))
+            }
+            None => {
+                let [a, b] = self.ifaces.as_slice() else {
+                    anyhow::bail!(
+                        "--iface: give exactly two interfaces (--iface A --iface B), or --lab NAME"
+                    );
+                };
+                let link = self.impair.link()?;
+                (Emulator::start_here([a, b], &link, &opts)?, None)
+            }
+        };
+        eprintln!("tcplab emu: running, seed {}", emu.seed());
+        let deadline = self
+            .duration
+            .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        loop {
+            if signals.pending().next().is_some() {
+                break;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            // The emulator dies with its lab: stop once the lab's record is gone.
+            if let Some((state, name)) = &lab_name {
+                if state.read(name).ok().flatten().is_none() {
+                    break;
+                }
+            }
+            if !emu.status().running {
+                eprintln!("tcplab emu: a worker stopped");
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let report = emu.stop();
+        let fidelity = report.verdict(&emulation::default_thresholds());
+        if self.json {
+            output::print_json(&serde_json::json!({ "report": report, "fidelity": fidelity }));
+        } else {
+            eprintln!("tcplab emu: {}", serde_json::to_string(&report)?);
+            eprintln!(
+                "tcplab emu: fidelity: {}{}",
+                if fidelity.trustworthy {
+                    "trustworthy"
+                } else {
+                    "UNTRUSTWORTHY"
+                },
+                if fidelity.reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", fidelity.reasons.join("; "))
+                }
+            );
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

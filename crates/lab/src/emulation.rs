@@ -1,0 +1,307 @@
+//! The link emulator inside a lab: the middle host's two ports bridged by tcplab's own user-space
+//! emulator (`tcplab-emu` model, `tcplab-emu-io` packet I/O) instead of the kernel bridge, and a
+//! control socket through which `tcplab lab set` changes impairments on the fly and runs read the
+//! emulator's counters and fidelity.
+//!
+//! The emulator runs as threads inside the middle host: in the process that owns the lab (a run,
+//! `lab up --foreground`), or, for a persistent lab, in a companion `tcplab emu --lab NAME` process
+//! recorded in the registry and ended with the lab. Without the emulator, frames do not cross the
+//! middle at all — a dead emulator never lets traffic through unimpaired.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tcplab_emu::{DirectionModel, LinkConfig};
+use tcplab_emu_io::{Bridge, IoOptions, Report, Thresholds};
+
+use crate::error::{KernelContext, LabError, Result};
+use crate::host::Host;
+use crate::state::StateDir;
+
+/// The emulated link of a lab, as its spec records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmulationSpec {
+    /// The host that forwards (`middle`).
+    pub host: String,
+    /// Its two ports: client side first (client→server is "forward").
+    pub ports: [String; 2],
+    /// Impairments per direction.
+    pub link: LinkConfig,
+}
+
+/// A running emulator: the bridge, its control socket, and the seed it printed.
+#[derive(Debug)]
+pub struct Emulator {
+    shared: Arc<SharedEmu>,
+    control: Option<ControlServer>,
+}
+
+/// Fidelity thresholds: lateness p99 under 100 µs, worker CPU under 95% of wall time.
+pub fn default_thresholds() -> Thresholds {
+    Thresholds::default()
+}
+
+impl Emulator {
+    /// Starts the emulator on `host`'s two ports. Sockets are opened on a thread inside the host
+    /// and the worker threads inherit its namespace.
+    pub fn start(host: &Host, spec: &EmulationSpec, opts: &IoOptions) -> Result<Emulator> {
+        let (spec, opts) = (spec.clone(), opts.clone());
+        host.run(move || {
+            Emulator::start_here(
+                [spec.ports[0].as_str(), spec.ports[1].as_str()],
+                &spec.link,
+                &opts,
+            )
+        })?
+    }
+
+    /// Starts the emulator between two interfaces of the calling thread's namespace
+    /// (`tcplab emu --iface A --iface B`). Frames from `ports[0]` take `link.forward`.
+    pub fn start_here(ports: [&str; 2], link: &LinkConfig, opts: &IoOptions) -> Result<Emulator> {
+        let bridge = Bridge::start(ports[0], ports[1], link, opts)
+            .map_err(|e| LabError::invalid("--iface", e.to_string()))?;
+        Ok(Emulator {
+            shared: Arc::new(SharedEmu {
+                seed: bridge.seed().unwrap_or_default(),
+                bridge,
+                link: Mutex::new(link.clone()),
+            }),
+            control: None,
+        })
+    }
+
+    /// The seed of every random stream (print it: `--seed` replays the run).
+    pub fn seed(&self) -> u64 {
+        self.shared.seed
+    }
+
+    /// Changes impairments while frames flow; queued frames are kept.
+    pub fn set_link(&self, link: &LinkConfig) -> Result<()> {
+        self.shared
+            .set_link(link)
+            .map_err(|e| LabError::invalid("impairments", e))
+    }
+
+    /// Counters now, the configuration in force, and whether the workers are alive.
+    pub fn status(&self) -> EmulatorStatus {
+        self.shared.status()
+    }
+
+    /// Serves the control socket at `path` until the emulator stops.
+    pub fn serve(mut self, path: PathBuf) -> Result<Emulator> {
+        self.control = Some(ControlServer::start(path, Arc::clone(&self.shared))?);
+        Ok(self)
+    }
+
+    /// Stops the workers (and the control socket) and returns the final report.
+    pub fn stop(mut self) -> Report {
+        // Joining the control thread drops its handle on the bridge.
+        drop(self.control.take());
+        match Arc::try_unwrap(self.shared) {
+            Ok(shared) => shared.bridge.stop(),
+            Err(shared) => Report {
+                forward: shared.bridge.stats().forward,
+                reverse: shared.bridge.stats().reverse,
+                errors: vec!["the bridge was still shared at stop".into()],
+                ..Report::default()
+            },
+        }
+    }
+}
+
+/// What `status` returns, locally or over the control socket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EmulatorStatus {
+    /// Workers alive.
+    pub running: bool,
+    /// Seed of the random streams.
+    pub seed: u64,
+    /// Impairments in force.
+    pub link: LinkConfig,
+    /// Per-direction counters (packets, bytes, drops by cause, lateness).
+    pub counters: serde_json::Value,
+}
+
+/// The emulator as both its owner and the control thread use it.
+#[derive(Debug)]
+struct SharedEmu {
+    bridge: Bridge<DirectionModel>,
+    seed: u64,
+    link: Mutex<LinkConfig>,
+}
+
+impl SharedEmu {
+    fn status(&self) -> EmulatorStatus {
+        EmulatorStatus {
+            running: self.bridge.is_running(),
+            seed: self.seed,
+            link: self.link.lock().map(|l| l.clone()).unwrap_or_default(),
+            counters: serde_json::to_value(self.bridge.stats()).unwrap_or_default(),
+        }
+    }
+
+    fn set_link(&self, link: &LinkConfig) -> std::result::Result<(), String> {
+        self.bridge
+            .reconfigure_link(link)
+            .map_err(|e| e.to_string())?;
+        if let Ok(mut l) = self.link.lock() {
+            *l = link.clone();
+        }
+        Ok(())
+    }
+}
+
+/// One control request, one JSON line.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "cmd", rename_all = "lowercase")]
+enum Request {
+    Status,
+    Set { link: Box<LinkConfig> },
+}
+
+/// The control socket server thread.
+#[derive(Debug)]
+struct ControlServer {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ControlServer {
+    fn start(path: PathBuf, emu: Arc<SharedEmu>) -> Result<ControlServer> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .kernel_context(|| format!("creating {}", dir.display()))?;
+        }
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path)
+            .kernel_context(|| format!("listening on {}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("emu-control".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    if stop_flag.load(Ordering::Acquire) {
+                        break;
+                    }
+                    if let Ok(conn) = conn {
+                        let _ = serve_one(conn, &emu);
+                    }
+                }
+            })
+            .kernel_context(|| "spawning the emulator control thread".to_string())?;
+        Ok(ControlServer {
+            path,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for ControlServer {
+    /// Ends the control thread and removes the socket file, however the emulator goes.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wake the blocking accept.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn serve_one(conn: UnixStream, emu: &SharedEmu) -> std::io::Result<()> {
+    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut line = String::new();
+    BufReader::new(&conn).read_line(&mut line)?;
+    let reply = match serde_json::from_str::<Request>(&line) {
+        Ok(Request::Status) => serde_json::json!({ "ok": true, "status": emu.status() }),
+        Ok(Request::Set { link }) => match emu.set_link(&link) {
+            Ok(()) => serde_json::json!({ "ok": true }),
+            Err(e) => serde_json::json!({ "ok": false, "error": e }),
+        },
+        Err(e) => serde_json::json!({ "ok": false, "error": format!("bad request: {e}") }),
+    };
+    let mut conn = conn;
+    writeln!(conn, "{reply}")
+}
+
+/// The control socket of a lab's emulator.
+pub fn control_path(state: &StateDir, lab: &str) -> PathBuf {
+    state.root().join("emu").join(format!("{lab}.sock"))
+}
+
+/// Sends one request to a lab's emulator and returns its `status` or an error naming the fix.
+fn call(state: &StateDir, lab: &str, request: &Request) -> Result<serde_json::Value> {
+    let path = control_path(state, lab);
+    let unreachable = |e: std::io::Error| {
+        LabError::invalid(
+            "emulator",
+            format!(
+                "lab '{lab}' has no running emulator ({}: {e}); was it built with impairments or \
+                 --bridge emu? If it was, the emulator died: `tcplab lab down {lab}` and rebuild",
+                path.display()
+            ),
+        )
+    };
+    let mut conn = UnixStream::connect(&path).map_err(unreachable)?;
+    conn.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(unreachable)?;
+    let text =
+        serde_json::to_string(request).map_err(|e| LabError::invalid("emulator", e.to_string()))?;
+    writeln!(conn, "{text}").map_err(unreachable)?;
+    let mut line = String::new();
+    BufReader::new(&conn)
+        .read_line(&mut line)
+        .map_err(unreachable)?;
+    let reply: serde_json::Value = serde_json::from_str(&line)
+        .map_err(|e| LabError::invalid("emulator", format!("bad reply: {e}")))?;
+    if reply["ok"] == true {
+        Ok(reply)
+    } else {
+        Err(LabError::invalid(
+            "impairments",
+            reply["error"].as_str().unwrap_or("rejected").to_string(),
+        ))
+    }
+}
+
+/// Asks a lab's emulator (in any process) for its status.
+pub fn query_status(state: &StateDir, lab: &str) -> Result<EmulatorStatus> {
+    let reply = call(state, lab, &Request::Status)?;
+    serde_json::from_value(reply["status"].clone())
+        .map_err(|e| LabError::invalid("emulator", format!("bad status: {e}")))
+}
+
+/// Changes a lab's impairments (in any process) without dropping the connections crossing it.
+pub fn set_link(state: &StateDir, lab: &str, link: &LinkConfig) -> Result<()> {
+    call(
+        state,
+        lab,
+        &Request::Set {
+            link: Box::new(link.clone()),
+        },
+    )
+    .map(|_| ())
+}
+
+/// The program a persistent lab starts as its emulator companion (`tcplab emu --lab NAME`).
+static COMPANION_PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Tells the library where the `tcplab` binary is, so persistent emulated labs can start their
+/// emulator as a separate process. The CLI calls it at start-up.
+pub fn set_companion_program(path: PathBuf) {
+    let _ = COMPANION_PROGRAM.set(path);
+}
+
+pub(crate) fn companion_program() -> Option<&'static PathBuf> {
+    COMPANION_PROGRAM.get()
+}

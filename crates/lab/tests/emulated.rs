@@ -1,0 +1,216 @@
+//! Labs whose middle host runs tcplab's emulator instead of the kernel bridge (as root).
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::{lab_name, namespaces_of, require_root};
+use tcplab_emu::{DirectionConfig, LinkConfig};
+use tcplab_lab::{
+    BridgeMode, BuiltinOptions, Lab, LabError, LabSpec, Ownership, StateDir, Topology,
+};
+
+fn delay_link(one_way_ms: u64) -> LinkConfig {
+    let dir = DirectionConfig {
+        delay_ns: one_way_ms * 1_000_000,
+        ..DirectionConfig::default()
+    };
+    LinkConfig {
+        forward: dir.clone(),
+        reverse: dir,
+        seed: Some(1),
+    }
+}
+
+fn emulated(
+    state: &tempfile::TempDir,
+    tag: &str,
+    topology: Topology,
+    link: Option<LinkConfig>,
+    bridge: BridgeMode,
+) -> Lab {
+    require_root();
+    let spec = LabSpec::builtin(&BuiltinOptions {
+        name: lab_name(tag),
+        topology,
+        bridge,
+        link,
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    Lab::build_in(StateDir::at(state.path()), spec, Ownership::Process).unwrap()
+}
+
+/// A server thread in `server` that echoes 64-byte messages until the peer closes.
+fn echo_server(lab: &Lab) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = lab
+        .host("server")
+        .unwrap()
+        .run(|| TcpListener::bind("198.18.0.101:0").unwrap())
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 64];
+        while s.read_exact(&mut buf).is_ok() {
+            if s.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    });
+    (addr, handle)
+}
+
+/// Median round-trip time of `n` 64-byte exchanges on an open connection.
+fn median_rtt(stream: &mut TcpStream, n: usize) -> Duration {
+    let mut rtts: Vec<Duration> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            stream.write_all(&[7u8; 64]).unwrap();
+            let mut buf = [0u8; 64];
+            stream.read_exact(&mut buf).unwrap();
+            t.elapsed()
+        })
+        .collect();
+    rtts.sort();
+    rtts[n / 2]
+}
+
+#[test]
+fn path_with_delay_gives_the_configured_rtt_and_changes_live() {
+    let state = tempfile::tempdir().unwrap();
+    let lab = emulated(
+        &state,
+        "emudelay",
+        Topology::Path,
+        Some(delay_link(10)),
+        BridgeMode::Auto,
+    );
+    assert!(
+        lab.spec().emulation.is_some(),
+        "impairments put the emulator in the middle"
+    );
+    assert!(lab.emulator().is_some());
+    let (addr, server) = echo_server(&lab);
+    let mut stream = lab
+        .host("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap())
+        .unwrap();
+    stream.set_nodelay(true).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let rtt = median_rtt(&mut stream, 15);
+    assert!(
+        rtt >= Duration::from_millis(20) && rtt < Duration::from_millis(24),
+        "10 ms each way: median RTT {rtt:?}"
+    );
+    // Change the delay while the connection is open: it survives and sees the new RTT.
+    lab.set_link(&delay_link(2)).unwrap();
+    let rtt = median_rtt(&mut stream, 15);
+    assert!(
+        rtt >= Duration::from_millis(4) && rtt < Duration::from_millis(8),
+        "2 ms each way after `set`: median RTT {rtt:?}"
+    );
+    let status = lab.emulator_status().unwrap();
+    assert!(status.running);
+    assert_eq!(status.link.forward.delay_ns, 2_000_000);
+    assert_eq!(status.seed, 1, "the configured seed is used and reported");
+    // The same status through the control socket, as another process would see it.
+    let remote = tcplab_lab::emulation::query_status(lab.state(), lab.name()).unwrap();
+    assert_eq!(remote.link.forward.delay_ns, 2_000_000);
+    drop(stream);
+    server.join().unwrap();
+}
+
+#[test]
+fn a_stopped_emulator_passes_nothing() {
+    let state = tempfile::tempdir().unwrap();
+    let mut lab = emulated(&state, "emustop", Topology::Path, None, BridgeMode::Emu);
+    assert_eq!(
+        lab.check_connectivity()
+            .unwrap()
+            .iter()
+            .filter(|c| !c.ok)
+            .count(),
+        0
+    );
+    let report = lab.stop_emulator().unwrap();
+    assert!(
+        report.forward.frames_in > 0 && report.forward.frames_out > 0,
+        "{report:?}"
+    );
+    // No kernel bridge behind it: with the emulator gone, traffic stops instead of flowing
+    // unimpaired.
+    let addr: SocketAddr = "198.18.0.101:9".parse().unwrap();
+    let result = lab
+        .host("client")
+        .unwrap()
+        .run(move || TcpStream::connect_timeout(&addr, Duration::from_millis(500)))
+        .unwrap();
+    let err = result.unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+}
+
+#[test]
+fn dumbbell_through_the_emulator_reaches_every_pair() {
+    let state = tempfile::tempdir().unwrap();
+    let lab = emulated(
+        &state,
+        "emudumb",
+        Topology::Dumbbell,
+        Some(delay_link(1)),
+        BridgeMode::Auto,
+    );
+    let checks = lab.check_connectivity().unwrap();
+    let failed: Vec<_> = checks.iter().filter(|c| !c.ok).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert_eq!(checks.len(), 2 * 4 * 3);
+    // Client-to-server crosses the emulated link (about 2 ms), client-to-client does not.
+    let rtt = |from: &str, to: &str| {
+        checks
+            .iter()
+            .find(|c| c.from == from && c.to == to && c.addr.is_ipv4())
+            .unwrap()
+            .micros
+            .unwrap()
+    };
+    assert!(
+        rtt("c1", "s1") >= 2_000,
+        "c1->s1 crosses the link: {} us",
+        rtt("c1", "s1")
+    );
+}
+
+#[test]
+fn impairments_need_a_middle_host_and_the_emulator() {
+    require_root();
+    let state = tempfile::tempdir().unwrap();
+    for (topology, bridge, field) in [
+        (Topology::Pair, BridgeMode::Auto, "--delay/--loss/--rate"),
+        (Topology::Star, BridgeMode::Auto, "--delay/--loss/--rate"),
+        (Topology::Path, BridgeMode::Kernel, "--bridge"),
+    ] {
+        let name = lab_name("emubad");
+        let err = LabSpec::builtin(&BuiltinOptions {
+            name: name.clone(),
+            topology,
+            hosts: 2,
+            bridge,
+            link: Some(delay_link(5)),
+            ..BuiltinOptions::default()
+        })
+        .unwrap_err();
+        match err {
+            LabError::Invalid { field: f, .. } => assert_eq!(f, field),
+            other => panic!("{other:?}"),
+        }
+        assert!(namespaces_of(&name).is_empty());
+    }
+    drop(state);
+}
