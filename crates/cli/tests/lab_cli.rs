@@ -423,3 +423,47 @@ fn json_errors_are_json() {
     assert_eq!(out.status.code(), Some(2));
     assert!(json(&out)["error"].as_str().unwrap().contains("--topology"));
 }
+
+#[test]
+fn gc_all_removes_orphans_but_not_labs_of_other_state_directories() {
+    let mine = tempfile::tempdir().unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let name = lab_name("keep");
+    let _guard = LabGuard {
+        state: other.path(),
+        name: name.clone(),
+    };
+    let up = run(other.path(), &["lab", "up", "--name", &name]);
+    assert!(up.status.success());
+    // An orphan: a tcplab namespace no registry knows (as after a lost state directory).
+    let orphan = format!("tcplab-{}-orphan", lab_name("gc"));
+    drop(tcplab_lab::netns::create(&orphan).unwrap());
+    struct NsGuard(String);
+    impl Drop for NsGuard {
+        fn drop(&mut self) {
+            let _ = tcplab_lab::netns::delete(&self.0);
+        }
+    }
+    let _ns = NsGuard(orphan.clone());
+    let gc = run(mine.path(), &["lab", "gc", "--all", "--json"]);
+    assert!(
+        gc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gc.stderr)
+    );
+    let removed = json(&gc)["orphan_namespaces"].clone();
+    assert!(
+        removed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == orphan.as_str()),
+        "{removed}"
+    );
+    assert!(!tcplab_lab::netns::list().contains(&orphan));
+    assert_eq!(
+        namespaces_of(&name).len(),
+        2,
+        "another state directory's lab is not an orphan"
+    );
+}

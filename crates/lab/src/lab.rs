@@ -97,6 +97,9 @@ impl Lab {
             companions: Vec::new(),
         };
         state.write(&record)?;
+        for ns in &record.namespaces {
+            crate::state::claim(ns, &state)?;
+        }
         let mut guard = BuildGuard {
             state: &state,
             lock: &lock,
@@ -451,8 +454,11 @@ pub(crate) fn teardown_locked(state: &StateDir, lock: &StateLock, name: &str) ->
     names.sort();
     names.dedup();
     for ns in &names {
-        if let Err(e) = netns::delete(ns) {
-            first_error.get_or_insert(e);
+        match netns::delete(ns) {
+            Ok(()) => crate::state::unclaim(ns),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
     }
     if let Err(e) = sysctl_apply::release_host(state, lock, name) {

@@ -110,14 +110,12 @@ pub fn gc(state: &StateDir, all: bool) -> Result<GcReport> {
         }
     }
     if all {
-        let claimed: Vec<String> = state
-            .list()?
-            .into_iter()
-            .flat_map(|r| r.namespaces)
-            .collect();
+        // Only namespaces no state directory's live record claims: another user's (or test's)
+        // labs under another TCPLAB_STATE_DIR are left alone.
         for ns in netns::list() {
-            if ns.starts_with(NETNS_PREFIX) && !claimed.contains(&ns) {
+            if ns.starts_with(NETNS_PREFIX) && !crate::state::is_claimed(&ns) {
                 netns::delete(&ns)?;
+                crate::state::unclaim(&ns);
                 report.orphan_namespaces.push(ns);
             }
         }

@@ -287,6 +287,37 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).kernel_context(|| format!("renaming {} into place", tmp.display()))
 }
 
+/// Where each lab namespace records which state directory owns it. Namespaces are global to the
+/// machine while state directories are not (tests and users may each have their own), so
+/// `gc --all` must not take another state directory's live lab for an orphan.
+pub const CLAIMS_DIR: &str = "/run/tcplab/netns-claims";
+
+/// Records that `state` owns namespace `ns`.
+pub fn claim(ns: &str, state: &StateDir) -> Result<()> {
+    std::fs::create_dir_all(CLAIMS_DIR).kernel_context(|| format!("creating {CLAIMS_DIR}"))?;
+    let root = std::fs::canonicalize(state.root()).unwrap_or_else(|_| state.root().to_path_buf());
+    write_atomic(
+        &Path::new(CLAIMS_DIR).join(ns),
+        root.as_os_str().as_encoded_bytes(),
+    )
+}
+
+/// Forgets the claim on `ns` (missing is fine).
+pub fn unclaim(ns: &str) {
+    let _ = std::fs::remove_file(Path::new(CLAIMS_DIR).join(ns));
+}
+
+/// True when a registered lab in the claiming state directory still lists `ns`.
+pub fn is_claimed(ns: &str) -> bool {
+    let Ok(root) = std::fs::read_to_string(Path::new(CLAIMS_DIR).join(ns)) else {
+        return false;
+    };
+    StateDir::at(root)
+        .list()
+        .map(|records| records.iter().any(|r| r.namespaces.iter().any(|n| n == ns)))
+        .unwrap_or(false)
+}
+
 /// Milliseconds since the Unix epoch (for records only; never used for measurement).
 pub fn unix_ms() -> u64 {
     std::time::SystemTime::now()

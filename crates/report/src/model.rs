@@ -1,0 +1,175 @@
+//! The input model: plain serde data that the study store fills from its database and the
+//! report turns into tables, plots and a page. Nothing here computes; see [`crate::table`].
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use tcplab_stats::{Bootstrap, Description, Objective, Ranking};
+
+/// What the study optimises, e.g. `time` in `seconds`, minimised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ObjectiveSpec {
+    /// Short name shown in tables ("time", "throughput", "cost").
+    pub name: String,
+    /// Unit of every sample ("seconds", "Mbit/s", "us/message").
+    pub unit: String,
+    /// Whether smaller or larger is better.
+    pub goal: Objective,
+}
+
+/// One configuration of a sweep and its per-repetition objective values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigurationResult {
+    /// Unique name of the configuration ("s=3 f=1"); rankings refer to it.
+    pub label: String,
+    /// Factor name → value as the scenario spelled it ("rtt" → "20ms"). Sorted by name.
+    #[serde(default)]
+    pub factors: BTreeMap<String, String>,
+    /// The objective of each repetition, in [`ObjectiveSpec::unit`]. Empty when it failed.
+    #[serde(default)]
+    pub samples: Vec<f64>,
+    /// Figures the store already computed; computed here from `samples` when absent.
+    #[serde(default)]
+    pub description: Option<Description>,
+    /// Why racing stopped running this configuration, if it did.
+    #[serde(default)]
+    pub dropped: Option<String>,
+    /// Why the configuration could not run (e.g. the kernel's reason for refusing a sysctl).
+    #[serde(default)]
+    pub failed: Option<String>,
+}
+
+impl ConfigurationResult {
+    /// A configuration with samples and factors and nothing precomputed.
+    pub fn new(
+        label: impl Into<String>,
+        factors: &[(&str, &str)],
+        samples: Vec<f64>,
+    ) -> ConfigurationResult {
+        ConfigurationResult {
+            label: label.into(),
+            factors: factors
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect(),
+            samples,
+            description: None,
+            dropped: None,
+            failed: None,
+        }
+    }
+}
+
+/// Per-message one-way delays of one run: the stall scatter's data (sfperf, "every 41st packet").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageDelays {
+    /// Legend entry (usually the configuration label, plus the repetition).
+    pub label: String,
+    /// (sequence number, delay in microseconds).
+    pub points: Vec<(u64, f64)>,
+}
+
+/// One interval's counters of a stream (from the interval reports and `tcp_info`).
+/// Every metric is optional: a sampler that did not read it leaves it out.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct IntervalSample {
+    /// End of the interval, seconds since the start of the run.
+    pub t_s: f64,
+    /// Goodput over the interval, Mbit/s.
+    #[serde(default)]
+    pub throughput_mbps: Option<f64>,
+    /// Congestion window, segments.
+    #[serde(default)]
+    pub cwnd_segments: Option<f64>,
+    /// Smoothed RTT, milliseconds.
+    #[serde(default)]
+    pub rtt_ms: Option<f64>,
+    /// Retransmitted segments during the interval.
+    #[serde(default)]
+    pub retransmits: Option<f64>,
+}
+
+/// The intervals of one flow or run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSeries {
+    /// Legend entry.
+    pub label: String,
+    /// Intervals in time order.
+    pub intervals: Vec<IntervalSample>,
+}
+
+/// One "objective vs a numeric factor" plot: x is `factor`, one line per combination of the
+/// other factors (BalticGrid's bandwidth vs RTT per buffer size and kernel setting).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPlotSpec {
+    /// Factor on the x axis; its values must be numbers, optionally with a unit ("20ms").
+    pub factor: String,
+    /// Logarithmic x axis; `None` chooses log when the values span a factor of 10 or more.
+    #[serde(default)]
+    pub log_x: Option<bool>,
+}
+
+/// Everything one report shows. The study store fills it; the report only reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportInput {
+    /// Heading of the report.
+    pub title: String,
+    /// The scenario file as written, shown verbatim.
+    #[serde(default)]
+    pub scenario_text: String,
+    /// Facts that explain the run: kernel, HZ, CPUs, sysctls, emulator seed (any JSON).
+    #[serde(default)]
+    pub facts: serde_json::Value,
+    /// The objective and its direction.
+    pub objective: ObjectiveSpec,
+    /// Label of the baseline configuration, for speed-ups.
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Every configuration, in any order.
+    pub configurations: Vec<ConfigurationResult>,
+    /// The store's ranking; computed here (p90 key, Welch, Holm, α = 0.05) when absent.
+    #[serde(default)]
+    pub ranking: Option<Ranking>,
+    /// Bootstrap settings for the CIs computed here (B, seed, level).
+    #[serde(default)]
+    pub bootstrap: Bootstrap,
+    /// Factor columns in this order (the scenario's); factors not listed follow, sorted.
+    #[serde(default)]
+    pub factor_order: Vec<String>,
+    /// Sweep plots to draw; empty chooses every factor with three or more numeric values.
+    #[serde(default)]
+    pub sweep_plots: Vec<SweepPlotSpec>,
+    /// Per-message delays for the stall scatter and the delay CDF.
+    #[serde(default)]
+    pub message_delays: Vec<MessageDelays>,
+    /// Interval counters for the time-series plots.
+    #[serde(default)]
+    pub intervals: Vec<IntervalSeries>,
+    /// Free sentences for the reader ("this kernel's default tcp_rmem max is 6 MB, not 2008's 4 MB").
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl ReportInput {
+    /// An input with the required parts and everything else empty.
+    pub fn new(
+        title: impl Into<String>,
+        objective: ObjectiveSpec,
+        configurations: Vec<ConfigurationResult>,
+    ) -> ReportInput {
+        ReportInput {
+            title: title.into(),
+            scenario_text: String::new(),
+            facts: serde_json::Value::Null,
+            objective,
+            baseline: None,
+            configurations,
+            ranking: None,
+            bootstrap: Bootstrap::default(),
+            factor_order: Vec::new(),
+            sweep_plots: Vec::new(),
+            message_delays: Vec::new(),
+            intervals: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}

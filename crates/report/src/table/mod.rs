@@ -1,0 +1,281 @@
+//! The results table: one row per configuration, in ranking order, with every figure taken
+//! from `tcplab_stats` ([`describe()`] for summary/CI/speed-up, [`rank()`] for rank and group).
+//!
+//! [`Table::from_input`] computes; [`Table::to_text`], [`Table::to_markdown`] (in `text`) and
+//! [`Table::to_json`], [`Table::to_csv`] (in the `export` module) only format.
+
+mod text;
+
+use crate::error::ReportError;
+use crate::model::{ConfigurationResult, ObjectiveSpec, ReportInput};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use tcplab_stats::{Description, Objective, RankConfig, Ranking, Samples, describe, rank};
+
+/// One configuration's figures, flattened for tables and CSV. `None` means "not defined"
+/// (an sd or CI with one sample, a speed-up without a baseline, anything of a failed run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TableRow {
+    /// 1-based rank in the consistently-fast ranking.
+    pub rank: Option<usize>,
+    /// 1-based significance group; group 1 is the consistently fast group.
+    pub group: Option<usize>,
+    /// The configuration's label.
+    pub label: String,
+    /// Factor name → value.
+    pub factors: BTreeMap<String, String>,
+    /// True for the baseline configuration.
+    pub baseline: bool,
+    /// Number of samples.
+    pub n: usize,
+    /// Mean of the samples.
+    pub mean: Option<f64>,
+    /// Sample standard deviation.
+    pub sd: Option<f64>,
+    /// Best run under the objective.
+    pub best: Option<f64>,
+    /// Worst run under the objective.
+    pub worst: Option<f64>,
+    /// Median.
+    pub median: Option<f64>,
+    /// 90th percentile.
+    pub p90: Option<f64>,
+    /// Lower bound of the CI of the mean.
+    pub ci_lower: Option<f64>,
+    /// Upper bound of the CI of the mean.
+    pub ci_upper: Option<f64>,
+    /// Speed-up over the baseline (> 1: better).
+    pub speed_up: Option<f64>,
+    /// Lower bound of the speed-up's bootstrap CI.
+    pub speed_up_lower: Option<f64>,
+    /// Upper bound of the speed-up's bootstrap CI.
+    pub speed_up_upper: Option<f64>,
+    /// "ok", "dropped" (racing stopped it) or "failed" (it could not run).
+    pub status: String,
+    /// Why it was dropped or failed.
+    pub reason: Option<String>,
+}
+
+/// The whole table and what is needed to read it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    /// Report title.
+    pub title: String,
+    /// The objective.
+    pub objective: ObjectiveSpec,
+    /// Confidence level of every interval, e.g. 0.95.
+    pub level: f64,
+    /// Union of factor names, sorted; one column each.
+    pub factor_names: Vec<String>,
+    /// Label of the baseline, if any.
+    pub baseline: Option<String>,
+    /// The ranking's method sentence, when there was anything to rank.
+    pub method: Option<String>,
+    /// Rows: ranked ones by rank, then unranked, then failed.
+    pub rows: Vec<TableRow>,
+}
+
+impl Table {
+    /// Computes every row of `input` (see the module documentation).
+    pub fn from_input(input: &ReportInput) -> Result<Table, ReportError> {
+        check_unique_labels(&input.configurations)?;
+        let baseline = baseline_samples(input)?;
+        let goal = input.objective.goal;
+        let mut described = Vec::new();
+        let mut failed = Vec::new();
+        for c in &input.configurations {
+            if c.samples.is_empty() {
+                failed.push(failed_row(c));
+                continue;
+            }
+            let d = match &c.description {
+                Some(d) => d.clone(),
+                None => describe(&c.samples, baseline, goal, &input.bootstrap).map_err(|e| {
+                    ReportError::Stats {
+                        label: c.label.clone(),
+                        source: e,
+                    }
+                })?,
+            };
+            described.push((c, d));
+        }
+        let ranking = ranking_of(input, &described)?;
+        let mut rows: Vec<TableRow> = described
+            .iter()
+            .map(|(c, d)| described_row(c, d, goal, input.baseline.as_deref(), ranking.as_ref()))
+            .collect();
+        rows.sort_by_key(|r| (r.rank.is_none(), r.rank));
+        rows.extend(failed);
+        Ok(Table {
+            title: input.title.clone(),
+            objective: input.objective.clone(),
+            level: input.bootstrap.level,
+            factor_names: factor_names(&input.configurations, &input.factor_order),
+            baseline: input.baseline.clone(),
+            method: ranking.map(|r| r.method),
+            rows,
+        })
+    }
+
+    /// The first row of group 1 that ran, the "consistently fast" choice.
+    pub fn best(&self) -> Option<&TableRow> {
+        self.rows.iter().find(|r| r.rank == Some(1))
+    }
+
+    /// The row's factors as "name: value" pairs in column order, or its label when the study
+    /// has no factors.
+    pub fn setting_name(&self, row: &TableRow) -> String {
+        if self.factor_names.is_empty() {
+            return row.label.clone();
+        }
+        self.factor_names
+            .iter()
+            .map(|f| format!("{f}: {}", row.factors.get(f).map_or("-", String::as_str)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Decimals for the objective's figures: three significant digits of the smallest mean.
+    pub(crate) fn decimals(&self) -> usize {
+        crate::num::auto_decimals(self.rows.iter().filter_map(|r| r.mean))
+    }
+}
+
+fn check_unique_labels(configs: &[ConfigurationResult]) -> Result<(), ReportError> {
+    let mut seen = BTreeSet::new();
+    for c in configs {
+        if !seen.insert(c.label.as_str()) {
+            return Err(ReportError::DuplicateLabel {
+                label: c.label.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The baseline's samples; `None` without a baseline or when the baseline produced none.
+fn baseline_samples(input: &ReportInput) -> Result<Option<&[f64]>, ReportError> {
+    let Some(label) = &input.baseline else {
+        return Ok(None);
+    };
+    match input.configurations.iter().find(|c| &c.label == label) {
+        Some(c) if c.samples.is_empty() => Ok(None),
+        Some(c) => Ok(Some(&c.samples)),
+        None => Err(ReportError::UnknownBaseline {
+            label: label.clone(),
+            known: input
+                .configurations
+                .iter()
+                .map(|c| c.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+/// The store's ranking, or one computed with the stats crate's defaults at the input's level.
+fn ranking_of(
+    input: &ReportInput,
+    described: &[(&ConfigurationResult, Description)],
+) -> Result<Option<Ranking>, ReportError> {
+    if let Some(r) = &input.ranking {
+        return Ok(Some(r.clone()));
+    }
+    if described.is_empty() {
+        return Ok(None);
+    }
+    let samples: Vec<Samples<'_>> = described
+        .iter()
+        .map(|(c, _)| Samples {
+            name: &c.label,
+            values: &c.samples,
+        })
+        .collect();
+    let mut config = RankConfig::new(input.objective.goal);
+    config.level = input.bootstrap.level;
+    rank(&samples, &config)
+        .map(Some)
+        .map_err(|e| ReportError::Stats {
+            label: "(ranking)".to_string(),
+            source: e,
+        })
+}
+
+fn described_row(
+    c: &ConfigurationResult,
+    d: &Description,
+    goal: Objective,
+    baseline: Option<&str>,
+    ranking: Option<&Ranking>,
+) -> TableRow {
+    let entry = ranking.and_then(|r| r.entries.iter().find(|e| e.name == c.label));
+    let s = &d.summary;
+    let is_baseline = baseline == Some(c.label.as_str());
+    let speed_up = if is_baseline { None } else { d.speed_up };
+    TableRow {
+        rank: entry.map(|e| e.rank),
+        group: entry.map(|e| e.group),
+        label: c.label.clone(),
+        factors: c.factors.clone(),
+        baseline: is_baseline,
+        n: s.n,
+        mean: Some(s.mean),
+        sd: s.sd,
+        best: Some(s.best(goal)),
+        worst: Some(s.worst(goal)),
+        median: Some(s.median),
+        p90: Some(s.p90),
+        ci_lower: d.mean_ci.map(|ci| ci.lower),
+        ci_upper: d.mean_ci.map(|ci| ci.upper),
+        speed_up: speed_up.map(|u| u.ratio.estimate),
+        speed_up_lower: speed_up.map(|u| u.ratio.lower),
+        speed_up_upper: speed_up.map(|u| u.ratio.upper),
+        status: if c.dropped.is_some() { "dropped" } else { "ok" }.to_string(),
+        reason: c.dropped.clone(),
+    }
+}
+
+fn failed_row(c: &ConfigurationResult) -> TableRow {
+    TableRow {
+        rank: None,
+        group: None,
+        label: c.label.clone(),
+        factors: c.factors.clone(),
+        baseline: false,
+        n: 0,
+        mean: None,
+        sd: None,
+        best: None,
+        worst: None,
+        median: None,
+        p90: None,
+        ci_lower: None,
+        ci_upper: None,
+        speed_up: None,
+        speed_up_lower: None,
+        speed_up_upper: None,
+        status: "failed".to_string(),
+        reason: Some(
+            c.failed
+                .clone()
+                .unwrap_or_else(|| "no samples were recorded".to_string()),
+        ),
+    }
+}
+
+/// Every factor that occurs: those in `order` first (in that order), then the rest sorted.
+fn factor_names(configs: &[ConfigurationResult], order: &[String]) -> Vec<String> {
+    let present: BTreeSet<&String> = configs.iter().flat_map(|c| c.factors.keys()).collect();
+    let mut names: Vec<String> = order
+        .iter()
+        .filter(|f| present.contains(f))
+        .cloned()
+        .collect();
+    let mut seen: BTreeSet<String> = names.iter().cloned().collect();
+    for f in present {
+        if seen.insert(f.clone()) {
+            names.push(f.clone());
+        }
+    }
+    names
+}
