@@ -21,10 +21,25 @@ enum Command {
     /// Build, list, enter and remove emulated networks (hosts are network namespaces).
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
+    /// The server side of every workload (stream, msgs, rr, crr).
+    Serve(tcplab_load::cli::ServeArgs),
+    /// Bulk throughput: N flows, up/down/bidirectional, per-interval tcp_info.
+    Stream(tcplab_load::cli::StreamArgs),
+    /// A timed stream of small messages (sfperf): per-message cost, one-way delays, stalls.
+    Msgs(tcplab_load::cli::MsgsArgs),
+    /// Request/response latency (closed loop or open loop with coordinated-omission correction).
+    Rr(tcplab_load::cli::RrArgs),
+    /// Connect-request-response-close rate, connect times, SYN retransmits, TIME_WAIT.
+    Crr(tcplab_load::cli::CrrArgs),
     /// The user-space link emulator between two interfaces (delay, jitter, loss, rate, queue).
     Emu(cmd::emu::EmuArgs),
     /// Print the facts that explain a measurement on this machine (kernel, HZ, CPUs, sysctls).
     Facts(cmd::facts::FactsArgs),
+}
+
+/// Workloads report their own results (text or JSON); an error left over is a usage error.
+fn workload(result: anyhow::Result<ExitCode>) -> ExitCode {
+    output::finish(false, result)
 }
 
 fn main() -> ExitCode {
@@ -35,6 +50,11 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Emu(a) => a.run(),
+        Command::Serve(a) => workload(a.run()),
+        Command::Stream(a) => workload(a.run()),
+        Command::Msgs(a) => workload(a.run()),
+        Command::Rr(a) => workload(a.run()),
+        Command::Crr(a) => workload(a.run()),
         Command::Lab(c) => c.run(),
         Command::Facts(a) => a.run(),
     }

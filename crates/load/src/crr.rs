@@ -1,0 +1,636 @@
+//! crr — connect, request, response, close, per transaction, from `concurrency` threads (as
+//! netperf TCP_CRR). The client closes first, so TIME_WAIT piles up on the client host, which
+//! is what is sampled. Connect failures are the subject of the test, not a reason to stop:
+//! EADDRNOTAVAIL (ports exhausted), ECONNREFUSED (accept queue full / no listener) and other
+//! errors are counted per second and the transaction is tried again.
+//!
+//! SYN retransmissions are shown twice: inferred from connect times (a lost SYN costs the
+//! initial RTO, 1 s, then 2 s more: connects near 1 s and 3 s) and counted by the kernel
+//! (TcpExt TCPSynRetrans in /proc/thread-self/net/netstat, the client's namespace).
+
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{now_ns, thread_cpu_ns};
+use crate::error::{LoadError, Result};
+use crate::net::{self, ConnectError};
+use crate::proto::{Ctrl, ServerReport, TestSpec};
+use crate::server::ServerCtx;
+use crate::session::{RunMeta, Session};
+use crate::sockopt::{SockOpts, read_back};
+use crate::stats::{Percentiles, latency_histogram, ratio};
+use crate::sysinfo;
+
+/// Most concurrent connection threads.
+pub const MAX_CONCURRENCY: u32 = 1024;
+/// Largest request or response.
+pub const MAX_SIZE: u32 = 1 << 20;
+/// Most raw samples kept per run.
+pub const MAX_SAMPLES: u64 = 4_000_000;
+
+/// Parameters of a crr run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CrrConfig {
+    /// Concurrent connection loops (`--concurrency`).
+    pub concurrency: u32,
+    /// Request size, bytes (`--req`).
+    pub req: u32,
+    /// Response size, bytes (`--resp`).
+    pub resp: u32,
+    /// Stop after this many transactions (`--count`).
+    pub count: Option<u64>,
+    /// Stop after this long, ms (`--duration`).
+    pub duration_ms: Option<u64>,
+    /// Give up on one connect after this long, ms (`--connect-timeout`).
+    pub connect_timeout_ms: u64,
+    /// TIME_WAIT sampling period, ms.
+    pub sample_ms: u64,
+    /// Socket options of the data connections (both sides).
+    pub opts: SockOpts,
+    /// Idle timeout of every other wait, ms (`--timeout`).
+    pub timeout_ms: u64,
+}
+
+impl Default for CrrConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 1,
+            req: 1,
+            resp: 1,
+            count: None,
+            duration_ms: Some(5_000),
+            connect_timeout_ms: 10_000,
+            sample_ms: 100,
+            opts: SockOpts::default(),
+            timeout_ms: 10_000,
+        }
+    }
+}
+
+impl CrrConfig {
+    /// Checks every field; errors name the flag.
+    pub fn validate(&self) -> Result<()> {
+        if self.concurrency == 0 || self.concurrency > MAX_CONCURRENCY {
+            return Err(LoadError::config(
+                "concurrency",
+                format!("{} is outside 1..={MAX_CONCURRENCY}", self.concurrency),
+            ));
+        }
+        for (flag, v) in [("req", self.req), ("resp", self.resp)] {
+            if v == 0 || v > MAX_SIZE {
+                return Err(LoadError::config(
+                    flag,
+                    format!("{v} bytes is outside 1..={MAX_SIZE}"),
+                ));
+            }
+        }
+        match (self.count, self.duration_ms) {
+            (None, None) => {
+                return Err(LoadError::config(
+                    "count",
+                    "give --count or --duration (every run is bounded)",
+                ));
+            }
+            (Some(0), _) => return Err(LoadError::config("count", "must be at least 1")),
+            (_, Some(0)) => return Err(LoadError::config("duration", "must be above 0 s")),
+            _ => {}
+        }
+        if self.connect_timeout_ms == 0 {
+            return Err(LoadError::config("connect-timeout", "must be above 0"));
+        }
+        if self.timeout_ms == 0 || self.sample_ms == 0 {
+            return Err(LoadError::config("timeout", "must be above 0"));
+        }
+        self.opts.validate()
+    }
+
+    fn deadline_s(&self) -> u64 {
+        self.duration_ms.map_or(3600, |d| d / 1000 + 1) + self.connect_timeout_ms / 1000 + 2
+    }
+}
+
+/// One raw crr sample (CLOCK_MONOTONIC ns).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CrrSample {
+    /// connect() called.
+    pub start_ns: u64,
+    /// connect() returned.
+    pub connected_ns: u64,
+    /// Response complete (close follows).
+    pub done_ns: u64,
+}
+
+/// Failed connects/transactions in one second of the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorSecond {
+    /// Second since the start.
+    pub second: u64,
+    /// EADDRNOTAVAIL (local ports exhausted).
+    pub addrnotavail: u64,
+    /// ECONNREFUSED.
+    pub connrefused: u64,
+    /// Timeouts, resets and anything else.
+    pub other: u64,
+}
+
+/// SYN retransmissions, inferred and counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SynRetrans {
+    /// Connects that took 0.8-2.5 s: one SYN lost (initial RTO 1 s).
+    pub connects_near_1s: u64,
+    /// Connects that took 2.5 s or more: two or more SYNs lost (1 s + 2 s).
+    pub connects_near_3s: u64,
+    /// TcpExt TCPSynRetrans of the client namespace, during the run (null if unreadable).
+    pub kernel_syn_retrans: Option<u64>,
+}
+
+/// TIME_WAIT sockets seen on the client host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeWait {
+    /// Largest count sampled.
+    pub max: u64,
+    /// Count at the end.
+    pub last: u64,
+    /// (seconds since start, count) per sample.
+    pub samples: Vec<(f64, u64)>,
+}
+
+/// The `summary` object of a crr result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CrrSummary {
+    /// Completed transactions (connections) per second.
+    pub connections_per_s: Option<f64>,
+    /// Connect time, µs.
+    pub connect_us: Percentiles,
+    /// Completed transactions.
+    pub transactions: u64,
+}
+
+/// A crr result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CrrResult {
+    /// Common record.
+    #[serde(flatten)]
+    pub meta: RunMeta,
+    /// What was asked.
+    pub config: CrrConfig,
+    /// Headline figures.
+    pub summary: CrrSummary,
+    /// Wall time, s.
+    pub elapsed_s: f64,
+    /// Connect to response complete, µs.
+    pub transaction_us: Percentiles,
+    /// Connections the server accepted and answered.
+    pub server_transactions: u64,
+    /// Failures per second (only seconds with failures).
+    pub errors: Vec<ErrorSecond>,
+    /// Totals of `errors`.
+    pub errors_total: ErrorSecond,
+    /// SYN retransmissions.
+    pub syn_retrans: SynRetrans,
+    /// TIME_WAIT on the client host.
+    pub time_wait: TimeWait,
+    /// Raw samples beyond [`MAX_SAMPLES`] that were not kept.
+    pub samples_dropped: u64,
+    /// Raw samples, kept for --samples.
+    #[serde(skip)]
+    pub samples: Vec<CrrSample>,
+}
+
+/// What one connection thread collected.
+struct Worker {
+    connect: Histogram<u64>,
+    txn: Histogram<u64>,
+    dropped: u64,
+    errors: Vec<[u64; 3]>,
+    cpu_ns: u64,
+}
+
+/// Shared run state: claims, stop flag, target.
+struct Plan<'a> {
+    cfg: &'a CrrConfig,
+    addr: SocketAddr,
+    t0: u64,
+    deadline: u64,
+    claimed: AtomicU64,
+    completed: AtomicU64,
+    stop: AtomicBool,
+    /// Raw samples, slot = completion number (unique), preallocated.
+    slots: Vec<[AtomicU64; 3]>,
+}
+
+/// Runs crr against `target`. Must be called on a thread in the client's namespace: the
+/// kernel counters and TIME_WAIT are read from there.
+pub fn run_client(
+    cfg: &CrrConfig,
+    target: SocketAddr,
+    facts: serde_json::Value,
+) -> Result<CrrResult> {
+    cfg.validate()?;
+    let timeout = Duration::from_millis(cfg.timeout_ms);
+    let mut meta = RunMeta::new(target, facts);
+    let mut session = Session::open(target, TestSpec::Crr(cfg.clone()), timeout)?;
+    // One probe connection checks the options and records those in force.
+    let probe = session.connect_data(&cfg.opts)?;
+    meta.options = Some(read_back(probe.as_raw_fd(), &cfg.opts));
+    drop(probe);
+    let syn0 = sysinfo::netstat_counter("TcpExt", "TCPSynRetrans");
+    let t0 = now_ns();
+    let plan = Plan {
+        cfg,
+        addr: session.data_addr(),
+        t0,
+        deadline: cfg.duration_ms.map_or(u64::MAX, |d| t0 + d * 1_000_000),
+        claimed: AtomicU64::new(0),
+        completed: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        slots: (0..cfg.count.unwrap_or(MAX_SAMPLES).min(MAX_SAMPLES))
+            .map(|_| Default::default())
+            .collect(),
+    };
+    let (workers, time_wait, t_end) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| sample_time_wait(&plan));
+        let handles: Vec<_> = (0..cfg.concurrency)
+            .map(|_| s.spawn(|| worker(&plan)))
+            .collect();
+        let workers: Vec<Worker> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+        let t_end = now_ns();
+        plan.stop.store(true, Ordering::Release);
+        let tw = sampler.join().unwrap_or_default();
+        (workers, tw, t_end)
+    });
+    let elapsed_s = (t_end - t0) as f64 / 1e9;
+    let filled = (plan.completed.load(Ordering::Acquire) as usize).min(plan.slots.len());
+    let samples: Vec<CrrSample> = plan.slots[..filled]
+        .iter()
+        .map(|[a, b, c]| CrrSample {
+            start_ns: a.load(Ordering::Relaxed),
+            connected_ns: b.load(Ordering::Relaxed),
+            done_ns: c.load(Ordering::Relaxed),
+        })
+        .collect();
+    let syn1 = sysinfo::netstat_counter("TcpExt", "TCPSynRetrans");
+    let _ = session.send(&Ctrl::Done);
+    let report = session.report(timeout).unwrap_or_else(|e| {
+        meta.cut(format!("no report from the server: {e}"));
+        ServerReport::default()
+    });
+    meta.absorb(&report);
+    Ok(assemble(
+        cfg,
+        meta,
+        (workers, samples),
+        time_wait,
+        elapsed_s,
+        syn0.zip(syn1).map(|(a, b)| b.saturating_sub(a)),
+        report.transactions,
+    ))
+}
+
+fn assemble(
+    cfg: &CrrConfig,
+    mut meta: RunMeta,
+    (workers, mut samples): (Vec<Worker>, Vec<CrrSample>),
+    time_wait: TimeWait,
+    elapsed_s: f64,
+    kernel_syn: Option<u64>,
+    server_transactions: u64,
+) -> CrrResult {
+    let (mut connect, mut txn) = (latency_histogram(), latency_histogram());
+    let mut per_sec = vec![[0u64; 3]; cfg.deadline_s() as usize + 1];
+    let mut dropped = 0;
+    for w in workers {
+        let _ = connect.add(&w.connect);
+        let _ = txn.add(&w.txn);
+        for (acc, e) in per_sec.iter_mut().zip(&w.errors) {
+            for k in 0..3 {
+                acc[k] += e[k];
+            }
+        }
+        meta.client_cpu_s += w.cpu_ns as f64 / 1e9;
+        dropped += w.dropped;
+    }
+    samples.sort_unstable_by_key(|s| s.start_ns);
+    let errors: Vec<ErrorSecond> = per_sec
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.iter().any(|&v| v > 0))
+        .map(|(i, e)| ErrorSecond {
+            second: i as u64,
+            addrnotavail: e[0],
+            connrefused: e[1],
+            other: e[2],
+        })
+        .collect();
+    let errors_total = errors
+        .iter()
+        .fold(ErrorSecond::default(), |a, e| ErrorSecond {
+            second: 0,
+            addrnotavail: a.addrnotavail + e.addrnotavail,
+            connrefused: a.connrefused + e.connrefused,
+            other: a.other + e.other,
+        });
+    let transactions = connect.len();
+    if let Some(c) = cfg.count
+        && transactions < c
+    {
+        meta.cut(format!(
+            "{transactions} of {c} transactions completed before the deadline"
+        ));
+    }
+    let syn_retrans = SynRetrans {
+        connects_near_1s: connect.count_between(800_000_000, 2_499_999_999),
+        connects_near_3s: connect.count_between(2_500_000_000, u64::MAX / 2),
+        kernel_syn_retrans: kernel_syn,
+    };
+    CrrResult {
+        meta,
+        config: cfg.clone(),
+        summary: CrrSummary {
+            connections_per_s: ratio(transactions as f64, elapsed_s),
+            connect_us: Percentiles::from_ns(&connect),
+            transactions,
+        },
+        elapsed_s,
+        transaction_us: Percentiles::from_ns(&txn),
+        server_transactions,
+        errors,
+        errors_total,
+        syn_retrans,
+        time_wait,
+        samples_dropped: dropped,
+        samples,
+    }
+}
+
+/// One connection loop: claim a transaction, run it, record; failures are counted and the
+/// claim given back so a bounded run still completes exactly `count`.
+fn worker(plan: &Plan<'_>) -> Worker {
+    let cfg = plan.cfg;
+    let mut w = Worker {
+        connect: latency_histogram(),
+        txn: latency_histogram(),
+        dropped: 0,
+        errors: vec![[0u64; 3]; cfg.deadline_s() as usize + 1],
+        cpu_ns: 0,
+    };
+    let req = vec![0x43u8; cfg.req as usize];
+    let mut resp = vec![0u8; cfg.resp as usize];
+    let connect_timeout = Duration::from_millis(cfg.connect_timeout_ms);
+    let io_timeout = Duration::from_millis(cfg.timeout_ms);
+    let limit = cfg.count.unwrap_or(u64::MAX);
+    let cpu0 = thread_cpu_ns();
+    while !plan.stop.load(Ordering::Relaxed) && now_ns() < plan.deadline {
+        if plan.claimed.fetch_add(1, Ordering::AcqRel) >= limit {
+            plan.claimed.fetch_sub(1, Ordering::AcqRel);
+            break;
+        }
+        let start = now_ns();
+        let outcome = net::connect(plan.addr, &cfg.opts, connect_timeout).map_err(|e| match e {
+            ConnectError::Io(e) => e,
+            ConnectError::Option(e) => std::io::Error::other(e.to_string()),
+        });
+        let connected = now_ns();
+        let r = outcome.and_then(|mut s| {
+            crate::sockopt::set_timeouts(s.as_raw_fd(), io_timeout)?;
+            s.write_all(&req)?;
+            s.read_exact(&mut resp)
+        });
+        let done = now_ns();
+        match r {
+            Ok(()) => {
+                let _ = w.connect.record(connected.saturating_sub(start).max(1));
+                let _ = w.txn.record(done.saturating_sub(start).max(1));
+                let slot = plan.completed.fetch_add(1, Ordering::AcqRel) as usize;
+                match plan.slots.get(slot) {
+                    Some([a, b, c]) => {
+                        a.store(start, Ordering::Relaxed);
+                        b.store(connected, Ordering::Relaxed);
+                        c.store(done, Ordering::Relaxed);
+                    }
+                    None => w.dropped += 1,
+                }
+            }
+            Err(e) => {
+                plan.claimed.fetch_sub(1, Ordering::AcqRel);
+                let kind = match e.raw_os_error() {
+                    Some(libc::EADDRNOTAVAIL) => 0,
+                    Some(libc::ECONNREFUSED) => 1,
+                    _ => 2,
+                };
+                let sec = ((done - plan.t0) / 1_000_000_000) as usize;
+                let last = w.errors.len().saturating_sub(1);
+                if let Some(slot) = w.errors.get_mut(sec.min(last)) {
+                    slot[kind] += 1;
+                }
+                // Back off a little so a full port range does not become a busy loop.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    w.cpu_ns = thread_cpu_ns() - cpu0;
+    w
+}
+
+/// Samples the client namespace's TIME_WAIT count every `sample_ms` until the run stops.
+fn sample_time_wait(plan: &Plan<'_>) -> TimeWait {
+    let period = Duration::from_millis(plan.cfg.sample_ms);
+    let mut tw = TimeWait {
+        samples: Vec::with_capacity(1024),
+        ..TimeWait::default()
+    };
+    loop {
+        let stopping = plan.stop.load(Ordering::Acquire);
+        if let Some(n) = sysinfo::count_time_wait() {
+            tw.max = tw.max.max(n);
+            tw.last = n;
+            if tw.samples.len() < 36_000 {
+                tw.samples.push(((now_ns() - plan.t0) as f64 / 1e9, n));
+            }
+        }
+        if stopping {
+            return tw;
+        }
+        // Sleep in short steps so the end of the run is seen (and sampled) promptly.
+        let wake = now_ns() + period.as_nanos() as u64;
+        while !plan.stop.load(Ordering::Acquire) && now_ns() < wake {
+            std::thread::sleep(Duration::from_millis(5).min(period));
+        }
+    }
+}
+
+/// Server side: `concurrency` accept loops (plus spares) answer one transaction per
+/// connection and close after the client does, until the client says Done.
+pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &CrrConfig) -> ServerReport {
+    let stop = AtomicBool::new(false);
+    let served = AtomicU64::new(0);
+    let t0 = now_ns();
+    let threads = cfg.concurrency.min(256) as usize + 1;
+    let ctx_ref = &*ctx;
+    let (cpu_ns, done) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| s.spawn(|| serve_loop(ctx_ref, cfg, &stop, &served)))
+            .collect();
+        // The client says Done after its run: wait its whole bound plus the idle timeout.
+        let wait =
+            Duration::from_millis(cfg.duration_ms.unwrap_or(3_600_000) + cfg.connect_timeout_ms)
+                + ctx_ref.timeout;
+        let mut ctrl = match ctx_ref.ctrl.try_clone() {
+            Ok(c) => c,
+            Err(e) => {
+                stop.store(true, Ordering::Release);
+                return (0, Err(e.to_string()));
+            }
+        };
+        let done = wait_done(&mut ctrl, wait);
+        stop.store(true, Ordering::Release);
+        let cpu: u64 = handles.into_iter().filter_map(|h| h.join().ok()).sum();
+        (cpu, done)
+    });
+    let mut report = ServerReport {
+        complete: done.is_ok(),
+        incomplete_reason: done.err(),
+        cpu_ns,
+        ..ServerReport::default()
+    };
+    report.transactions = served.load(Ordering::Acquire);
+    report.bytes_received = report.transactions * u64::from(cfg.req);
+    report.bytes_sent = report.transactions * u64::from(cfg.resp);
+    report.elapsed_ns = now_ns() - t0;
+    report
+}
+
+fn wait_done(ctrl: &mut std::net::TcpStream, wait: Duration) -> std::result::Result<(), String> {
+    let _ = ctrl.set_read_timeout(Some(wait));
+    match crate::proto::read_frame(ctrl) {
+        Ok(Ctrl::Done) => Ok(()),
+        Ok(other) => Err(format!("expected Done, got {other:?}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn serve_loop(ctx: &ServerCtx, cfg: &CrrConfig, stop: &AtomicBool, served: &AtomicU64) -> u64 {
+    let cpu0 = thread_cpu_ns();
+    let mut req = vec![0u8; cfg.req as usize];
+    let resp = vec![0x61u8; cfg.resp as usize];
+    let mut tail = [0u8; 64];
+    while !stop.load(Ordering::Acquire) {
+        let mut s = match ctx.listener.accept() {
+            Ok((s, _)) => s,
+            Err(_) => continue, // the 100 ms accept timeout: look at the stop flag again
+        };
+        if crate::sockopt::set_timeouts(s.as_raw_fd(), ctx.timeout).is_err() {
+            continue;
+        }
+        if s.read_exact(&mut req).is_ok() && s.write_all(&resp).is_ok() {
+            served.fetch_add(1, Ordering::AcqRel);
+            // Wait for the client's FIN so the TIME_WAIT lands on the client, as in real
+            // request/response traffic where the client closes.
+            let _ = s.read(&mut tail);
+        }
+    }
+    thread_cpu_ns() - cpu0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_inputs_name_their_flag() {
+        let check = |cfg: CrrConfig, flag: &str| {
+            let e = cfg.validate().expect_err("must fail").to_string();
+            assert!(e.starts_with(&format!("invalid --{flag}:")), "{e}");
+        };
+        check(
+            CrrConfig {
+                concurrency: 0,
+                ..CrrConfig::default()
+            },
+            "concurrency",
+        );
+        check(
+            CrrConfig {
+                req: 0,
+                ..CrrConfig::default()
+            },
+            "req",
+        );
+        check(
+            CrrConfig {
+                resp: MAX_SIZE + 1,
+                ..CrrConfig::default()
+            },
+            "resp",
+        );
+        check(
+            CrrConfig {
+                count: None,
+                duration_ms: None,
+                ..CrrConfig::default()
+            },
+            "count",
+        );
+        check(
+            CrrConfig {
+                duration_ms: Some(0),
+                ..CrrConfig::default()
+            },
+            "duration",
+        );
+    }
+
+    #[test]
+    fn syn_retransmits_are_inferred_from_connect_times() {
+        let mut w = Worker {
+            connect: latency_histogram(),
+            txn: latency_histogram(),
+            dropped: 0,
+            errors: vec![[0; 3]; 4],
+            cpu_ns: 0,
+        };
+        // 0.2 ms (no loss) twice, 1.03 s (one SYN lost), 3.05 s (two lost).
+        for ns in [200_000u64, 200_000, 1_030_000_000, 3_050_000_000] {
+            w.connect.record(ns).expect("record");
+            w.txn.record(ns + 50_000).expect("record");
+        }
+        w.errors[1] = [3, 1, 0];
+        let cfg = CrrConfig {
+            duration_ms: Some(2_000),
+            ..CrrConfig::default()
+        };
+        let tw = TimeWait::default();
+        let r = assemble(
+            &cfg,
+            RunMeta::default(),
+            (vec![w], Vec::new()),
+            tw,
+            4.0,
+            Some(2),
+            4,
+        );
+        assert_eq!(r.syn_retrans.connects_near_1s, 1);
+        assert_eq!(r.syn_retrans.connects_near_3s, 1);
+        assert_eq!(r.syn_retrans.kernel_syn_retrans, Some(2));
+        assert_eq!(r.summary.transactions, 4);
+        assert_eq!(r.summary.connections_per_s, Some(1.0));
+        let second1 = ErrorSecond {
+            second: 1,
+            addrnotavail: 3,
+            connrefused: 1,
+            other: 0,
+        };
+        assert_eq!(r.errors, vec![second1]);
+        assert_eq!(
+            (r.errors_total.addrnotavail, r.errors_total.connrefused),
+            (3, 1)
+        );
+    }
+}

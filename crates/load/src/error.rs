@@ -1,0 +1,112 @@
+//! The library's error type. Every message names the flag (or the peer) and says what to do,
+//! because the CLI prints it as the one-line diagnosis the user sees.
+
+use std::io;
+use std::net::SocketAddr;
+
+/// Errors from configuring or running a workload.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A configuration value is out of range or inconsistent with another one.
+    #[error("invalid --{flag}: {reason}")]
+    Config {
+        /// The command-line flag (without dashes) the value came from.
+        flag: &'static str,
+        /// What is wrong and what would be accepted.
+        reason: String,
+    },
+    /// The kernel does not know a socket option the user asked for.
+    #[error(
+        "--{flag}: this kernel lacks {option} (ENOPROTOOPT); drop the flag or use a kernel that has it ({since})"
+    )]
+    Unsupported {
+        /// The flag that asked for the option.
+        flag: &'static str,
+        /// The option's C name.
+        option: &'static str,
+        /// Since which kernel the option exists.
+        since: &'static str,
+    },
+    /// The kernel refused a socket option value.
+    #[error("--{flag}: setting {option} failed: {source}")]
+    SockOpt {
+        /// The flag that asked for the option.
+        flag: &'static str,
+        /// The option's C name.
+        option: &'static str,
+        /// The errno.
+        source: io::Error,
+    },
+    /// The server could not bind its listening address.
+    #[error("cannot listen on {addr}: {source}; choose another address or port with --listen")]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The errno (EADDRINUSE for a busy port).
+        source: io::Error,
+    },
+    /// The client could not reach the server's control port.
+    #[error(
+        "cannot reach the tcplab server at {addr}: {source}; is `tcplab serve` running there (--to)?"
+    )]
+    Connect {
+        /// The server address.
+        addr: SocketAddr,
+        /// The errno (ECONNREFUSED, ETIMEDOUT, ...).
+        source: io::Error,
+    },
+    /// The control connection carried something unexpected.
+    #[error("control connection: {0}")]
+    Protocol(String),
+    /// The server refused the test and said why.
+    #[error("server refused the test: {0}")]
+    Refused(String),
+    /// Another I/O failure, with what was being done.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: &'static str,
+        /// The errno.
+        source: io::Error,
+    },
+    /// The lab could not be opened or entered.
+    #[error("--lab: {0}")]
+    Lab(String),
+    /// The raw samples file could not be written.
+    #[error("--samples {path}: {source}")]
+    Samples {
+        /// The file.
+        path: String,
+        /// The errno.
+        source: io::Error,
+    },
+}
+
+impl LoadError {
+    /// Shorthand for [`LoadError::Config`].
+    pub(crate) fn config(flag: &'static str, reason: impl Into<String>) -> Self {
+        Self::Config {
+            flag,
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`LoadError::Io`].
+    pub(crate) fn io(context: &'static str, source: io::Error) -> Self {
+        Self::Io { context, source }
+    }
+
+    /// True for errors caused by what the user asked for (exit code 2), false for run failures.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Self::Config { .. }
+                | Self::Unsupported { .. }
+                | Self::SockOpt { .. }
+                | Self::Listen { .. }
+        )
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = LoadError> = std::result::Result<T, E>;

@@ -1,0 +1,77 @@
+//! Running both sides inside a tcplab lab (crates/lab): the server is bound to the server
+//! host's lab address from a thread entered into that host, and served from another such
+//! thread (so the per-test threads it spawns, and their data sockets, live there too); the
+//! client runs on a thread entered into the client host. The lab's facts go into the result.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tcplab_lab::{Facts, Lab};
+
+use crate::error::{LoadError, Result};
+use crate::report::Report;
+use crate::server::Server;
+
+fn lab_err(e: tcplab_lab::LabError) -> LoadError {
+    LoadError::Lab(e.to_string())
+}
+
+/// Opens lab `lab` (by name, from the default state directory) and runs there.
+pub fn run_in_lab<F>(lab: &str, client_host: &str, server_host: &str, client: F) -> Result<Report>
+where
+    F: FnOnce(SocketAddr, serde_json::Value) -> Result<Report> + Send,
+{
+    let lab = Lab::open(lab).map_err(lab_err)?;
+    run_on(&lab, client_host, server_host, client)
+}
+
+/// Runs `client` in `client_host` of `lab` against a server in `server_host`.
+pub fn run_on<F>(lab: &Lab, client_host: &str, server_host: &str, client: F) -> Result<Report>
+where
+    F: FnOnce(SocketAddr, serde_json::Value) -> Result<Report> + Send,
+{
+    let chost = lab.host(client_host).map_err(lab_err)?;
+    let shost = lab.host(server_host).map_err(lab_err)?;
+    let ip: IpAddr = match (shost.ipv4(), shost.ipv6()) {
+        (Some(v4), _) => v4.into(),
+        (None, Some(v6)) => v6.into(),
+        (None, None) => {
+            return Err(LoadError::config(
+                "server",
+                format!("lab host {server_host:?} has no address"),
+            ));
+        }
+    };
+    let facts = Facts::collect(lab).map_err(lab_err).and_then(|f| {
+        serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
+    })?;
+    let server = shost
+        .run(|| Server::bind(SocketAddr::new(ip, 0)))
+        .map_err(lab_err)??;
+    let addr = server.local_addr()?;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let serving = shost
+            .spawn_scoped(s, "tcplab-serve", || server.serve(&stop, None))
+            .map_err(lab_err)?;
+        // Stops the server even if the client panics, or the scope would wait for it forever.
+        let _stop_on_exit = StopOnDrop(&stop);
+        let result = chost.run(|| client(addr, facts)).map_err(lab_err);
+        stop.store(true, Ordering::Relaxed);
+        let served = serving
+            .join()
+            .unwrap_or_else(|_| Err(LoadError::Protocol("server thread panicked".into())));
+        let report = result??;
+        served?;
+        Ok(report)
+    })
+}
+
+/// Sets the flag when dropped, including during unwinding.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}

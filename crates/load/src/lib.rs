@@ -1,0 +1,57 @@
+//! tcplab-load: the workloads of tcplab, both sides, and their measurement.
+//!
+//! # Map
+//! ```text
+//! cli ──► place (where: --to ADDR | --lab NAME ─► lab) ──► <workload>::run_client ──► Report
+//!                                                        │ session (control protocol, client side)
+//!  server::Server ──► <workload>::serve                  │ proto (length-prefixed JSON frames)
+//!        (one thread per test, data listener per test)   ▼
+//!                               net (sockets with options before connect/listen, timeouts)
+//!                               sockopt (apply + read back) · tcpinfo (TCP_INFO) · clock
+//!                               sysinfo + sockdiag (netstat counters, TIME_WAIT of this netns)
+//! stats (summaries/percentiles, post-run) · samples (raw samples file) · report (JSON, text)
+//! ```
+//!
+//! Workloads, one module each, each with a serde config (`validate` names the flag), a
+//! `run_client(cfg, target, facts, ..) -> Result<XResult>` and a server routine:
+//! - [`stream`]: bulk throughput, N flows, up/down/bidir, interval tcp_info, CPU per GB.
+//! - [`msgs`]: sfperf: N messages of S bytes, per-message send/receive stamps, stalls, sweeps.
+//! - [`rr`]: request/response, closed loop with depth or open loop with CO correction, HDR.
+//! - [`crr`]: connect/request/response/close, connect times, SYN retransmits, TIME_WAIT.
+//!
+//! Measurement loops do not allocate, log or lock: stamps (CLOCK_MONOTONIC ns) go into arrays
+//! and histograms sized before the run; atomics are the only shared state. Every wait has a
+//! timeout (SO_RCVTIMEO/SO_SNDTIMEO or poll); a peer that goes away mid-test yields a partial
+//! result with `complete: false` and the reason.
+//!
+//! [`lab`] runs both sides inside a tcplab lab (crates/lab): the server bound to the server
+//! host's lab address on a thread entered into that host, the client on a thread entered into
+//! the client host; the lab's facts go into the result.
+//!
+//! The server listens on [`proto::DEFAULT_PORT`] (5301) by default. JSON output follows
+//! `schema/result.schema.json`; raw samples follow docs/samples.md; the JSON result is documented in docs/results.md.
+
+pub mod cli;
+pub mod clock;
+pub mod crr;
+pub mod error;
+pub mod lab;
+pub mod msgs;
+mod net;
+pub mod place;
+pub mod proto;
+pub mod report;
+pub mod rr;
+pub mod samples;
+pub mod server;
+pub mod session;
+pub mod sockdiag;
+pub mod sockopt;
+pub mod stats;
+pub mod stream;
+pub mod sysinfo;
+pub mod tcpinfo;
+
+pub use error::{LoadError, Result};
+pub use report::Report;
+pub use server::Server;

@@ -1,0 +1,640 @@
+//! msgs — the sfperf test: a one-way stream of `count` messages of `size` bytes, optionally
+//! paced, with a CLOCK_MONOTONIC stamp before every write (client) and at the read that
+//! completes every message (server). The receiver knows `size`, so message i ends at byte
+//! (i+1)·size; no framing bytes are added. Inside one machine the two clocks are the same, so
+//! `recv_ns[i] - send_ns[i]` is the exact one-way delay.
+//!
+//! `--pattern write-write-read` splits each message into two writes and waits for a 1-byte
+//! reply: with Nagle on, the second write waits for the ACK of the first, which the receiver
+//! delays (it has nothing to say until the message is whole) — the classic delayed-ACK stall.
+//!
+//! The timed loops only write into preallocated arrays; summaries come after.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{now_ns, pace_until_ns, thread_cpu_ns};
+use crate::error::{LoadError, Result};
+use crate::net::reason;
+use crate::proto::{ServerReport, TestSpec};
+use crate::server::ServerCtx;
+use crate::session::{RunMeta, Session};
+use crate::sockopt::{SockOpts, read_back, rearm_quickack};
+use crate::stats::{Dist, Summary};
+
+/// Most messages in one run (two 8-byte stamps each must fit in memory).
+pub const MAX_COUNT: u64 = 10_000_000;
+/// Largest message.
+pub const MAX_SIZE: u32 = 16 << 20;
+/// Most bytes in one run.
+pub const MAX_TOTAL_BYTES: u64 = 64 << 30;
+
+/// How the sender writes each message.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// One write per message.
+    #[default]
+    Write,
+    /// Two writes (first half, second half), then read a 1-byte reply from the receiver.
+    WriteWriteRead,
+}
+
+/// Parameters of a msgs run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MsgsConfig {
+    /// Messages per run (`--count`).
+    pub count: u64,
+    /// Message size in bytes (`--size`).
+    pub size: u32,
+    /// Sweep these sizes instead of `size` (`--sizes`), one run each.
+    pub sizes: Vec<u32>,
+    /// Pacing: the write of message i starts at start + i·gap (`--gap-us`, 0 = back to back).
+    pub gap_us: u64,
+    /// Write pattern (`--pattern`).
+    pub pattern: Pattern,
+    /// Take per-message timestamps (`--no-timestamps` turns them off to measure their cost).
+    pub timestamps: bool,
+    /// Link rate for the theoretical best (`--link-rate`, bit/s).
+    pub link_rate_bps: Option<u64>,
+    /// A receive gap above this many ms counts as a stall (`--stall-ms`).
+    pub stall_ms: f64,
+    /// Socket options of the data connection (both sides).
+    pub opts: SockOpts,
+    /// Idle timeout of every wait, ms (`--timeout`).
+    pub timeout_ms: u64,
+}
+
+impl Default for MsgsConfig {
+    fn default() -> Self {
+        Self {
+            count: 100_000,
+            size: 1,
+            sizes: Vec::new(),
+            gap_us: 0,
+            pattern: Pattern::Write,
+            timestamps: true,
+            link_rate_bps: None,
+            stall_ms: 5.0,
+            opts: SockOpts::default(),
+            timeout_ms: 10_000,
+        }
+    }
+}
+
+impl MsgsConfig {
+    /// Checks every field; errors name the flag.
+    pub fn validate(&self) -> Result<()> {
+        if self.count == 0 || self.count > MAX_COUNT {
+            return Err(LoadError::config(
+                "count",
+                format!("{} is outside 1..={MAX_COUNT}", self.count),
+            ));
+        }
+        let sizes: &[u32] = if self.sizes.is_empty() {
+            std::slice::from_ref(&self.size)
+        } else {
+            &self.sizes
+        };
+        let flag = if self.sizes.is_empty() {
+            "size"
+        } else {
+            "sizes"
+        };
+        for &s in sizes {
+            if s == 0 || s > MAX_SIZE {
+                return Err(LoadError::config(
+                    flag,
+                    format!("{s} bytes is outside 1..={MAX_SIZE}"),
+                ));
+            }
+            if self.pattern == Pattern::WriteWriteRead && s < 2 {
+                return Err(LoadError::config(
+                    flag,
+                    "write-write-read needs messages of at least 2 bytes",
+                ));
+            }
+            if self.count.saturating_mul(u64::from(s)) > MAX_TOTAL_BYTES {
+                return Err(LoadError::config(
+                    "count",
+                    format!("{} x {s} bytes exceeds {MAX_TOTAL_BYTES} bytes", self.count),
+                ));
+            }
+        }
+        if self.gap_us > 10_000_000 {
+            return Err(LoadError::config("gap-us", "at most 10 s between messages"));
+        }
+        if !(self.stall_ms.is_finite() && self.stall_ms > 0.0) {
+            return Err(LoadError::config(
+                "stall-ms",
+                "must be a positive number of ms",
+            ));
+        }
+        if self.link_rate_bps == Some(0) {
+            return Err(LoadError::config("link-rate", "must be above 0 bit/s"));
+        }
+        if self.timeout_ms == 0 {
+            return Err(LoadError::config("timeout", "must be above 0"));
+        }
+        self.opts.validate()
+    }
+
+    fn one(&self, size: u32) -> Self {
+        Self {
+            size,
+            sizes: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
+
+/// The theoretical best on an Ethernet link of a given rate (no merging of messages).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Theory {
+    /// Link rate used, bit/s.
+    pub link_rate_bps: u64,
+    /// Bytes on the wire per message: payload + 52 (IPv4 20, TCP 20 + 12 timestamp option)
+    /// per segment of at most 1448 payload bytes, + 18 (Ethernet header and FCS) padded to the
+    /// 64-byte minimum frame, + 20 (preamble and inter-frame gap).
+    pub wire_bytes_per_message: u64,
+    /// Time per message at line rate, µs.
+    pub per_message_us: f64,
+    /// Time for all messages at line rate, s.
+    pub total_s: f64,
+}
+
+impl Theory {
+    /// The line-rate figures for `count` messages of `size` bytes at `rate` bit/s.
+    pub fn new(size: u32, count: u64, rate: u64) -> Self {
+        let segs = u64::from(size).div_ceil(1448).max(1);
+        let frames = u64::from(size) + segs * 52 + segs * 18;
+        let padded = frames.max(segs * 64);
+        let wire = padded + segs * 20;
+        let per = wire as f64 * 8.0 / rate as f64 * 1e6;
+        Self {
+            link_rate_bps: rate,
+            wire_bytes_per_message: wire,
+            per_message_us: per,
+            total_s: per * count as f64 / 1e6,
+        }
+    }
+}
+
+/// Figures of one msgs run (one size).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MsgsRun {
+    /// Message size, bytes.
+    pub size: u32,
+    /// Messages asked for.
+    pub count: u64,
+    /// Messages fully written.
+    pub sent: u64,
+    /// Messages fully received.
+    pub received: u64,
+    /// First write start to last write return (write-write-read: to the last reply), s.
+    pub total_s: f64,
+    /// Per-message cost: time from the start of one message's write to the next's (the last
+    /// runs to the end), µs; its mean is total_s / sent. With timestamps off only the mean.
+    pub per_message_us: Summary,
+    /// One-way delay, µs (null with timestamps off).
+    pub one_way_us: Option<Dist>,
+    /// Gaps between consecutive message receptions, µs.
+    pub recv_gap_us: Option<Dist>,
+    /// Receive gaps above `stall_ms`.
+    pub stalls: u64,
+    /// Median number of messages between stalls (the "every 41st packet" figure).
+    pub stall_every: Option<f64>,
+    /// Line-rate best, when a link rate was given.
+    pub theoretical: Option<Theory>,
+    /// Send stamps (CLOCK_MONOTONIC ns), kept for --samples.
+    #[serde(skip)]
+    pub send_ns: Vec<u64>,
+    /// Receive stamps (CLOCK_MONOTONIC ns), kept for --samples.
+    #[serde(skip)]
+    pub recv_ns: Vec<u64>,
+}
+
+/// The `summary` object of a msgs result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MsgsSummary {
+    /// Total time of the (first) run, s.
+    pub total_s: f64,
+    /// Per-message cost of the (first) run, µs.
+    pub per_message_us: Summary,
+    /// One-way delay of the (first) run, µs.
+    pub one_way_us: Option<Dist>,
+}
+
+/// A msgs result: one run per size.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MsgsResult {
+    /// Common record.
+    #[serde(flatten)]
+    pub meta: RunMeta,
+    /// What was asked.
+    pub config: MsgsConfig,
+    /// The first (or only) size's headline figures.
+    pub summary: MsgsSummary,
+    /// Every size's figures, in the order run.
+    pub runs: Vec<MsgsRun>,
+    /// With --sizes: the smallest size from which on no run stalled while a smaller one did
+    /// (seed 004's K); null when no run stalled or the largest did.
+    pub threshold_size: Option<u32>,
+}
+
+/// Runs msgs against the server at `target` (one run per size), never failing after the first
+/// run has started: later faults give a partial result.
+pub fn run_client(
+    cfg: &MsgsConfig,
+    target: SocketAddr,
+    facts: serde_json::Value,
+) -> Result<MsgsResult> {
+    cfg.validate()?;
+    let mut meta = RunMeta::new(target, facts);
+    let sizes = if cfg.sizes.is_empty() {
+        vec![cfg.size]
+    } else {
+        cfg.sizes.clone()
+    };
+    let mut runs = Vec::with_capacity(sizes.len());
+    for (k, &size) in sizes.iter().enumerate() {
+        let one = cfg.one(size);
+        match run_one(&one, target, &mut meta) {
+            Ok(run) => runs.push(run),
+            Err(e) if k == 0 => return Err(e),
+            Err(e) => meta.cut(format!("size {size}: {e}")),
+        }
+        if !meta.complete {
+            break;
+        }
+    }
+    let summary = runs
+        .first()
+        .map(|r| MsgsSummary {
+            total_s: r.total_s,
+            per_message_us: r.per_message_us,
+            one_way_us: r.one_way_us,
+        })
+        .unwrap_or_default();
+    let threshold_size = threshold(&runs);
+    Ok(MsgsResult {
+        meta,
+        config: cfg.clone(),
+        summary,
+        runs,
+        threshold_size,
+    })
+}
+
+fn run_one(cfg: &MsgsConfig, target: SocketAddr, meta: &mut RunMeta) -> Result<MsgsRun> {
+    let timeout = Duration::from_millis(cfg.timeout_ms);
+    let mut session = Session::open(target, TestSpec::Msgs(cfg.clone()), timeout)?;
+    let mut data = session.connect_data(&cfg.opts)?;
+    if meta.options.is_none() {
+        meta.options = Some(read_back(data.as_raw_fd(), &cfg.opts));
+    }
+    let n = cfg.count as usize;
+    let mut send_ns = if cfg.timestamps {
+        vec![0u64; n]
+    } else {
+        Vec::new()
+    };
+    let buf = vec![0x5au8; cfg.size as usize];
+    let cpu0 = thread_cpu_ns();
+    let (sent, t0, t_end, cut) = send_loop(cfg, &mut data, &buf, &mut send_ns);
+    meta.client_cpu_s += (thread_cpu_ns() - cpu0) as f64 / 1e9;
+    if let Some(why) = cut {
+        meta.cut(why);
+    }
+    let _ = data.shutdown(Shutdown::Write);
+    let wait = timeout + Duration::from_millis(cfg.gap_us / 1000 + 100);
+    let report = match session.report(wait) {
+        Ok(r) => r,
+        Err(e) => {
+            meta.cut(format!("no report from the server: {e}"));
+            ServerReport::default()
+        }
+    };
+    meta.absorb(&report);
+    send_ns.truncate(sent as usize);
+    let received = report.transactions;
+    Ok(summarise(
+        cfg,
+        (sent, received),
+        t_end.saturating_sub(t0),
+        send_ns,
+        report.recv_ns,
+        t_end,
+    ))
+}
+
+/// The timed loop. Returns (messages sent, start ns, end ns, reason if cut short).
+fn send_loop(
+    cfg: &MsgsConfig,
+    data: &mut TcpStream,
+    buf: &[u8],
+    send_ns: &mut [u64],
+) -> (u64, u64, u64, Option<String>) {
+    let fd = data.as_raw_fd();
+    let gap_ns = cfg.gap_us * 1000;
+    let split = buf.len() / 2;
+    let mut reply = [0u8; 1];
+    let t0 = now_ns();
+    for i in 0..cfg.count as usize {
+        if gap_ns > 0 {
+            pace_until_ns(t0 + i as u64 * gap_ns);
+        }
+        if let Some(slot) = send_ns.get_mut(i) {
+            *slot = now_ns();
+        }
+        let r = match cfg.pattern {
+            Pattern::Write => data.write_all(buf),
+            Pattern::WriteWriteRead => data
+                .write_all(&buf[..split])
+                .and_then(|()| data.write_all(&buf[split..]))
+                .and_then(|()| data.read_exact(&mut reply))
+                .map(|()| {
+                    if cfg.opts.quickack {
+                        rearm_quickack(fd);
+                    }
+                }),
+        };
+        if let Err(e) = r {
+            return (
+                i as u64,
+                t0,
+                now_ns(),
+                Some(reason(&format!("message {i}"), &e)),
+            );
+        }
+    }
+    (cfg.count, t0, now_ns(), None)
+}
+
+fn summarise(
+    cfg: &MsgsConfig,
+    (sent, received): (u64, u64),
+    total_ns: u64,
+    send_ns: Vec<u64>,
+    recv_ns: Vec<u64>,
+    t_end: u64,
+) -> MsgsRun {
+    let total_s = total_ns as f64 / 1e9;
+    let per_message_us = if send_ns.is_empty() {
+        let mean = crate::stats::ratio(total_s * 1e6, sent as f64);
+        Summary {
+            n: sent,
+            mean,
+            ..Summary::default()
+        }
+    } else {
+        let next = send_ns
+            .iter()
+            .skip(1)
+            .copied()
+            .chain(std::iter::once(t_end));
+        Summary::of(
+            send_ns
+                .iter()
+                .zip(next)
+                .map(|(a, b)| b.saturating_sub(*a) as f64 / 1e3),
+        )
+    };
+    let (one_way_us, recv_gap_us, stalls, stall_every) = if recv_ns.is_empty() || send_ns.is_empty()
+    {
+        (None, None, 0, None)
+    } else {
+        let mut ow: Vec<f64> = send_ns
+            .iter()
+            .zip(&recv_ns)
+            .map(|(s, r)| r.saturating_sub(*s) as f64 / 1e3)
+            .collect();
+        let gaps: Vec<f64> = recv_ns
+            .windows(2)
+            .map(|w| w[1].saturating_sub(w[0]) as f64 / 1e3)
+            .collect();
+        let (stalls, every) = stall_stats(&gaps, cfg.stall_ms * 1e3);
+        let mut g = gaps;
+        (
+            Some(Dist::of(&mut ow)),
+            Some(Dist::of(&mut g)),
+            stalls,
+            every,
+        )
+    };
+    MsgsRun {
+        size: cfg.size,
+        count: cfg.count,
+        sent,
+        received,
+        total_s,
+        per_message_us,
+        one_way_us,
+        recv_gap_us,
+        stalls,
+        stall_every,
+        theoretical: cfg
+            .link_rate_bps
+            .map(|r| Theory::new(cfg.size, cfg.count, r)),
+        send_ns,
+        recv_ns,
+    }
+}
+
+/// Counts gaps above `limit_us` and the median spacing (in messages) between them.
+fn stall_stats(gaps_us: &[f64], limit_us: f64) -> (u64, Option<f64>) {
+    let idx: Vec<usize> = gaps_us
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| **g > limit_us)
+        .map(|(i, _)| i)
+        .collect();
+    let spacing: Vec<f64> = idx.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+    (idx.len() as u64, crate::stats::median(&spacing))
+}
+
+/// Seed 004's K: the smallest swept size from which on nothing stalls, if smaller ones did.
+fn threshold(runs: &[MsgsRun]) -> Option<u32> {
+    let mut by_size: Vec<(u32, u64)> = runs.iter().map(|r| (r.size, r.stalls)).collect();
+    by_size.sort_unstable();
+    let last_stalling = by_size.iter().rposition(|(_, s)| *s > 0)?;
+    by_size.get(last_stalling + 1).map(|(size, _)| *size)
+}
+
+/// Server side: receive, stamp every message, reply per message for write-write-read.
+pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &MsgsConfig) -> ServerReport {
+    let mut report = ServerReport {
+        complete: true,
+        ..ServerReport::default()
+    };
+    let mut data = match ctx.accept() {
+        Ok(s) => s,
+        Err(e) => {
+            report.complete = false;
+            report.incomplete_reason = Some(reason("waiting for the data connection", &e));
+            return report;
+        }
+    };
+    report.options = Some(read_back(data.as_raw_fd(), &cfg.opts));
+    let cpu0 = thread_cpu_ns();
+    let t0 = now_ns();
+    let mut recv_ns = if cfg.timestamps {
+        vec![0u64; cfg.count as usize]
+    } else {
+        Vec::new()
+    };
+    let (received, bytes, cut) = recv_loop(cfg, &mut data, &mut recv_ns);
+    report.elapsed_ns = now_ns() - t0;
+    report.cpu_ns = thread_cpu_ns() - cpu0;
+    report.bytes_received = bytes;
+    report.transactions = received;
+    if let Some(why) = cut {
+        report.complete = false;
+        report.incomplete_reason = Some(why);
+    }
+    recv_ns.truncate(received as usize);
+    report.recv_ns = recv_ns;
+    report
+}
+
+/// The receiver's timed loop: one stamp per read, given to every message that read completed.
+fn recv_loop(
+    cfg: &MsgsConfig,
+    data: &mut TcpStream,
+    recv_ns: &mut [u64],
+) -> (u64, u64, Option<String>) {
+    let fd = data.as_raw_fd();
+    let size = u64::from(cfg.size);
+    let mut buf = vec![0u8; 256 << 10];
+    let (mut got, mut done) = (0u64, 0u64);
+    let reply = [1u8; 1];
+    while done < cfg.count {
+        let k = match data.read(&mut buf) {
+            Ok(0) => {
+                return (
+                    done,
+                    got,
+                    Some(format!(
+                        "peer closed after {done} of {} messages",
+                        cfg.count
+                    )),
+                );
+            }
+            Ok(k) => k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                return (
+                    done,
+                    got,
+                    Some(reason(&format!("receiving message {done}"), &e)),
+                );
+            }
+        };
+        let ts = now_ns();
+        if cfg.opts.quickack {
+            rearm_quickack(fd);
+        }
+        got += k as u64;
+        let whole = (got / size).min(cfg.count);
+        while done < whole {
+            if let Some(slot) = recv_ns.get_mut(done as usize) {
+                *slot = ts;
+            }
+            done += 1;
+            if cfg.pattern == Pattern::WriteWriteRead
+                && let Err(e) = data.write_all(&reply)
+            {
+                return (done, got, Some(reason("replying", &e)));
+            }
+        }
+    }
+    (done, got, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn theory_matches_seed_001() {
+        // Seed 001: "7.2 microseconds is the theoretical best time using fast ethernet" for one
+        // byte; with the 12-byte timestamp option our model gives 91 bytes = 7.28 µs.
+        let t = Theory::new(1, 100_000, 100_000_000);
+        assert_eq!(t.wire_bytes_per_message, 91);
+        assert!((t.per_message_us - 7.28).abs() < 1e-9);
+        assert!((t.total_s - 0.728).abs() < 1e-9);
+        // A full-size segment: 1448 + 52 + 18 + 20 = 1538 bytes on the wire.
+        assert_eq!(
+            Theory::new(1448, 1, 1_000_000_000).wire_bytes_per_message,
+            1538
+        );
+        assert_eq!(
+            Theory::new(1449, 1, 1_000_000_000).wire_bytes_per_message,
+            1449 + 2 * 90
+        );
+    }
+
+    #[test]
+    fn stalls_and_their_spacing() {
+        let mut gaps = vec![10.0; 100];
+        for i in [10, 51, 92] {
+            gaps[i] = 20_000.0;
+        }
+        assert_eq!(stall_stats(&gaps, 5_000.0), (3, Some(41.0)));
+    }
+
+    #[test]
+    fn threshold_is_first_clean_size_above_the_last_stall() {
+        let run = |size, stalls| MsgsRun {
+            size,
+            stalls,
+            ..MsgsRun::default()
+        };
+        assert_eq!(
+            threshold(&[run(64, 3), run(128, 1), run(256, 0), run(512, 0)]),
+            Some(256)
+        );
+        assert_eq!(threshold(&[run(64, 0), run(128, 0)]), None);
+        assert_eq!(threshold(&[run(64, 0), run(128, 2)]), None);
+    }
+
+    #[test]
+    fn bad_sizes_name_their_flag() {
+        let e = MsgsConfig {
+            size: 0,
+            ..MsgsConfig::default()
+        }
+        .validate()
+        .expect_err("size 0");
+        assert_eq!(
+            e.to_string(),
+            format!("invalid --size: 0 bytes is outside 1..={MAX_SIZE}")
+        );
+        let e = MsgsConfig {
+            sizes: vec![4, MAX_SIZE + 1],
+            ..MsgsConfig::default()
+        }
+        .validate()
+        .expect_err("big");
+        assert!(e.to_string().starts_with("invalid --sizes:"), "{e}");
+        let e = MsgsConfig {
+            count: 0,
+            ..MsgsConfig::default()
+        }
+        .validate()
+        .expect_err("count 0");
+        assert!(e.to_string().starts_with("invalid --count:"), "{e}");
+        let e = MsgsConfig {
+            pattern: Pattern::WriteWriteRead,
+            ..MsgsConfig::default()
+        }
+        .validate()
+        .expect_err("1 byte");
+        assert!(e.to_string().contains("at least 2 bytes"), "{e}");
+    }
+}

@@ -1,0 +1,301 @@
+//! One result type for every workload ([`Report`], tagged by `workload` in JSON) and its
+//! readable terminal summary. JSON never holds NaN: undefined figures are `None` → null.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::crr::CrrResult;
+use crate::msgs::MsgsResult;
+use crate::rr::RrResult;
+use crate::session::RunMeta;
+use crate::stats::{Percentiles, Summary};
+use crate::stream::StreamResult;
+
+/// The result of any workload.
+// One Report exists per run and is matched on by callers; boxing the variants would cost
+// clarity for no measurable gain.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "workload", rename_all = "lowercase")]
+pub enum Report {
+    /// Bulk throughput.
+    Stream(StreamResult),
+    /// Timed stream of small messages.
+    Msgs(MsgsResult),
+    /// Request/response.
+    Rr(RrResult),
+    /// Connect/request/response/close.
+    Crr(CrrResult),
+}
+
+impl Report {
+    /// The common record.
+    pub fn meta(&self) -> &RunMeta {
+        match self {
+            Self::Stream(r) => &r.meta,
+            Self::Msgs(r) => &r.meta,
+            Self::Rr(r) => &r.meta,
+            Self::Crr(r) => &r.meta,
+        }
+    }
+
+    /// Mutable common record (to fill `facts` after the run).
+    pub fn meta_mut(&mut self) -> &mut RunMeta {
+        match self {
+            Self::Stream(r) => &mut r.meta,
+            Self::Msgs(r) => &mut r.meta,
+            Self::Rr(r) => &mut r.meta,
+            Self::Crr(r) => &mut r.meta,
+        }
+    }
+
+    /// One JSON document.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| error_json(&format!("encoding the result: {e}"), "run"))
+    }
+}
+
+/// The JSON document printed instead of a result when the run could not happen.
+pub fn error_json(message: &str, kind: &str) -> String {
+    serde_json::json!({ "error": { "message": message, "kind": kind } }).to_string()
+}
+
+struct Opt(Option<f64>, &'static str, f64);
+
+impl fmt::Display for Opt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(v) => write!(f, "{:.3}{}", v / self.2, self.1),
+            None => f.write_str("-"),
+        }
+    }
+}
+
+fn us(v: Option<f64>) -> Opt {
+    Opt(v, " µs", 1.0)
+}
+
+fn bps(v: Option<f64>) -> Opt {
+    Opt(v, " Mbit/s", 1e6)
+}
+
+fn pct(f: &mut fmt::Formatter<'_>, label: &str, p: &Percentiles) -> fmt::Result {
+    writeln!(
+        f,
+        "  {label:<13} p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (n={})",
+        us(p.p50),
+        us(p.p90),
+        us(p.p99),
+        us(p.p999),
+        us(p.max),
+        p.n
+    )
+}
+
+fn summary(f: &mut fmt::Formatter<'_>, label: &str, s: &Summary) -> fmt::Result {
+    writeln!(
+        f,
+        "  {label:<13} mean {}  sd {}  min {}  max {}",
+        us(s.mean),
+        us(s.sd),
+        us(s.min),
+        us(s.max)
+    )
+}
+
+fn header(f: &mut fmt::Formatter<'_>, name: &str, m: &RunMeta) -> fmt::Result {
+    writeln!(
+        f,
+        "{name} to {}{}",
+        m.target,
+        m.seed.map(|s| format!(" (seed {s})")).unwrap_or_default()
+    )?;
+    if let Some(o) = &m.options {
+        writeln!(
+            f,
+            "  options       nodelay={} cork={} quickack={} cc={} sndbuf={} rcvbuf={} mss={}",
+            o.nodelay, o.cork, o.quickack_rearmed, o.congestion, o.sndbuf, o.rcvbuf, o.mss
+        )?;
+    }
+    Ok(())
+}
+
+fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
+    if !m.complete {
+        writeln!(
+            f,
+            "  INCOMPLETE: {}",
+            m.incomplete_reason.as_deref().unwrap_or("cut short")
+        )?;
+    }
+    Ok(())
+}
+
+/// One line per client interval: bit/s each way, and the first flow's tcp_info.
+fn stream_intervals(
+    f: &mut fmt::Formatter<'_>,
+    v: &[crate::stream::IntervalSample],
+) -> fmt::Result {
+    let last = v.iter().map(|i| i.index).max();
+    for index in 0..=last.unwrap_or(0) {
+        let rows: Vec<_> = v.iter().filter(|i| i.index == index).collect();
+        let Some(first) = rows.first() else { continue };
+        let sum = |sending: bool| -> Option<f64> {
+            let b: Vec<f64> = rows
+                .iter()
+                .filter(|i| i.sending == sending)
+                .filter_map(|i| i.bps)
+                .collect();
+            (!b.is_empty()).then(|| b.iter().sum())
+        };
+        let info = first.tcp_info.map_or(String::new(), |t| {
+            format!(
+                "  cwnd {} rtt {} µs retrans {}",
+                t.cwnd, t.rtt_us, t.total_retrans
+            )
+        });
+        writeln!(
+            f,
+            "  [{:6.2}-{:6.2} s] sent {}  received {}{}{}",
+            first.start_s,
+            first.end_s,
+            bps(sum(true)),
+            bps(sum(false)),
+            info,
+            if first.omitted { "  (omitted)" } else { "" }
+        )?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stream(r) => {
+                header(f, "stream", &r.meta)?;
+                stream_intervals(f, &r.intervals)?;
+                writeln!(
+                    f,
+                    "  throughput    {}  (up {}, down {})",
+                    bps(r.summary.throughput_bps),
+                    bps(r.summary.up_bps),
+                    bps(r.summary.down_bps)
+                )?;
+                writeln!(f, "  retransmits   {}", r.summary.retransmits)?;
+                writeln!(
+                    f,
+                    "  cpu s/GB      client {}  server {}",
+                    Opt(r.client_cpu_s_per_gb, "", 1.0),
+                    Opt(r.server_cpu_s_per_gb, "", 1.0)
+                )?;
+                footer(f, &r.meta)
+            }
+            Self::Msgs(r) => {
+                header(f, "msgs", &r.meta)?;
+                for run in &r.runs {
+                    writeln!(
+                        f,
+                        "  size {} B x {}: {} sent, {} received in {:.6} s",
+                        run.size, run.count, run.sent, run.received, run.total_s
+                    )?;
+                    summary(f, "per message", &run.per_message_us)?;
+                    if let Some(d) = &run.one_way_us {
+                        writeln!(
+                            f,
+                            "  one-way       p50 {}  p99 {}  max {}",
+                            us(d.p50),
+                            us(d.p99),
+                            us(d.max)
+                        )?;
+                    }
+                    if let Some(d) = &run.recv_gap_us {
+                        writeln!(
+                            f,
+                            "  recv gaps     p50 {}  p99 {}  max {}  stalls {}",
+                            us(d.p50),
+                            us(d.p99),
+                            us(d.max),
+                            run.stalls
+                        )?;
+                    }
+                    if let Some(t) = &run.theoretical {
+                        writeln!(
+                            f,
+                            "  line rate     {:.3} µs/message at {} bit/s ({} wire bytes)",
+                            t.per_message_us, t.link_rate_bps, t.wire_bytes_per_message
+                        )?;
+                    }
+                }
+                if let Some(k) = r.threshold_size {
+                    writeln!(f, "  threshold     no stalls from {k} bytes on")?;
+                }
+                footer(f, &r.meta)
+            }
+            Self::Rr(r) => {
+                header(f, "rr", &r.meta)?;
+                writeln!(
+                    f,
+                    "  mode          {}  transactions {}  rate {}/s",
+                    r.mode,
+                    r.summary.transactions,
+                    Opt(r.summary.transactions_per_s, "", 1.0)
+                )?;
+                pct(f, "latency", &r.summary.latency_us)?;
+                if r.points.len() > 1 {
+                    for p in &r.points {
+                        writeln!(
+                            f,
+                            "  {:>8} B     p50 {}  {}",
+                            p.req,
+                            us(p.latency_us.p50),
+                            bps(p.throughput_bps)
+                        )?;
+                    }
+                }
+                if let Some(u) = r
+                    .points
+                    .first()
+                    .and_then(|p| p.latency_uncorrected_us.as_ref())
+                {
+                    pct(f, "uncorrected", u)?;
+                }
+                footer(f, &r.meta)
+            }
+            Self::Crr(r) => {
+                header(f, "crr", &r.meta)?;
+                writeln!(
+                    f,
+                    "  connections   {} in {:.3} s = {}/s",
+                    r.summary.transactions,
+                    r.elapsed_s,
+                    Opt(r.summary.connections_per_s, "", 1.0)
+                )?;
+                pct(f, "connect", &r.summary.connect_us)?;
+                pct(f, "transaction", &r.transaction_us)?;
+                let e = &r.errors_total;
+                writeln!(
+                    f,
+                    "  errors        EADDRNOTAVAIL {}  ECONNREFUSED {}  other {}",
+                    e.addrnotavail, e.connrefused, e.other
+                )?;
+                writeln!(
+                    f,
+                    "  SYN retrans   near 1 s {}  near 3 s {}  kernel {}",
+                    r.syn_retrans.connects_near_1s,
+                    r.syn_retrans.connects_near_3s,
+                    r.syn_retrans
+                        .kernel_syn_retrans
+                        .map_or("-".into(), |v| v.to_string())
+                )?;
+                writeln!(
+                    f,
+                    "  TIME_WAIT     max {}  last {}",
+                    r.time_wait.max, r.time_wait.last
+                )?;
+                footer(f, &r.meta)
+            }
+        }
+    }
+}

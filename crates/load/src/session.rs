@@ -1,0 +1,186 @@
+//! The client's side of the control protocol ([`Session`]) and the metadata every result
+//! carries ([`RunMeta`]).
+
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{LoadError, Result};
+use crate::net::{self, ConnectError};
+use crate::proto::{self, Ctrl, ServerReport, TestSpec};
+use crate::sockopt::{AppliedOpts, SockOpts};
+
+/// Fields common to every workload's result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunMeta {
+    /// Always "tcplab".
+    pub tool: String,
+    /// tcplab-load's version.
+    pub version: String,
+    /// The server's control address.
+    pub target: String,
+    /// Wall-clock start, ms since the Unix epoch (for the record; never used to measure).
+    pub started_unix_ms: u64,
+    /// False when the run was cut short; the figures then cover what was done.
+    pub complete: bool,
+    /// Why the run was cut short.
+    pub incomplete_reason: Option<String>,
+    /// Seed of any randomness in the run (null when there was none).
+    pub seed: Option<u64>,
+    /// Lab facts (kernel, HZ, sysctls, emulator settings); filled by the caller, `{}` if none.
+    pub facts: serde_json::Value,
+    /// Options in force on the client's first data socket.
+    pub options: Option<AppliedOpts>,
+    /// Options in force on the server's first data socket.
+    pub server_options: Option<AppliedOpts>,
+    /// CPU time of the client's data threads, s.
+    pub client_cpu_s: f64,
+    /// CPU time of the server's data threads, s.
+    pub server_cpu_s: f64,
+}
+
+impl RunMeta {
+    /// A complete-so-far record for a run against `target`.
+    pub fn new(target: SocketAddr, facts: serde_json::Value) -> Self {
+        let started_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        Self {
+            tool: "tcplab".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            target: target.to_string(),
+            started_unix_ms,
+            complete: true,
+            incomplete_reason: None,
+            seed: None,
+            facts: if facts.is_null() {
+                serde_json::json!({})
+            } else {
+                facts
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Marks the run incomplete; the first reason wins because it is the cause.
+    pub fn cut(&mut self, reason: impl Into<String>) {
+        if self.complete {
+            self.complete = false;
+            self.incomplete_reason = Some(reason.into());
+        }
+    }
+
+    /// Folds the server's report in: its options, CPU, and whether it was cut short.
+    pub fn absorb(&mut self, report: &ServerReport) {
+        self.server_options = report.options.clone();
+        self.server_cpu_s = report.cpu_ns as f64 / 1e9;
+        if !report.complete {
+            self.cut(format!(
+                "server: {}",
+                report.incomplete_reason.as_deref().unwrap_or("cut short")
+            ));
+        }
+    }
+}
+
+/// An open test on a server: the control connection and the announced data address.
+#[derive(Debug)]
+pub struct Session {
+    ctrl: TcpStream,
+    data_addr: SocketAddr,
+    timeout: Duration,
+}
+
+impl Session {
+    /// Connects the control connection, sends the test, and waits for the data port.
+    pub fn open(target: SocketAddr, test: TestSpec, timeout: Duration) -> Result<Self> {
+        let mut ctrl = match net::connect(target, &SockOpts::default(), timeout) {
+            Ok(s) => s,
+            Err(ConnectError::Io(source)) => {
+                return Err(LoadError::Connect {
+                    addr: target,
+                    source,
+                });
+            }
+            Err(ConnectError::Option(e)) => return Err(e),
+        };
+        ctrl.set_nodelay(true)
+            .map_err(|e| LoadError::io("setting TCP_NODELAY on the control connection", e))?;
+        ctrl.set_read_timeout(Some(timeout))
+            .map_err(|e| LoadError::io("setting the control timeout", e))?;
+        ctrl.set_write_timeout(Some(timeout))
+            .map_err(|e| LoadError::io("setting the control timeout", e))?;
+        proto::write_frame(
+            &mut ctrl,
+            &Ctrl::Hello {
+                version: proto::VERSION,
+                test: Box::new(test),
+            },
+        )?;
+        match proto::read_frame(&mut ctrl)? {
+            Ctrl::Ready { data_port } => {
+                let mut data_addr = target;
+                data_addr.set_port(data_port);
+                Ok(Self {
+                    ctrl,
+                    data_addr,
+                    timeout,
+                })
+            }
+            Ctrl::Error { message } => Err(LoadError::Refused(message)),
+            other => Err(LoadError::Protocol(format!(
+                "expected Ready, got {other:?}"
+            ))),
+        }
+    }
+
+    /// Where data connections go.
+    pub fn data_addr(&self) -> SocketAddr {
+        self.data_addr
+    }
+
+    /// Opens one data connection with `opts`, with SO_RCVTIMEO/SO_SNDTIMEO set to the idle
+    /// timeout so no data wait is unbounded.
+    pub fn connect_data(&self, opts: &SockOpts) -> Result<TcpStream> {
+        let s = match net::connect(self.data_addr, opts, self.timeout) {
+            Ok(s) => s,
+            Err(ConnectError::Io(source)) => {
+                return Err(LoadError::Connect {
+                    addr: self.data_addr,
+                    source,
+                });
+            }
+            Err(ConnectError::Option(e)) => return Err(e),
+        };
+        use std::os::fd::AsRawFd;
+        crate::sockopt::set_timeouts(s.as_raw_fd(), self.timeout)
+            .map_err(|e| LoadError::io("setting data timeouts", e))?;
+        Ok(s)
+    }
+
+    /// Sends one control frame.
+    pub fn send(&mut self, msg: &Ctrl) -> Result<()> {
+        proto::write_frame(&mut self.ctrl, msg)
+    }
+
+    /// Waits up to `wait` for the server's report.
+    pub fn report(&mut self, wait: Duration) -> Result<ServerReport> {
+        self.ctrl
+            .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+            .map_err(|e| LoadError::io("setting the control timeout", e))?;
+        match proto::read_frame(&mut self.ctrl)? {
+            Ctrl::Report(r) => Ok(*r),
+            Ctrl::Error { message } => Err(LoadError::Refused(message)),
+            other => Err(LoadError::Protocol(format!(
+                "expected Report, got {other:?}"
+            ))),
+        }
+    }
+
+    /// The idle timeout of this session.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}

@@ -1,0 +1,676 @@
+//! stream — bulk throughput over N parallel flows, up (client sends), down (server sends) or
+//! both (N flows each way). Bounded by duration and/or bytes; the first `omit` seconds are
+//! excluded from the figures (slow start). Both sides run the same engine (`run_flows`): one
+//! thread per flow moving data, plus a sampler that every interval reads each flow's byte
+//! counter and its tcp_info. CPU cost per GB is taken from each flow thread's CPU clock.
+//!
+//! Throughput is what the *receiver* got: for up it comes from the server's intervals, for down
+//! from the client's. Data connections are opened one after the other, so the server's accept
+//! order equals the client's flow order (sending flows first, then receiving flows).
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{now_ns, sleep_until_ns, thread_cpu_ns};
+use crate::error::{LoadError, Result};
+use crate::net::reason;
+use crate::proto::{Ctrl, ServerReport, TestSpec};
+use crate::server::ServerCtx;
+use crate::session::{RunMeta, Session};
+use crate::sockopt::{SockOpts, read_back, rearm_quickack};
+use crate::stats::ratio;
+use crate::tcpinfo::{self, TcpInfo};
+
+/// Most flows per direction.
+pub const MAX_FLOWS: u32 = 128;
+/// Largest single write.
+pub const MAX_WRITE: u32 = 16 << 20;
+
+/// Which way the data goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Client sends, server receives.
+    #[default]
+    Up,
+    /// Server sends, client receives.
+    Down,
+    /// N flows each way at once.
+    Bidir,
+}
+
+/// Parameters of a stream run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StreamConfig {
+    /// Parallel flows per direction (`--flows`).
+    pub flows: u32,
+    /// Direction (`--dir`).
+    pub direction: Direction,
+    /// Stop sending after this long, ms (`--duration`).
+    pub duration_ms: Option<u64>,
+    /// Stop after this many bytes per direction (`--bytes`).
+    pub bytes: Option<u64>,
+    /// Leave the first ms out of the figures (`--omit`).
+    pub omit_ms: u64,
+    /// Interval of reports and tcp_info samples, ms (`--interval`).
+    pub interval_ms: u64,
+    /// Bytes per write (`--write-size`).
+    pub write_size: u32,
+    /// Socket options of the data connections (both sides).
+    pub opts: SockOpts,
+    /// Idle timeout of every wait, ms (`--timeout`).
+    pub timeout_ms: u64,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self {
+            flows: 1,
+            direction: Direction::Up,
+            duration_ms: Some(10_000),
+            bytes: None,
+            omit_ms: 0,
+            interval_ms: 1_000,
+            write_size: 128 << 10,
+            opts: SockOpts::default(),
+            timeout_ms: 10_000,
+        }
+    }
+}
+
+impl StreamConfig {
+    /// Checks every field; errors name the flag.
+    pub fn validate(&self) -> Result<()> {
+        if self.flows == 0 || self.flows > MAX_FLOWS {
+            return Err(LoadError::config(
+                "flows",
+                format!("{} is outside 1..={MAX_FLOWS}", self.flows),
+            ));
+        }
+        match (self.duration_ms, self.bytes) {
+            (None, None) => {
+                return Err(LoadError::config(
+                    "duration",
+                    "give --duration or --bytes (every run is bounded)",
+                ));
+            }
+            (Some(0), _) => return Err(LoadError::config("duration", "must be above 0 s")),
+            (_, Some(0)) => return Err(LoadError::config("bytes", "must be above 0")),
+            _ => {}
+        }
+        if self.duration_ms.is_none() && self.bytes.is_some_and(|b| b < u64::from(self.flows)) {
+            return Err(LoadError::config(
+                "bytes",
+                "must be at least one byte per flow",
+            ));
+        }
+        if let Some(d) = self.duration_ms
+            && self.omit_ms >= d
+        {
+            return Err(LoadError::config("omit", "must be shorter than --duration"));
+        }
+        if !(10..=60_000).contains(&self.interval_ms) {
+            return Err(LoadError::config("interval", "must be within 0.01..=60 s"));
+        }
+        if self.write_size == 0 || self.write_size > MAX_WRITE {
+            return Err(LoadError::config(
+                "write-size",
+                format!("{} is outside 1..={MAX_WRITE}", self.write_size),
+            ));
+        }
+        if self.timeout_ms == 0 {
+            return Err(LoadError::config("timeout", "must be above 0"));
+        }
+        self.opts.validate()
+    }
+
+    /// The client's flow roles in connect order: true = the client sends on it.
+    pub fn client_roles(&self) -> Vec<bool> {
+        let n = self.flows as usize;
+        match self.direction {
+            Direction::Up => vec![true; n],
+            Direction::Down => vec![false; n],
+            Direction::Bidir => [vec![true; n], vec![false; n]].concat(),
+        }
+    }
+}
+
+/// One flow's figures over one interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalSample {
+    /// Interval number from 0.
+    pub index: u32,
+    /// Flow number (connect order).
+    pub flow: u32,
+    /// True when this side sends on the flow.
+    pub sending: bool,
+    /// Interval start, s since the local start.
+    pub start_s: f64,
+    /// Interval end, s since the local start.
+    pub end_s: f64,
+    /// Bytes written (sending) or read (receiving) in the interval.
+    pub bytes: u64,
+    /// bytes·8 / interval length.
+    pub bps: Option<f64>,
+    /// Inside the omitted warm-up.
+    pub omitted: bool,
+    /// tcp_info at the interval's end.
+    pub tcp_info: Option<TcpInfo>,
+}
+
+/// All flows of one interval, as streamed with --ndjson.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalReport {
+    /// Interval number from 0.
+    pub index: u32,
+    /// Start, s.
+    pub start_s: f64,
+    /// End, s.
+    pub end_s: f64,
+    /// Inside the omitted warm-up.
+    pub omitted: bool,
+    /// Sum over the flows this side sends on, bit/s.
+    pub sent_bps: Option<f64>,
+    /// Sum over the flows this side receives on, bit/s.
+    pub received_bps: Option<f64>,
+    /// Per flow.
+    pub flows: Vec<IntervalSample>,
+}
+
+/// What one side's flows did.
+#[derive(Debug, Default)]
+pub(crate) struct FlowsOutcome {
+    pub intervals: Vec<IntervalSample>,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub cpu_ns: u64,
+    pub elapsed_ns: u64,
+    pub cut: Option<String>,
+}
+
+/// A callback that receives each interval as it closes (for --ndjson).
+pub type OnInterval<'a> = Option<&'a (dyn Fn(&IntervalReport) + Sync)>;
+
+/// Runs every flow on its own thread plus the sampler; returns when all flows are done.
+pub(crate) fn run_flows(
+    flows: &[(TcpStream, bool)],
+    cfg: &StreamConfig,
+    on_interval: OnInterval<'_>,
+) -> FlowsOutcome {
+    let counters: Vec<AtomicU64> = flows.iter().map(|_| AtomicU64::new(0)).collect();
+    let finished = AtomicUsize::new(0);
+    let t0 = now_ns();
+    let n_send = flows.iter().filter(|f| f.1).count().max(1) as u64;
+    let first_send = flows.iter().position(|f| f.1);
+    let (results, intervals) = std::thread::scope(|s| {
+        let handles: Vec<_> = flows
+            .iter()
+            .enumerate()
+            .map(|(i, (stream, sending))| {
+                let (counter, finished) = (&counters[i], &finished);
+                let quota = cfg
+                    .bytes
+                    .map(|b| b / n_send + if Some(i) == first_send { b % n_send } else { 0 });
+                s.spawn(move || {
+                    let r = if *sending {
+                        send_flow(stream, cfg, t0, quota, counter)
+                    } else {
+                        recv_flow(stream, cfg, counter)
+                    };
+                    finished.fetch_add(1, Ordering::AcqRel);
+                    r
+                })
+            })
+            .collect();
+        let sampler = s.spawn(|| sample(flows, cfg, t0, &counters, &finished, on_interval));
+        let results: Vec<(u64, Option<String>)> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or((0, Some("flow thread panicked".into()))))
+            .collect();
+        (results, sampler.join().unwrap_or_default())
+    });
+    let mut out = FlowsOutcome {
+        intervals,
+        elapsed_ns: now_ns() - t0,
+        ..FlowsOutcome::default()
+    };
+    for (cpu, cut) in results {
+        out.cpu_ns += cpu;
+        if out.cut.is_none() {
+            out.cut = cut;
+        }
+    }
+    for (c, (_, sending)) in counters.iter().zip(flows) {
+        let v = c.load(Ordering::Acquire);
+        if *sending {
+            out.bytes_sent += v;
+        } else {
+            out.bytes_received += v;
+        }
+    }
+    out
+}
+
+/// Sends until the deadline or the quota; returns (thread CPU ns, reason if cut short).
+fn send_flow(
+    mut s: &TcpStream,
+    cfg: &StreamConfig,
+    t0: u64,
+    quota: Option<u64>,
+    counter: &AtomicU64,
+) -> (u64, Option<String>) {
+    let cpu0 = thread_cpu_ns();
+    let buf = vec![0x55u8; cfg.write_size as usize];
+    let deadline = cfg.duration_ms.map_or(u64::MAX, |d| t0 + d * 1_000_000);
+    let mut left = quota.unwrap_or(u64::MAX);
+    let mut cut = None;
+    while left > 0 && now_ns() < deadline {
+        let k = (buf.len() as u64).min(left) as usize;
+        match s.write(&buf[..k]) {
+            Ok(0) => {
+                cut = Some("sending: connection closed".into());
+                break;
+            }
+            Ok(w) => {
+                counter.fetch_add(w as u64, Ordering::Relaxed);
+                left -= w as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                cut = Some(reason("sending", &e));
+                break;
+            }
+        }
+    }
+    let _ = s.shutdown(Shutdown::Write);
+    (thread_cpu_ns() - cpu0, cut)
+}
+
+/// Reads until EOF; returns (thread CPU ns, reason if cut short).
+fn recv_flow(mut s: &TcpStream, cfg: &StreamConfig, counter: &AtomicU64) -> (u64, Option<String>) {
+    let cpu0 = thread_cpu_ns();
+    let fd = s.as_raw_fd();
+    let mut buf = vec![0u8; (cfg.write_size as usize).max(128 << 10)];
+    let mut cut = None;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => {
+                counter.fetch_add(k as u64, Ordering::Relaxed);
+                if cfg.opts.quickack {
+                    rearm_quickack(fd);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                cut = Some(reason("receiving", &e));
+                break;
+            }
+        }
+    }
+    (thread_cpu_ns() - cpu0, cut)
+}
+
+/// Every interval: per flow, the bytes moved and tcp_info; the last interval ends when the
+/// last flow does.
+fn sample(
+    flows: &[(TcpStream, bool)],
+    cfg: &StreamConfig,
+    t0: u64,
+    counters: &[AtomicU64],
+    finished: &AtomicUsize,
+    on_interval: OnInterval<'_>,
+) -> Vec<IntervalSample> {
+    let step = cfg.interval_ms * 1_000_000;
+    let expected = cfg.duration_ms.map_or(64, |d| d / cfg.interval_ms + 2) as usize * flows.len();
+    let mut out = Vec::with_capacity(expected.min(1 << 20));
+    let mut last = vec![0u64; flows.len()];
+    let (mut index, mut start) = (0u32, t0);
+    loop {
+        let tick = t0 + (u64::from(index) + 1) * step;
+        let mut all_done = finished.load(Ordering::Acquire) == flows.len();
+        while !all_done && now_ns() < tick {
+            sleep_until_ns(tick.min(now_ns() + 10_000_000));
+            all_done = finished.load(Ordering::Acquire) == flows.len();
+        }
+        let end = now_ns().min(tick);
+        let (start_s, end_s) = ((start - t0) as f64 / 1e9, (end - t0) as f64 / 1e9);
+        let omitted = end_s <= cfg.omit_ms as f64 / 1000.0 + 1e-9;
+        let first = out.len();
+        for (i, (stream, sending)) in flows.iter().enumerate() {
+            let now = counters[i].load(Ordering::Acquire);
+            let bytes = now - last[i];
+            last[i] = now;
+            out.push(IntervalSample {
+                index,
+                flow: i as u32,
+                sending: *sending,
+                start_s,
+                end_s,
+                bytes,
+                bps: ratio(bytes as f64 * 8.0, end_s - start_s),
+                omitted,
+                tcp_info: tcpinfo::read(stream.as_raw_fd()),
+            });
+        }
+        if let Some(cb) = on_interval {
+            cb(&interval_report(&out[first..]));
+        }
+        if all_done {
+            return out;
+        }
+        index += 1;
+        start = end;
+    }
+}
+
+fn interval_report(flows: &[IntervalSample]) -> IntervalReport {
+    let first = flows.first().copied().unwrap_or_default();
+    let sum = |sending: bool| -> Option<f64> {
+        let v: Vec<f64> = flows
+            .iter()
+            .filter(|f| f.sending == sending)
+            .filter_map(|f| f.bps)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    };
+    IntervalReport {
+        index: first.index,
+        start_s: first.start_s,
+        end_s: first.end_s,
+        omitted: first.omitted,
+        sent_bps: sum(true),
+        received_bps: sum(false),
+        flows: flows.to_vec(),
+    }
+}
+
+/// Receiver throughput outside the omitted warm-up: bytes of the non-omitted receiving
+/// intervals over their time span.
+pub fn received_bps(intervals: &[IntervalSample]) -> Option<f64> {
+    let recv: Vec<&IntervalSample> = intervals
+        .iter()
+        .filter(|i| !i.sending && !i.omitted)
+        .collect();
+    let bytes: u64 = recv.iter().map(|i| i.bytes).sum();
+    let start = recv.iter().map(|i| i.start_s).fold(f64::INFINITY, f64::min);
+    let end = recv
+        .iter()
+        .map(|i| i.end_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    ratio(bytes as f64 * 8.0, end - start)
+}
+
+/// Retransmitted segments over the sending flows (their last tcp_info).
+fn retransmits(intervals: &[IntervalSample]) -> u64 {
+    let mut last: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
+    for i in intervals.iter().filter(|i| i.sending) {
+        if let Some(t) = i.tcp_info {
+            last.insert(i.flow, t.total_retrans);
+        }
+    }
+    last.values().map(|&v| u64::from(v)).sum()
+}
+
+/// The `summary` object of a stream result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamSummary {
+    /// Received payload bit/s, all directions, after the omitted warm-up.
+    pub throughput_bps: Option<f64>,
+    /// Client to server, bit/s (up, bidir).
+    pub up_bps: Option<f64>,
+    /// Server to client, bit/s (down, bidir).
+    pub down_bps: Option<f64>,
+    /// Retransmitted segments on the sending sockets.
+    pub retransmits: u64,
+}
+
+/// A stream result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamResult {
+    /// Common record.
+    #[serde(flatten)]
+    pub meta: RunMeta,
+    /// What was asked.
+    pub config: StreamConfig,
+    /// Headline figures.
+    pub summary: StreamSummary,
+    /// Client wall time, s.
+    pub elapsed_s: f64,
+    /// Client bytes written.
+    pub client_bytes_sent: u64,
+    /// Client bytes read.
+    pub client_bytes_received: u64,
+    /// Server bytes written.
+    pub server_bytes_sent: u64,
+    /// Server bytes read.
+    pub server_bytes_received: u64,
+    /// Client CPU seconds per GB (10^9 bytes) it moved.
+    pub client_cpu_s_per_gb: Option<f64>,
+    /// Server CPU seconds per GB it moved.
+    pub server_cpu_s_per_gb: Option<f64>,
+    /// Client's intervals (per flow).
+    pub intervals: Vec<IntervalSample>,
+    /// Server's intervals (per flow).
+    pub server_intervals: Vec<IntervalSample>,
+}
+
+/// Runs stream against `target`; `on_interval` sees each client interval as it closes.
+pub fn run_client(
+    cfg: &StreamConfig,
+    target: SocketAddr,
+    facts: serde_json::Value,
+    on_interval: OnInterval<'_>,
+) -> Result<StreamResult> {
+    cfg.validate()?;
+    let timeout = Duration::from_millis(cfg.timeout_ms);
+    let mut meta = RunMeta::new(target, facts);
+    let mut session = Session::open(target, TestSpec::Stream(cfg.clone()), timeout)?;
+    let mut flows = Vec::new();
+    for sending in cfg.client_roles() {
+        flows.push((session.connect_data(&cfg.opts)?, sending));
+    }
+    meta.options = flows
+        .first()
+        .map(|(s, _)| read_back(s.as_raw_fd(), &cfg.opts));
+    session.send(&Ctrl::Start)?;
+    let out = run_flows(&flows, cfg, on_interval);
+    if let Some(why) = &out.cut {
+        meta.cut(format!("client: {why}"));
+    }
+    let report = session.report(timeout).unwrap_or_else(|e| {
+        meta.cut(format!("no report from the server: {e}"));
+        ServerReport::default()
+    });
+    meta.absorb(&report);
+    meta.client_cpu_s = out.cpu_ns as f64 / 1e9;
+    let up_bps = matches!(cfg.direction, Direction::Up | Direction::Bidir)
+        .then(|| received_bps(&report.intervals))
+        .flatten();
+    let down_bps = matches!(cfg.direction, Direction::Down | Direction::Bidir)
+        .then(|| received_bps(&out.intervals))
+        .flatten();
+    let throughput_bps = match (up_bps, down_bps) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    };
+    let per_gb = |cpu_ns: u64, bytes: u64| ratio(cpu_ns as f64 / 1e9, bytes as f64 / 1e9);
+    let summary = StreamSummary {
+        throughput_bps,
+        up_bps,
+        down_bps,
+        retransmits: retransmits(&out.intervals) + retransmits(&report.intervals),
+    };
+    Ok(StreamResult {
+        meta,
+        config: cfg.clone(),
+        summary,
+        elapsed_s: out.elapsed_ns as f64 / 1e9,
+        client_bytes_sent: out.bytes_sent,
+        client_bytes_received: out.bytes_received,
+        server_bytes_sent: report.bytes_sent,
+        server_bytes_received: report.bytes_received,
+        client_cpu_s_per_gb: per_gb(out.cpu_ns, out.bytes_sent + out.bytes_received),
+        server_cpu_s_per_gb: per_gb(report.cpu_ns, report.bytes_sent + report.bytes_received),
+        intervals: out.intervals,
+        server_intervals: report.intervals,
+    })
+}
+
+/// Server side: accept the flows in connect order, wait for Start, run the same engine.
+pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &StreamConfig) -> ServerReport {
+    let mut report = ServerReport::default();
+    let mut flows = Vec::new();
+    for client_sends in cfg.client_roles() {
+        match ctx.accept() {
+            Ok(s) => flows.push((s, !client_sends)),
+            Err(e) => {
+                report.incomplete_reason = Some(reason(
+                    &format!("waiting for data connection {}", flows.len()),
+                    &e,
+                ));
+                return report;
+            }
+        }
+    }
+    report.options = flows
+        .first()
+        .map(|(s, _)| read_back(s.as_raw_fd(), &cfg.opts));
+    let _ = ctx.ctrl.set_read_timeout(Some(ctx.timeout));
+    match crate::proto::read_frame(&mut ctx.ctrl) {
+        Ok(Ctrl::Start) => {}
+        Ok(other) => {
+            report.incomplete_reason = Some(format!("expected Start, got {other:?}"));
+            return report;
+        }
+        Err(e) => {
+            report.incomplete_reason = Some(format!("waiting for Start: {e}"));
+            return report;
+        }
+    }
+    let out = run_flows(&flows, cfg, None);
+    report.complete = out.cut.is_none();
+    report.incomplete_reason = out.cut;
+    report.cpu_ns = out.cpu_ns;
+    report.bytes_sent = out.bytes_sent;
+    report.bytes_received = out.bytes_received;
+    report.elapsed_ns = out.elapsed_ns;
+    report.intervals = out.intervals;
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(
+        index: u32,
+        sending: bool,
+        start_s: f64,
+        end_s: f64,
+        bytes: u64,
+        omitted: bool,
+    ) -> IntervalSample {
+        IntervalSample {
+            index,
+            sending,
+            start_s,
+            end_s,
+            bytes,
+            omitted,
+            ..IntervalSample::default()
+        }
+    }
+
+    #[test]
+    fn throughput_skips_omitted_and_sending_intervals() {
+        let v = [
+            iv(0, false, 0.0, 1.0, 1_000_000, true),
+            iv(1, false, 1.0, 2.0, 2_000_000, false),
+            iv(2, false, 2.0, 2.5, 1_000_000, false),
+            iv(1, true, 1.0, 2.0, 9_000_000, false),
+        ];
+        let bps = received_bps(&v).expect("bps");
+        assert!((bps - 3_000_000.0 * 8.0 / 1.5).abs() < 1e-6, "{bps}");
+        assert_eq!(received_bps(&v[..1]), None);
+    }
+
+    #[test]
+    fn roles_follow_direction() {
+        let cfg = StreamConfig {
+            flows: 2,
+            direction: Direction::Bidir,
+            ..StreamConfig::default()
+        };
+        assert_eq!(cfg.client_roles(), vec![true, true, false, false]);
+        let cfg = StreamConfig {
+            direction: Direction::Down,
+            ..StreamConfig::default()
+        };
+        assert_eq!(cfg.client_roles(), vec![false]);
+    }
+
+    #[test]
+    fn bad_inputs_name_their_flag() {
+        let check = |cfg: StreamConfig, flag: &str| {
+            let e = cfg.validate().expect_err("must fail").to_string();
+            assert!(e.starts_with(&format!("invalid --{flag}:")), "{e}");
+        };
+        check(
+            StreamConfig {
+                flows: 0,
+                ..StreamConfig::default()
+            },
+            "flows",
+        );
+        check(
+            StreamConfig {
+                duration_ms: Some(0),
+                ..StreamConfig::default()
+            },
+            "duration",
+        );
+        check(
+            StreamConfig {
+                duration_ms: None,
+                bytes: None,
+                ..StreamConfig::default()
+            },
+            "duration",
+        );
+        check(
+            StreamConfig {
+                bytes: Some(0),
+                ..StreamConfig::default()
+            },
+            "bytes",
+        );
+        check(
+            StreamConfig {
+                omit_ms: 10_000,
+                ..StreamConfig::default()
+            },
+            "omit",
+        );
+        check(
+            StreamConfig {
+                write_size: 0,
+                ..StreamConfig::default()
+            },
+            "write-size",
+        );
+        check(
+            StreamConfig {
+                interval_ms: 1,
+                ..StreamConfig::default()
+            },
+            "interval",
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! `TCP_INFO`: the kernel's per-connection state (man 7 tcp, `struct tcp_info` of
+//! include/uapi/linux/tcp.h). The raw struct is declared here up to `tcpi_snd_wnd` because the
+//! libc crate's copy stops earlier; the kernel fills only as much as both sides know, so an older
+//! kernel simply leaves the newer fields zero.
+
+use std::os::fd::RawFd;
+
+use serde::{Deserialize, Serialize};
+
+/// Layout of `struct tcp_info` as of Linux 5.4+ (fields up to `tcpi_snd_wnd`).
+#[repr(C)]
+#[derive(Default)]
+struct RawTcpInfo {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    app_limited: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    dsack_dups: u32,
+    reord_seen: u32,
+    rcv_ooopack: u32,
+    snd_wnd: u32,
+}
+
+/// The `tcp_info` fields a TCP performance study looks at, in plain units.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpInfo {
+    /// TCP state (1 = ESTABLISHED).
+    pub state: u8,
+    /// Congestion-avoidance state (0 open, 1 disorder, 2 CWR, 3 recovery, 4 loss).
+    pub ca_state: u8,
+    /// Smoothed RTT, µs.
+    pub rtt_us: u32,
+    /// RTT variance, µs.
+    pub rttvar_us: u32,
+    /// Minimum RTT seen, µs.
+    pub min_rtt_us: u32,
+    /// Retransmission timeout, µs.
+    pub rto_us: u32,
+    /// Delayed-ACK timeout, µs.
+    pub ato_us: u32,
+    /// Congestion window, segments.
+    pub cwnd: u32,
+    /// Slow-start threshold, segments (large = not set).
+    pub ssthresh: u32,
+    /// Sender MSS, bytes.
+    pub snd_mss: u32,
+    /// Segments sent but not acknowledged.
+    pub unacked: u32,
+    /// Segments currently considered lost.
+    pub lost: u32,
+    /// Segments retransmitted and not yet acknowledged.
+    pub retrans: u32,
+    /// Retransmitted segments over the connection's life.
+    pub total_retrans: u32,
+    /// Last delivery-rate sample, bit/s.
+    pub delivery_rate_bps: u64,
+    /// Pacing rate, bit/s (u64::MAX*8 saturates: unpaced).
+    pub pacing_rate_bps: u64,
+    /// Time busy sending data, µs.
+    pub busy_us: u64,
+    /// Time limited by the peer's receive window, µs.
+    pub rwnd_limited_us: u64,
+    /// Time limited by the send buffer, µs.
+    pub sndbuf_limited_us: u64,
+    /// Bytes acknowledged by the peer.
+    pub bytes_acked: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Bytes retransmitted.
+    pub bytes_retrans: u64,
+    /// Bytes written but not yet sent.
+    pub notsent_bytes: u32,
+    /// Peer's advertised receive window, bytes.
+    pub snd_wnd: u32,
+    /// Receiver's estimate of its buffer need (DRS), bytes.
+    pub rcv_space: u32,
+}
+
+/// Reads `TCP_INFO` from `fd`; `None` if the socket is not TCP or already closed.
+pub fn read(fd: RawFd) -> Option<TcpInfo> {
+    let mut raw = RawTcpInfo::default();
+    let mut len = std::mem::size_of::<RawTcpInfo>() as libc::socklen_t;
+    // Safety: `raw` is a plain-old-data repr(C) struct writable for `len` bytes; the kernel
+    // writes at most `len` bytes and reports how many.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut raw as *mut RawTcpInfo).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    Some(TcpInfo {
+        state: raw.state,
+        ca_state: raw.ca_state,
+        rtt_us: raw.rtt,
+        rttvar_us: raw.rttvar,
+        min_rtt_us: raw.min_rtt,
+        rto_us: raw.rto,
+        ato_us: raw.ato,
+        cwnd: raw.snd_cwnd,
+        ssthresh: raw.snd_ssthresh,
+        snd_mss: raw.snd_mss,
+        unacked: raw.unacked,
+        lost: raw.lost,
+        retrans: raw.retrans,
+        total_retrans: raw.total_retrans,
+        delivery_rate_bps: raw.delivery_rate.saturating_mul(8),
+        pacing_rate_bps: raw.pacing_rate.saturating_mul(8),
+        busy_us: raw.busy_time,
+        rwnd_limited_us: raw.rwnd_limited,
+        sndbuf_limited_us: raw.sndbuf_limited,
+        bytes_acked: raw.bytes_acked,
+        bytes_received: raw.bytes_received,
+        bytes_retrans: raw.bytes_retrans,
+        notsent_bytes: raw.notsent_bytes,
+        snd_wnd: raw.snd_wnd,
+        rcv_space: raw.rcv_space,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn reads_live_connection_state() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let mut c = std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let (mut s, _) = l.accept().expect("accept");
+        c.write_all(&[7u8; 10_000]).expect("write");
+        let mut buf = [0u8; 10_000];
+        s.read_exact(&mut buf).expect("read");
+        let info = read(c.as_raw_fd()).expect("tcp_info");
+        assert_eq!(info.state, 1, "ESTABLISHED");
+        assert!(info.cwnd >= 2, "cwnd {}", info.cwnd);
+        assert!(info.snd_mss > 0);
+        let rinfo = read(s.as_raw_fd()).expect("tcp_info");
+        assert_eq!(rinfo.bytes_received, 10_000);
+    }
+}

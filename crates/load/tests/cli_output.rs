@@ -1,0 +1,365 @@
+//! The CLI front ends: JSON validated against the schema, NDJSON, samples files, errors and
+//! exit codes.
+
+mod common;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use common::{LoopServer, validate_schema};
+use tcplab_load::cli::{CrrArgs, MsgsArgs, RrArgs, StreamArgs};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Subcommand)]
+enum Cmd {
+    Stream(StreamArgs),
+    Msgs(MsgsArgs),
+    Rr(RrArgs),
+    Crr(CrrArgs),
+}
+
+/// Runs `tcplab <args>` in-process; returns (exit code, stdout).
+fn run(args: &[&str]) -> (ExitCode, String) {
+    let cli = Cli::try_parse_from(std::iter::once("tcplab").chain(args.iter().copied()))
+        .expect("arguments parse");
+    let mut out = Vec::new();
+    let code = match &cli.cmd {
+        Cmd::Stream(a) => a.run_with(&mut out),
+        Cmd::Msgs(a) => a.run_with(&mut out),
+        Cmd::Rr(a) => a.run_with(&mut out),
+        Cmd::Crr(a) => a.run_with(&mut out),
+    };
+    (code, String::from_utf8(out).expect("utf-8 output"))
+}
+
+fn json(args: &[&str]) -> (ExitCode, serde_json::Value) {
+    let (code, out) = run(args);
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"));
+    validate_schema(&v);
+    (code, v)
+}
+
+#[test]
+fn every_workload_prints_schema_valid_json() {
+    let srv = LoopServer::start();
+    let to = srv.addr.to_string();
+    let (code, v) = json(&[
+        "msgs",
+        "--to",
+        &to,
+        "--json",
+        "--count",
+        "2000",
+        "--nodelay",
+        "--link-rate",
+        "100M",
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(v["workload"], "msgs");
+    assert!(v["summary"]["total_s"].as_f64().expect("total_s") > 0.0);
+    for k in ["mean", "sd", "min", "max"] {
+        assert!(
+            v["summary"]["per_message_us"][k].is_number(),
+            "per_message_us.{k}"
+        );
+    }
+    assert_eq!(v["options"]["nodelay"], true);
+
+    let (code, v) = json(&[
+        "rr",
+        "--to",
+        &to,
+        "--json",
+        "--count",
+        "500",
+        "--nodelay",
+        "--req",
+        "64",
+        "--resp",
+        "64",
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(v["summary"]["transactions"], 500);
+    for k in ["p50", "p99", "p999", "max"] {
+        assert!(v["summary"]["latency_us"][k].as_f64().expect(k) > 0.0);
+    }
+    assert!(v["summary"]["transactions_per_s"].as_f64().expect("tps") > 0.0);
+
+    let (code, v) = json(&["crr", "--to", &to, "--json", "--count", "100", "-C", "2"]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(v["summary"]["transactions"], 100);
+    assert!(v["summary"]["connections_per_s"].as_f64().expect("cps") > 0.0);
+    for k in ["p50", "p99", "max"] {
+        assert!(v["summary"]["connect_us"][k].as_f64().expect(k) > 0.0);
+    }
+
+    let (code, v) = json(&[
+        "stream", "--to", &to, "--json", "-t", "0.3", "-i", "0.1", "--cc", "cubic",
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert!(v["summary"]["throughput_bps"].as_f64().expect("bps") > 1e8);
+    assert_eq!(v["options"]["congestion"], "cubic");
+    assert_eq!(v["server_options"]["congestion"], "cubic");
+}
+
+#[test]
+fn ndjson_streams_intervals_then_the_result() {
+    let srv = LoopServer::start();
+    let (code, out) = run(&[
+        "stream",
+        "--to",
+        &srv.addr.to_string(),
+        "--ndjson",
+        "-t",
+        "0.35",
+        "-i",
+        "0.1",
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert!(lines.len() >= 4, "{} lines", lines.len());
+    let (last, intervals) = lines.split_last().expect("lines");
+    assert!(intervals.iter().all(|l| l["type"] == "interval"));
+    assert_eq!(intervals[0]["interval"]["index"], 0);
+    assert_eq!(last["type"], "result");
+    validate_schema(last);
+}
+
+#[test]
+fn ndjson_gives_one_line_per_sweep_point() {
+    let srv = LoopServer::start();
+    let (code, out) = run(&[
+        "rr",
+        "--to",
+        &srv.addr.to_string(),
+        "--ndjson",
+        "--count",
+        "50",
+        "--sizes",
+        "16",
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    let kinds: Vec<&str> = lines
+        .iter()
+        .map(|l| l["type"].as_str().expect("type"))
+        .collect();
+    assert_eq!(kinds, ["point", "point", "point", "result"]);
+    let reqs: Vec<u64> = lines[..3]
+        .iter()
+        .map(|l| l["point"]["req"].as_u64().expect("req"))
+        .collect();
+    assert_eq!(reqs, [13, 16, 19]);
+}
+
+#[test]
+fn samples_file_reads_back() {
+    let srv = LoopServer::start();
+    let dir = std::env::temp_dir().join(format!("tcplab-load-samples-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let path = dir.join("msgs.csv");
+    let p = path.to_str().expect("utf-8 path");
+    let (code, _) = run(&[
+        "msgs",
+        "--to",
+        &srv.addr.to_string(),
+        "--count",
+        "300",
+        "--sizes",
+        "1,8",
+        "--nodelay",
+        "--samples",
+        p,
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    let text = std::fs::read_to_string(&path).expect("samples written");
+    let _ = std::fs::remove_dir_all(&dir);
+    let (workload, sections) = tcplab_load::samples::parse(&text).expect("parses");
+    assert_eq!(workload, "msgs");
+    assert_eq!(sections.len(), 2);
+    assert_eq!(sections[1].attrs["size"], "8");
+    assert_eq!(sections[0].columns, ["seq", "send_ns", "recv_ns"]);
+    assert_eq!(sections[0].rows.len(), 300);
+    assert!(
+        sections[0]
+            .rows
+            .iter()
+            .all(|r| r[2].expect("recv") >= r[1].expect("send"))
+    );
+}
+
+#[test]
+fn bad_input_gives_one_line_errors_and_exit_codes() {
+    let (code, v) = json(&["msgs", "--to", "127.0.0.1:9", "--json", "--size", "0"]);
+    assert_eq!(code, ExitCode::from(2));
+    assert_eq!(v["error"]["kind"], "usage");
+    assert_eq!(
+        v["error"]["message"],
+        "invalid --size: 0 bytes is outside 1..=16777216"
+    );
+
+    let (code, v) = json(&["rr", "--to", "127.0.0.1:9", "--json", "--duration", "0"]);
+    assert_eq!(code, ExitCode::from(2));
+    assert_eq!(
+        v["error"]["message"],
+        "invalid --duration: must be above 0 s"
+    );
+
+    let (code, v) = json(&["stream", "--to", "127.0.0.1:9", "--json", "--flows", "1000"]);
+    assert_eq!(code, ExitCode::from(2));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .expect("msg")
+            .starts_with("invalid --flows")
+    );
+
+    // Nothing listens on a port we just closed: unreachable, a run error.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let (code, v) = json(&["crr", "--to", &closed.to_string(), "--json", "--count", "5"]);
+    assert_eq!(code, ExitCode::from(1));
+    let msg = v["error"]["message"].as_str().expect("msg");
+    assert!(
+        msg.starts_with("cannot reach the tcplab server at"),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'));
+
+    // The server refuses a congestion control the kernel lacks, naming the flag.
+    let srv = LoopServer::start();
+    let (code, v) = json(&[
+        "rr",
+        "--to",
+        &srv.addr.to_string(),
+        "--json",
+        "--count",
+        "5",
+        "--cc",
+        "nosuchcc",
+    ]);
+    assert_eq!(code, ExitCode::from(1));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .expect("msg")
+            .contains("--cc"),
+        "{v}"
+    );
+}
+
+#[test]
+fn terminal_summaries_are_readable() {
+    let srv = LoopServer::start();
+    let to = srv.addr.to_string();
+    let (code, out) = run(&["stream", "--to", &to, "-t", "0.3", "-i", "0.1"]);
+    eprintln!("{out}");
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert!(out.starts_with(&format!("stream to {to}\n")), "{out}");
+    assert!(out.contains("[  0.00-  0.10 s] sent "), "{out}");
+    assert!(out.contains("  throughput    "), "{out}");
+
+    let (_, out) = run(&[
+        "msgs",
+        "--to",
+        &to,
+        "--count",
+        "1000",
+        "--nodelay",
+        "--link-rate",
+        "100M",
+    ]);
+    eprintln!("{out}");
+    assert!(
+        out.contains("size 1 B x 1000: 1000 sent, 1000 received"),
+        "{out}"
+    );
+    assert!(out.contains("line rate     7.280 µs/message"), "{out}");
+
+    let (_, out) = run(&["rr", "--to", &to, "--count", "300", "--nodelay"]);
+    eprintln!("{out}");
+    assert!(
+        out.contains("mode          closed  transactions 300"),
+        "{out}"
+    );
+
+    let (_, out) = run(&["crr", "--to", &to, "--count", "50"]);
+    eprintln!("{out}");
+    assert!(out.contains("connections   50 in"), "{out}");
+    assert!(!out.contains("NaN"));
+}
+
+#[test]
+fn serve_runs_tests_and_refuses_a_busy_port() {
+    use tcplab_load::cli::ServeArgs;
+    let free = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr");
+    let serve = ServeArgs {
+        listen: free,
+        max_tests: Some(1),
+    };
+    std::thread::scope(|s| {
+        let h = s.spawn(|| serve.run().expect("serve"));
+        // Retry until the server thread is listening.
+        let mut outcome = None;
+        for _ in 0..100 {
+            let (code, out) = run(&["msgs", "--to", &free.to_string(), "--count", "10", "--json"]);
+            if code == ExitCode::SUCCESS {
+                outcome = Some(out);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(outcome.is_some(), "msgs against `tcplab serve` succeeded");
+        assert_eq!(
+            h.join().expect("serve thread"),
+            ExitCode::SUCCESS,
+            "serve exits after --max-tests 1"
+        );
+    });
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let serve = ServeArgs {
+        listen: busy.local_addr().expect("addr"),
+        max_tests: Some(1),
+    };
+    assert_eq!(serve.run().expect("run"), ExitCode::from(2));
+}
+
+#[test]
+fn json_reads_back_into_a_report() {
+    let srv = LoopServer::start();
+    let to = srv.addr.to_string();
+    for args in [
+        vec!["msgs", "--count", "100"],
+        vec!["rr", "--count", "100"],
+        vec!["crr", "--count", "20"],
+        vec!["stream", "-t", "0.2", "-i", "0.1"],
+    ] {
+        let mut full = args.clone();
+        full.extend(["--to", &to, "--json"]);
+        let (_, out) = run(&full);
+        let report: tcplab_load::Report =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert!(report.meta().complete);
+        assert_eq!(
+            serde_json::to_value(&report).expect("json"),
+            serde_json::from_str::<serde_json::Value>(&out).expect("json")
+        );
+    }
+}

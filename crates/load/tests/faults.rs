@@ -1,0 +1,120 @@
+//! Faults: a peer that goes away mid-test gives a partial result with the reason; a busy
+//! port and a silent peer give clear errors within the timeout.
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::{Duration, Instant};
+
+use common::LoopServer;
+use tcplab_load::proto::{self, Ctrl};
+use tcplab_load::{LoadError, Server, msgs, rr};
+
+/// A fake server that speaks the control protocol, accepts the data connection, reads
+/// `read_bytes` and then drops everything.
+fn rude_server(read_bytes: usize) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let ctrl_l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = ctrl_l.local_addr().expect("addr");
+    let t = std::thread::spawn(move || {
+        let (mut ctrl, _) = ctrl_l.accept().expect("accept ctrl");
+        ctrl.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let _hello = proto::read_frame(&mut ctrl).expect("hello");
+        let data_l = TcpListener::bind("127.0.0.1:0").expect("bind data");
+        let port = data_l.local_addr().expect("addr").port();
+        proto::write_frame(&mut ctrl, &Ctrl::Ready { data_port: port }).expect("ready");
+        let (mut data, _) = data_l.accept().expect("accept data");
+        let mut buf = vec![0u8; read_bytes];
+        use std::io::Read;
+        data.read_exact(&mut buf).expect("read some");
+        // Dropping ctrl and data closes both connections mid-test.
+    });
+    (addr, t)
+}
+
+#[test]
+fn peer_closing_mid_msgs_gives_a_partial_result() {
+    let (addr, t) = rude_server(1000);
+    let cfg = msgs::MsgsConfig {
+        count: 1_000_000,
+        timeout_ms: 3_000,
+        ..msgs::MsgsConfig::default()
+    };
+    let start = Instant::now();
+    let r =
+        msgs::run_client(&cfg, addr, serde_json::json!({})).expect("partial result, not an error");
+    t.join().expect("fake server");
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(!r.meta.complete);
+    let why = r.meta.incomplete_reason.clone().expect("reason");
+    assert!(
+        why.contains("peer closed") || why.contains("report"),
+        "{why}"
+    );
+    assert!(
+        r.runs[0].sent >= 1000 && r.runs[0].sent < 1_000_000,
+        "sent {}",
+        r.runs[0].sent
+    );
+}
+
+#[test]
+fn peer_closing_mid_rr_gives_a_partial_result() {
+    let (addr, t) = rude_server(1);
+    let cfg = rr::RrConfig {
+        count: Some(1_000),
+        duration_ms: None,
+        timeout_ms: 3_000,
+        ..rr::RrConfig::default()
+    };
+    let r = rr::run_client(&cfg, addr, serde_json::json!({})).expect("partial result");
+    t.join().expect("fake server");
+    assert!(!r.meta.complete);
+    assert_eq!(r.summary.transactions, 0);
+    assert!(
+        r.meta
+            .incomplete_reason
+            .as_deref()
+            .expect("reason")
+            .contains("response 0"),
+        "{:?}",
+        r.meta.incomplete_reason
+    );
+}
+
+#[test]
+fn silent_server_times_out() {
+    // Accepts (the kernel does) but never answers Hello.
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let cfg = rr::RrConfig {
+        count: Some(5),
+        duration_ms: None,
+        timeout_ms: 300,
+        ..rr::RrConfig::default()
+    };
+    let start = Instant::now();
+    let e = rr::run_client(&cfg, l.local_addr().expect("addr"), serde_json::json!({}))
+        .expect_err("times out");
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(e.to_string().contains("timed out"), "{e}");
+}
+
+#[test]
+fn busy_port_names_the_address_and_the_flag() {
+    let srv = LoopServer::start();
+    match Server::bind(srv.addr) {
+        Err(e @ LoadError::Listen { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&srv.addr.to_string()) && msg.contains("--listen"),
+                "{msg}"
+            );
+            assert!(e.is_usage());
+        }
+        other => panic!("expected a Listen error, got {other:?}"),
+    }
+}
