@@ -1,0 +1,154 @@
+//! The errors of a study, one enum per layer: the scenario file, the store, the sweep.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// One problem in a scenario file, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file as the user named it.
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// The field in dotted form (`workload[0].size`, `factor[1].values`), empty for the document.
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        if self.field.is_empty() {
+            write!(f, ": {}", self.message)
+        } else {
+            write!(f, ": {}: {}", self.field, self.message)
+        }
+    }
+}
+
+/// A scenario file that cannot be used: every problem found, each with its line and field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The problems, in file order where known.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl ScenarioError {
+    /// The first problem (there is always at least one).
+    pub fn first(&self) -> Option<&Diagnostic> {
+        self.diagnostics.first()
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.diagnostics.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Errors of the result store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A new study was asked for but the file exists.
+    #[error(
+        "{path}: a study file already exists here; pass --resume to continue it or choose another --db path"
+    )]
+    Exists {
+        /// The database path.
+        path: PathBuf,
+    },
+    /// `--resume` was asked for but there is no file.
+    #[error(
+        "{path}: no study to resume (the file does not exist); run without --resume to start one"
+    )]
+    Missing {
+        /// The database path.
+        path: PathBuf,
+    },
+    /// The file is not a SQLite database, or one that tcplab did not write.
+    #[error(
+        "{path}: not a tcplab study database ({reason}); point --db at a study file or a new path"
+    )]
+    Foreign {
+        /// The database path.
+        path: PathBuf,
+        /// What gave it away.
+        reason: String,
+    },
+    /// The scenario (or seed, or --quick) differs from the one the study was started with.
+    #[error(
+        "{path}: refusing to resume: {what} changed since the study began ({detail}); restore it, or start a new study with another --db path"
+    )]
+    ScenarioChanged {
+        /// The database path.
+        path: PathBuf,
+        /// `the scenario`, `the seed` or `--quick`.
+        what: &'static str,
+        /// Old and new values.
+        detail: String,
+    },
+    /// SQLite failed (disk full, I/O error, a damaged page).
+    #[error("{path}: database error: {source}")]
+    Sqlite {
+        /// The database path.
+        path: PathBuf,
+        /// The SQLite error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A stored JSON column did not parse (the file was edited or damaged).
+    #[error("{path}: damaged {column} in the store: {message}")]
+    Damaged {
+        /// The database path.
+        path: PathBuf,
+        /// The table.column.
+        column: &'static str,
+        /// The parse error.
+        message: String,
+    },
+    /// Compressing or decompressing samples failed.
+    #[error("samples of run {run}: {message}")]
+    Samples {
+        /// The run id.
+        run: i64,
+        /// The codec error.
+        message: String,
+    },
+}
+
+/// Errors that stop a sweep (a failing run does not: it is recorded and the study goes on).
+#[derive(Debug, thiserror::Error)]
+pub enum StudyError {
+    /// The scenario is invalid.
+    #[error("{0}")]
+    Scenario(#[from] ScenarioError),
+    /// The store failed.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    /// The executor reported a fault that no other run can avoid either (no privileges, ...).
+    #[error("the study stopped: {0}")]
+    Fatal(String),
+    /// Statistics failed on the stored samples.
+    #[error("statistics: {0}")]
+    Stats(#[from] tcplab_stats::StatsError),
+    /// Writing an export failed.
+    #[error("export: {0}")]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,66 @@
+//! # tcplab-study: declare an experiment once, run it reproducibly, keep every result
+//!
+//! A *study* is a scenario file (TOML, see docs/scenarios.md) run as a sweep: every
+//! configuration of its factors, repeated, in a seeded interleaved order, each run written to
+//! a SQLite file the moment it ends, so a study killed at any point resumes where it stopped.
+//!
+//! ## Map
+//! ```text
+//! scenario.toml ─► scenario::ScenarioFile::parse ──(errors: span → file:line:col, field, did-you-mean)
+//!                    │ workload (flat [[workload]] tables)      span (offsets ↔ field paths)
+//!                    ▼
+//!                  plan::Plan::new ─ factor (names → Target, values/ranges, apply)
+//!                    │ configurations × repetitions, blocked random order (seed)
+//!                    ▼
+//!                  runner::sweep ─► Executor::run (the lead's lab+workloads; mock::MockExecutor)
+//!                    │   racing rounds (tcplab_stats::race_round)      progress bar (stderr)
+//!                    ▼
+//!                  store::Store (SQLite: study, configuration, run, race) ─► export (CSV, JSON)
+//! ```
+//! Pure layers (no I/O, no clock): [`span`], [`workload`], [`scenario`] parsing from text,
+//! [`factor`], [`plan`]. I/O: [`store`] (the file), [`runner`] (the clock, the executor, the
+//! progress bar), [`export`] (writers).
+//!
+//! ## Use
+//! ```
+//! use tcplab_study::{Plan, PlanOptions, ScenarioFile};
+//! let text = r#"
+//! name = "nagle"
+//! repetitions = 3
+//! objective = { metric = "per_message_us.mean", goal = "minimise" }
+//! [[workload]]
+//! kind = "msgs"
+//! count = 100000
+//! [[factor]]
+//! name = "socket.nodelay"
+//! values = [false, true]
+//! [[factor]]
+//! name = "link.delay"
+//! range = "1ms..40ms"
+//! steps = 3
+//! scale = "log"
+//! "#;
+//! let file = ScenarioFile::parse("nagle.toml", text)?;
+//! let plan = Plan::new(&file, PlanOptions::default())?;
+//! assert_eq!(plan.configurations.len(), 2 * 3);
+//! assert_eq!(plan.runs.len(), 6 * 3);
+//! assert_eq!(plan.configurations[1].label, "socket.nodelay=false, link.delay=6.32ms");
+//! # Ok::<(), tcplab_study::ScenarioError>(())
+//! ```
+
+pub mod error;
+pub mod export;
+pub mod factor;
+pub mod mock;
+pub mod plan;
+pub mod runner;
+pub mod scenario;
+pub mod span;
+pub mod store;
+pub mod workload;
+
+pub use error::{Diagnostic, ScenarioError, StoreError, StudyError};
+pub use plan::{Configuration, Plan, PlanOptions, PlannedRun};
+pub use runner::{Executor, Fidelity, RunError, RunOutcome, SweepOptions, SweepReport, sweep};
+pub use scenario::{Scenario, ScenarioFile};
+pub use store::Store;

@@ -1,0 +1,367 @@
+//! The sweep: runs a [`Plan`] through an [`Executor`], writing each run to the [`Store`] as it
+//! ends, skipping what the store already holds (resume), and racing when asked.
+//!
+//! The executor does the real work (build the lab, run the workloads, collect samples); the
+//! lead's executor lives with the CLI, [`crate::mock::MockExecutor`] serves the tests. What
+//! the loop does per planned run:
+//! 1. skip it if the store has it, or its configuration failed or was dropped;
+//! 2. call the executor, timing it;
+//! 3. store the outcome in one transaction (a kernel rejection fails the configuration, the
+//!    study goes on; [`RunError::Fatal`] stops the study without recording the run);
+//! 4. at the end of each repetition round, with racing on, hold a racing round
+//!    ([`tcplab_stats::race_round`]) and store every verdict with its reason.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tcplab_stats::{RaceAction, RaceConfig, Samples, race_round};
+
+use crate::error::StudyError;
+use crate::plan::{Plan, PlannedRun};
+use crate::store::{Store, StoredRace};
+
+/// Whether a run's numbers can be believed, and if not why.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Fidelity {
+    /// False when the emulator fell behind, a ring overflowed, the CPU was saturated, ...
+    pub trustworthy: bool,
+    /// Each reason as a sentence.
+    pub reasons: Vec<String>,
+}
+
+impl Fidelity {
+    /// A trustworthy verdict.
+    pub fn ok() -> Fidelity {
+        Fidelity {
+            trustworthy: true,
+            reasons: Vec::new(),
+        }
+    }
+}
+
+/// What an executor returns for a successful run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    /// Summary figures with dotted names (`throughput_bps`, `per_message_us.mean`).
+    pub metrics: BTreeMap<String, f64>,
+    /// Raw samples, opaque to the study (the store compresses them).
+    pub samples: Vec<u8>,
+    /// The facts that explain the run (kernel, sysctls, emulator seed, ...).
+    pub facts: serde_json::Value,
+    /// The fidelity verdict.
+    pub fidelity: Fidelity,
+    /// Wall time of the run as the executor measured it.
+    pub wall: Duration,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// The configuration cannot run here (the kernel rejected a value, an algorithm is not
+    /// available): it fails with this reason and is not tried again; the study goes on.
+    #[error("configuration rejected: {0}")]
+    Rejected(String),
+    /// This run failed (a timeout, a lost peer); the configuration's other runs still run.
+    #[error("run failed: {0}")]
+    Failed(String),
+    /// Nothing can run (no privileges, a missing feature everywhere): the study stops, this
+    /// run is not recorded, so a resume tries it again.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+/// Runs one planned run. Implementations build (or reuse, see [`PlannedRun::fresh_lab`]) the
+/// lab, apply the configuration and run its workloads.
+pub trait Executor {
+    /// Runs `run` and reports its outcome.
+    fn run(&mut self, run: &PlannedRun) -> Result<RunOutcome, RunError>;
+}
+
+/// Options of [`sweep`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SweepOptions<'a> {
+    /// Drop configurations that are significantly worse (see `[race]`).
+    pub race: bool,
+    /// Show a progress bar on stderr (still hidden when stderr is not a terminal).
+    pub progress: bool,
+    /// Checked between runs: when set, the sweep stops cleanly (Ctrl-C).
+    pub stop: Option<&'a AtomicBool>,
+    /// Run at most this many runs in this call (tests, `tcplab run`).
+    pub max_runs: Option<usize>,
+}
+
+/// What a sweep did and where its time went.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SweepReport {
+    /// Runs executed in this call.
+    pub executed: usize,
+    /// Runs skipped because the store already had them.
+    pub already_done: usize,
+    /// Runs skipped because their configuration failed or was dropped.
+    pub skipped: usize,
+    /// Runs that failed in this call.
+    pub failed: usize,
+    /// Configurations dropped by racing in this call: (id, reason).
+    pub dropped: Vec<(usize, String)>,
+    /// Configurations that failed in this call: (id, reason).
+    pub failed_configs: Vec<(usize, String)>,
+    /// Racing rounds that could not be held, with the statistics error.
+    pub race_errors: Vec<String>,
+    /// True when `stop` ended the sweep early.
+    pub stopped: bool,
+    /// Time inside the executor.
+    pub executor_time: Duration,
+    /// Time writing to the store.
+    pub store_time: Duration,
+    /// Time in racing statistics.
+    pub stats_time: Duration,
+    /// Wall time of the whole call.
+    pub wall: Duration,
+}
+
+impl SweepReport {
+    /// Everything but the executor, as a fraction of the wall time.
+    pub fn overhead_fraction(&self) -> f64 {
+        let wall = self.wall.as_secs_f64();
+        if wall <= 0.0 {
+            return 0.0;
+        }
+        (wall - self.executor_time.as_secs_f64()).max(0.0) / wall
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Runs the plan (see the module documentation).
+pub fn sweep(
+    plan: &Plan,
+    store: &Store,
+    executor: &mut dyn Executor,
+    opts: SweepOptions<'_>,
+) -> Result<SweepReport, StudyError> {
+    let start = Instant::now();
+    let mut report = SweepReport::default();
+    let done = store.done()?;
+    let mut inactive: BTreeSet<usize> = store
+        .configurations()?
+        .into_iter()
+        .filter(|c| c.status != "active")
+        .map(|c| c.id)
+        .collect();
+    let mut race = RaceState::new(plan, store)?;
+    let todo = plan
+        .runs
+        .iter()
+        .filter(|r| !done.contains(&(r.config.id, r.rep)))
+        .count();
+    let bar = progress_bar(opts.progress, todo as u64);
+    let mut labs_built: BTreeSet<usize> = BTreeSet::new();
+    let mut executed_at_last_round = 0;
+    for (i, run) in plan.runs.iter().enumerate() {
+        if opts.stop.is_some_and(|s| s.load(Ordering::Relaxed))
+            || opts.max_runs.is_some_and(|m| report.executed >= m)
+        {
+            report.stopped = true;
+            break;
+        }
+        if done.contains(&(run.config.id, run.rep)) {
+            report.already_done += 1;
+        } else if inactive.contains(&run.config.id) {
+            report.skipped += 1;
+            bar.inc(1);
+        } else {
+            bar.set_message(run.config.label.clone());
+            let mut run = run.clone();
+            run.fresh_lab |= labs_built.insert(run.config.id);
+            if let Some(failed) = execute(plan, store, executor, &run, &mut report)? {
+                inactive.insert(run.config.id);
+                report.failed_configs.push((run.config.id, failed));
+            }
+            bar.inc(1);
+        }
+        // A round is raced only if this call ran something in it, so a resume does not
+        // re-hold (and re-spend alpha on) rounds the store already decided.
+        let round_ends = plan.runs.get(i + 1).is_none_or(|next| next.rep != run.rep);
+        if opts.race && round_ends && report.executed > executed_at_last_round {
+            executed_at_last_round = report.executed;
+            let t = Instant::now();
+            race.round(plan, store, &mut inactive, &mut report)?;
+            report.stats_time += t.elapsed();
+        }
+    }
+    bar.finish_and_clear();
+    report.wall = start.elapsed();
+    Ok(report)
+}
+
+/// Runs and stores one run; returns the reason when its configuration must stop.
+fn execute(
+    plan: &Plan,
+    store: &Store,
+    executor: &mut dyn Executor,
+    run: &PlannedRun,
+    report: &mut SweepReport,
+) -> Result<Option<String>, StudyError> {
+    let started_ms = now_ms();
+    let t = Instant::now();
+    let mut result = executor.run(run);
+    let wall = t.elapsed();
+    report.executor_time += wall;
+    if let Err(RunError::Fatal(reason)) = &result {
+        return Err(StudyError::Fatal(reason.clone()));
+    }
+    let metric = &plan.objective.metric;
+    if let Ok(o) = &result {
+        if !o.metrics.get(metric).is_some_and(|v| v.is_finite()) {
+            let have: Vec<&str> = o.metrics.keys().map(String::as_str).collect();
+            result = Err(RunError::Rejected(format!(
+                "the objective metric `{metric}` is missing or not finite; the run reported: {}",
+                if have.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    have.join(", ")
+                }
+            )));
+        }
+    }
+    let t = Instant::now();
+    store.record_run(run, &result, started_ms, wall)?;
+    report.executed += 1;
+    let stop = match &result {
+        Ok(_) => None,
+        Err(e) => {
+            report.failed += 1;
+            match e {
+                RunError::Rejected(reason) => {
+                    store.set_config_status(run.config.id, "failed", reason)?;
+                    Some(reason.clone())
+                }
+                _ => None,
+            }
+        }
+    };
+    report.store_time += t.elapsed();
+    Ok(stop)
+}
+
+/// Objective samples per configuration, kept in memory (seeded from the store on resume).
+struct RaceState {
+    samples: BTreeMap<usize, Vec<f64>>,
+    round: u32,
+    seen_runs: usize,
+}
+
+impl RaceState {
+    fn new(plan: &Plan, store: &Store) -> Result<RaceState, StudyError> {
+        let round = store.race()?.iter().map(|r| r.round).max().unwrap_or(0);
+        let mut state = RaceState {
+            samples: BTreeMap::new(),
+            round,
+            seen_runs: 0,
+        };
+        state.reload(plan, store)?;
+        Ok(state)
+    }
+
+    fn reload(&mut self, plan: &Plan, store: &Store) -> Result<(), StudyError> {
+        self.samples.clear();
+        let runs = store.runs()?;
+        self.seen_runs = runs.len();
+        for r in runs.into_iter().filter(|r| r.status == "ok") {
+            if let Some(v) = r.metrics.get(&plan.objective.metric) {
+                self.samples.entry(r.config_id).or_default().push(*v);
+            }
+        }
+        Ok(())
+    }
+
+    /// One racing round over the active configurations; the baseline is never dropped (the
+    /// report needs its samples for the speed-up), though its verdict is recorded.
+    fn round(
+        &mut self,
+        plan: &Plan,
+        store: &Store,
+        inactive: &mut BTreeSet<usize>,
+        report: &mut SweepReport,
+    ) -> Result<(), StudyError> {
+        self.reload(plan, store)?;
+        let active: Vec<&crate::plan::Configuration> = plan
+            .configurations
+            .iter()
+            .filter(|c| !inactive.contains(&c.id) && self.samples.contains_key(&c.id))
+            .map(|c| c.as_ref())
+            .collect();
+        if active.len() < 2 {
+            return Ok(());
+        }
+        let samples: Vec<Samples<'_>> = active
+            .iter()
+            .map(|c| Samples {
+                name: &c.label,
+                values: &self.samples[&c.id],
+            })
+            .collect();
+        let config = RaceConfig {
+            objective: plan.objective.goal,
+            min_n: plan.race.min_reps,
+            alpha: plan.race.alpha,
+            test: plan.race.test,
+        };
+        let verdict = match race_round(&samples, &config) {
+            Ok(v) => v,
+            Err(e) => {
+                report.race_errors.push(e.to_string());
+                return Ok(());
+            }
+        };
+        if verdict.best.is_none() {
+            return Ok(());
+        }
+        self.round += 1;
+        let mut stored = Vec::new();
+        for (c, v) in active.iter().zip(&verdict.verdicts) {
+            let drop = v.action == RaceAction::Drop && !c.is_baseline;
+            let reason = if v.action == RaceAction::Drop && c.is_baseline {
+                format!("{} (kept: the baseline is never dropped)", v.reason)
+            } else {
+                v.reason.clone()
+            };
+            if drop {
+                inactive.insert(c.id);
+                report.dropped.push((c.id, reason.clone()));
+            }
+            stored.push(StoredRace {
+                round: self.round,
+                completed_runs: self.seen_runs,
+                config_id: c.id,
+                action: if drop { "drop" } else { "keep" }.to_string(),
+                best: verdict.best.clone(),
+                p_value: v.p_value,
+                p_adjusted: v.p_adjusted,
+                reason,
+            });
+        }
+        store.record_race(&stored)?;
+        Ok(())
+    }
+}
+
+fn progress_bar(wanted: bool, len: u64) -> ProgressBar {
+    if !wanted || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}  {wide_msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}

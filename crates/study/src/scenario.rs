@@ -1,0 +1,520 @@
+//! The scenario file (TOML, documented field by field in docs/scenarios.md): the lab, the
+//! workloads, the factors to sweep, the baseline, the objective, repetitions and racing.
+//!
+//! [`ScenarioFile::parse`] keeps the text beside the parsed [`Scenario`] so that later checks
+//! (factor names, values, the baseline) can still report the line of what they reject.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tcplab_lab::spec::BridgeMode;
+use tcplab_lab::{Offloads, Topology};
+use tcplab_stats::{Objective, TestKind};
+
+use crate::error::{Diagnostic, ScenarioError};
+use crate::span::{self, Seg};
+use crate::workload::Workload;
+
+/// A whole scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name (used in lab and file names).
+    pub name: String,
+    /// What the study asks.
+    #[serde(default)]
+    pub description: String,
+    /// The network.
+    #[serde(default)]
+    pub lab: LabSection,
+    /// What to run in each repetition, in order.
+    #[serde(rename = "workload")]
+    pub workloads: Vec<Workload>,
+    /// Repetitions of every configuration.
+    #[serde(default = "default_repetitions")]
+    pub repetitions: u32,
+    /// What to vary.
+    #[serde(default, rename = "factor")]
+    pub factors: Vec<FactorSpec>,
+    /// How factors combine.
+    #[serde(default)]
+    pub combine: Combine,
+    /// The reference configuration: factor name → value.
+    #[serde(default)]
+    pub baseline: BTreeMap<String, toml::Value>,
+    /// What is better.
+    pub objective: ObjectiveSpec,
+    /// Fresh lab or reused lab per repetition.
+    #[serde(default)]
+    pub reset: Reset,
+    /// Seed of the run order (the command line may override it).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Racing parameters (used with `--race`).
+    #[serde(default)]
+    pub race: RaceSection,
+    /// What `--quick` does.
+    #[serde(default)]
+    pub quick: QuickSection,
+}
+
+fn default_repetitions() -> u32 {
+    5
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// `[lab]`: a built-in topology with its options, per-host sysctls and the link impairments.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabSection {
+    /// pair, path, dumbbell or star; unset: `path` when the scenario impairs the link
+    /// (`[lab.link]` or a `link.*` factor), else `pair`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Topology>,
+    /// Clients (and servers) of a dumbbell, hosts of a star.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts: Option<usize>,
+    /// Link MTU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// TSO/GSO/GRO on lab links (all off unless set).
+    #[serde(default)]
+    pub offloads: Offloads,
+    /// Allow host-global sysctls (journaled and restored).
+    #[serde(default)]
+    pub allow_host_sysctl: bool,
+    /// `[lab.sysctl.HOST]` tables: host (or `all`) → key → value.
+    #[serde(default)]
+    pub sysctl: BTreeMap<String, BTreeMap<String, toml::Value>>,
+    /// What forwards in the middle host: auto (the emulator when `[lab.link]` impairs),
+    /// kernel or emu.
+    #[serde(default)]
+    pub bridge: BridgeMode,
+    /// `[lab.link]`: impairments of the emulated link, in `tcplab emu`'s flag syntax.
+    #[serde(default)]
+    pub link: LinkImpairments,
+}
+
+/// `[lab.link]`: each field is the value of the `tcplab emu` flag of the same name
+/// (`delay = "10ms"`, `rate = "1gbit"`, `loss = "0.1%"`, `A/B` for per-direction values).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs, reason = "each field is the emu flag of the same name")]
+pub struct LinkImpairments {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_dist: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reorder: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrupt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<String>,
+}
+
+/// The fields of [`LinkImpairments`] (the factor names `link.<field>`).
+pub const LINK_FIELDS: &[&str] = &[
+    "delay",
+    "jitter",
+    "jitter_dist",
+    "correlation",
+    "loss",
+    "loss_model",
+    "rate",
+    "queue",
+    "overhead",
+    "reorder",
+    "duplicate",
+    "corrupt",
+    "seed",
+];
+
+impl LinkImpairments {
+    /// True when no impairment is set (the link needs no emulator).
+    pub fn is_empty(&self) -> bool {
+        *self == LinkImpairments::default()
+    }
+
+    /// The emulator's flag set.
+    pub fn to_flags(&self) -> tcplab_emu::ImpairmentFlags {
+        tcplab_emu::ImpairmentFlags {
+            delay: self.delay.clone(),
+            jitter: self.jitter.clone(),
+            jitter_dist: self.jitter_dist.clone(),
+            correlation: self.correlation.clone(),
+            loss: self.loss.clone(),
+            loss_model: self.loss_model.clone(),
+            rate: self.rate.clone(),
+            queue: self.queue.clone(),
+            overhead: self.overhead.clone(),
+            reorder: self.reorder.clone(),
+            duplicate: self.duplicate.clone(),
+            corrupt: self.corrupt.clone(),
+            seed: self.seed.clone(),
+        }
+    }
+
+    /// A mutable reference to the field named `name`.
+    pub fn field_mut(&mut self, name: &str) -> Option<&mut Option<String>> {
+        Some(match name {
+            "delay" => &mut self.delay,
+            "jitter" => &mut self.jitter,
+            "jitter_dist" => &mut self.jitter_dist,
+            "correlation" => &mut self.correlation,
+            "loss" => &mut self.loss,
+            "loss_model" => &mut self.loss_model,
+            "rate" => &mut self.rate,
+            "queue" => &mut self.queue,
+            "overhead" => &mut self.overhead,
+            "reorder" => &mut self.reorder,
+            "duplicate" => &mut self.duplicate,
+            "corrupt" => &mut self.corrupt,
+            "seed" => &mut self.seed,
+            _ => return None,
+        })
+    }
+}
+
+/// One `[[factor]]`: a setting and the values it takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FactorSpec {
+    /// What it sets (see [`crate::factor::Target`] for the addressing scheme), or with
+    /// `targets` a free name.
+    pub name: String,
+    /// Several settings changed together; each value is then an array, one per target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Vec<String>>,
+    /// How each value is shown in labels and reports (and named in `baseline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<String>>,
+    /// Explicit values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<toml::Value>>,
+    /// `"A..B"`: numbers, durations (`1ms..40ms`) or rates (`10mbit..1gbit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<String>,
+    /// Points in the range, both ends included (≥ 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<usize>,
+    /// Spacing of the range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<Scale>,
+}
+
+/// Spacing of a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    /// Equal differences.
+    #[default]
+    Linear,
+    /// Equal ratios.
+    Log,
+}
+
+/// How the factors' values combine into configurations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Combine {
+    /// Every combination (the cartesian product).
+    #[default]
+    Cross,
+    /// The i-th values of all factors together (all factors need as many values).
+    Zip,
+}
+
+/// Lab per repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reset {
+    /// Build a new lab for every run (nothing carries over: caches, metrics, TIME_WAIT).
+    #[default]
+    Fresh,
+    /// Build one lab per configuration and reuse it for its repetitions.
+    Reuse,
+}
+
+/// `objective = { metric = "...", goal = "minimise" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectiveSpec {
+    /// A metric name the executor reports (`throughput_bps`, `per_message_us.mean`, ...).
+    pub metric: String,
+    /// minimise or maximise.
+    pub goal: Objective,
+}
+
+/// `[race]`: used when the sweep runs with `--race`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RaceSection {
+    /// Repetitions before a configuration can be dropped (≥ 2).
+    #[serde(default = "default_min_reps")]
+    pub min_reps: usize,
+    /// Family-wise level of each racing round (Holm).
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    /// One-sided test: welch or mann_whitney.
+    #[serde(default = "default_test")]
+    pub test: TestKind,
+}
+
+fn default_min_reps() -> usize {
+    3
+}
+fn default_alpha() -> f64 {
+    0.05
+}
+fn default_test() -> TestKind {
+    TestKind::Welch
+}
+
+impl Default for RaceSection {
+    fn default() -> Self {
+        RaceSection {
+            min_reps: default_min_reps(),
+            alpha: default_alpha(),
+            test: default_test(),
+        }
+    }
+}
+
+/// `[quick]`: what `--quick` reduces.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuickSection {
+    /// Repetitions under `--quick`.
+    #[serde(default = "default_quick_reps")]
+    pub repetitions: u32,
+    /// Multiplier of durations and counts (see [`Workload::scaled`]).
+    #[serde(default = "default_quick_scale")]
+    pub scale: f64,
+}
+
+fn default_quick_reps() -> u32 {
+    2
+}
+fn default_quick_scale() -> f64 {
+    0.1
+}
+
+impl Default for QuickSection {
+    fn default() -> Self {
+        QuickSection {
+            repetitions: default_quick_reps(),
+            scale: default_quick_scale(),
+        }
+    }
+}
+
+/// A parsed scenario with its source, so later checks can point at lines.
+#[derive(Debug, Clone)]
+pub struct ScenarioFile {
+    /// The file name as the user gave it.
+    pub path: String,
+    /// The file's text.
+    pub text: String,
+    /// The parsed scenario.
+    pub scenario: Scenario,
+}
+
+impl ScenarioFile {
+    /// Reads and parses a scenario file.
+    pub fn load(path: &Path) -> Result<ScenarioFile, ScenarioError> {
+        let label = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            diagnostics: vec![Diagnostic {
+                file: label.clone(),
+                line: None,
+                column: None,
+                field: String::new(),
+                message: format!("cannot read the scenario: {e}"),
+            }],
+        })?;
+        ScenarioFile::parse(&label, &text)
+    }
+
+    /// Parses scenario text; `path` names it in errors.
+    pub fn parse(path: &str, text: &str) -> Result<ScenarioFile, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError {
+            diagnostics: vec![toml_diagnostic(path, text, &e)],
+        })?;
+        let file = ScenarioFile {
+            path: path.to_string(),
+            text: text.to_string(),
+            scenario,
+        };
+        file.check_basics()?;
+        Ok(file)
+    }
+
+    /// The topology to build: as written, or `path` when the link is impaired, else `pair`.
+    pub fn topology(&self) -> Topology {
+        let s = &self.scenario;
+        s.lab.topology.unwrap_or_else(|| {
+            let impaired = !s.lab.link.is_empty()
+                || s.factors.iter().any(|f| {
+                    f.name.starts_with("link.")
+                        || f.targets.iter().flatten().any(|t| t.starts_with("link."))
+                });
+            if impaired {
+                Topology::Path
+            } else {
+                Topology::Pair
+            }
+        })
+    }
+
+    /// A diagnostic for the field at `path`, located in the text.
+    pub fn diagnostic(&self, path: &[Seg], message: impl Into<String>) -> Diagnostic {
+        let (line, column) = match span::locate(&self.text, path) {
+            Some(r) => {
+                let (l, c) = span::line_col(&self.text, r.start);
+                (Some(l), Some(c))
+            }
+            None => (None, None),
+        };
+        Diagnostic {
+            file: self.path.clone(),
+            line,
+            column,
+            field: span::render(path),
+            message: message.into(),
+        }
+    }
+
+    /// Checks that need no expansion: counts, levels, an objective, at least one workload.
+    fn check_basics(&self) -> Result<(), ScenarioError> {
+        let s = &self.scenario;
+        let mut out = Vec::new();
+        let key = |k: &str| vec![Seg::Key(k.to_string())];
+        if s.workloads.is_empty() {
+            out.push(self.diagnostic(
+                &key("workload"),
+                "add at least one [[workload]] (kind = stream, msgs, rr or crr)",
+            ));
+        }
+        if s.repetitions == 0 {
+            out.push(self.diagnostic(&key("repetitions"), "must be at least 1"));
+        }
+        if s.objective.metric.trim().is_empty() {
+            out.push(self.diagnostic(
+                &[Seg::Key("objective".into()), Seg::Key("metric".into())],
+                "name a metric, e.g. \"throughput_bps\" or \"per_message_us.mean\"",
+            ));
+        }
+        if s.race.min_reps < 2 {
+            out.push(self.diagnostic(
+                &[Seg::Key("race".into()), Seg::Key("min_reps".into())],
+                "must be at least 2 (a test needs a spread)",
+            ));
+        }
+        if !(s.race.alpha > 0.0 && s.race.alpha < 1.0) {
+            out.push(self.diagnostic(
+                &[Seg::Key("race".into()), Seg::Key("alpha".into())],
+                "must lie strictly between 0 and 1, e.g. 0.05",
+            ));
+        }
+        if s.quick.repetitions == 0 {
+            out.push(self.diagnostic(
+                &[Seg::Key("quick".into()), Seg::Key("repetitions".into())],
+                "must be at least 1",
+            ));
+        }
+        if !(s.quick.scale > 0.0 && s.quick.scale <= 1.0) {
+            out.push(self.diagnostic(
+                &[Seg::Key("quick".into()), Seg::Key("scale".into())],
+                "must lie in (0, 1], e.g. 0.1",
+            ));
+        }
+        if s.lab.topology == Some(Topology::Custom) {
+            out.push(self.diagnostic(&[Seg::Key("lab".into()), Seg::Key("topology".into())], "custom topologies are not supported in scenarios yet; use pair, path, dumbbell or star"));
+        }
+        if out.is_empty() {
+            Ok(())
+        } else {
+            Err(ScenarioError { diagnostics: out })
+        }
+    }
+
+    /// A canonical hash of the scenario (SHA-256 of its parsed form as JSON), so comments and
+    /// formatting may change between a study's start and its resume, but no setting may.
+    pub fn hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let canonical = serde_json::to_string(&self.scenario).unwrap_or_else(|_| self.text.clone());
+        let digest = Sha256::digest(canonical.as_bytes());
+        digest.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Turns a toml/serde error into a diagnostic with line, field and did-you-mean.
+fn toml_diagnostic(file: &str, text: &str, e: &toml::de::Error) -> Diagnostic {
+    let mut message = e.message().trim_end().replace('\n', " ");
+    let mut span = e.span();
+    if let Some(unknown) = span::parse_unknown(&message) {
+        if unknown.what == "field" {
+            // toml's span may cover only the table's header: look inside it first, then in
+            // what follows it.
+            let found = span.clone().and_then(|r| {
+                span::find_key(text, r.clone(), &unknown.word)
+                    .or_else(|| span::find_key(text, r.start..text.len(), &unknown.word))
+            });
+            if let Some(r) = found {
+                span = Some(r);
+            }
+        }
+        let hint = span::did_you_mean(&unknown.word, unknown.expected.iter().map(String::as_str));
+        message = match hint {
+            Some(h) => format!(
+                "unknown {} `{}`; did you mean `{h}`?",
+                unknown.what, unknown.word
+            ),
+            None => format!(
+                "unknown {} `{}`; expected one of: {}",
+                unknown.what,
+                unknown.word,
+                unknown.expected.join(", ")
+            ),
+        };
+    }
+    let (line, column, field) = match span {
+        Some(r) => {
+            let (l, c) = span::line_col(text, r.start);
+            (
+                Some(l),
+                Some(c),
+                span::render(&span::path_at(text, r.start)),
+            )
+        }
+        None => (None, None, String::new()),
+    };
+    Diagnostic {
+        file: file.to_string(),
+        line,
+        column,
+        field,
+        message,
+    }
+}
