@@ -31,6 +31,12 @@ enum Command {
     Rr(tcplab_load::cli::RrArgs),
     /// Connect-request-response-close rate, connect times, SYN retransmits, TIME_WAIT.
     Crr(tcplab_load::cli::CrrArgs),
+    /// Run one configuration of a scenario file (the baseline unless --config).
+    Run(cmd::study::RunArgs),
+    /// Run every configuration of a scenario file, with repetitions, racing and a stored result.
+    Sweep(cmd::study::SweepArgs),
+    /// The table, plots (HTML) and exports of a study database.
+    Report(cmd::study::ReportArgs),
     /// The user-space link emulator between two interfaces (delay, jitter, loss, rate, queue).
     Emu(cmd::emu::EmuArgs),
     /// Print the facts that explain a measurement on this machine (kernel, HZ, CPUs, sysctls).
@@ -50,6 +56,9 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Emu(a) => a.run(),
+        Command::Run(a) => a.run(),
+        Command::Sweep(a) => a.run(),
+        Command::Report(a) => a.run(),
         Command::Serve(a) => workload(a.run()),
         Command::Stream(a) => workload(a.run()),
         Command::Msgs(a) => workload(a.run()),

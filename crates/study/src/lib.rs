@@ -49,6 +49,7 @@
 //! ```
 
 pub mod error;
+pub mod executor;
 pub mod export;
 pub mod factor;
 pub mod mock;
@@ -57,6 +58,7 @@ pub mod runner;
 pub mod scenario;
 pub mod span;
 pub mod store;
+pub mod to_report;
 pub mod workload;
 
 pub use error::{Diagnostic, ScenarioError, StoreError, StudyError};

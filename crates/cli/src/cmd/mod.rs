@@ -4,3 +4,4 @@ pub mod emu;
 pub mod facts;
 pub mod impair;
 pub mod lab;
+pub mod study;

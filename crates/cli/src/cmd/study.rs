@@ -1,0 +1,245 @@
+//! `tcplab sweep`, `tcplab run` and `tcplab report`: studies from scenario files, stored in one
+//! SQLite file per study, and the reports made from that file.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context;
+use clap::Args;
+use tcplab_study::executor::LabExecutor;
+use tcplab_study::plan::{Plan, PlanOptions};
+use tcplab_study::runner::{SweepOptions, SweepReport, sweep};
+use tcplab_study::scenario::ScenarioFile;
+use tcplab_study::store::Store;
+
+use crate::output;
+
+/// Arguments of `tcplab sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The scenario file (docs/scenarios.md).
+    file: PathBuf,
+    /// The study's database (default: NAME.db in the current directory).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Continue the study in --db: runs already stored are skipped; a changed scenario is refused.
+    #[arg(long)]
+    resume: bool,
+    /// Stop running configurations that are significantly worse than the best (see [race]).
+    #[arg(long)]
+    race: bool,
+    /// Every configuration at a reduced size (the scenario's [quick] section): a smoke test.
+    #[arg(long)]
+    quick: bool,
+    /// List the runs in order and estimate the time; run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Seed of the run order (default: the scenario's `seed`).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the HTML report here (default: the database's path with .html).
+    #[arg(long)]
+    html: Option<PathBuf>,
+}
+
+/// Arguments of `tcplab run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The scenario file.
+    file: PathBuf,
+    /// The configuration to run (its id from `tcplab sweep FILE --dry-run`; default: the baseline).
+    #[arg(long)]
+    config: Option<usize>,
+    /// The database to write (default: NAME-run.db, replaced).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Reduced size (the scenario's [quick] section).
+    #[arg(long)]
+    quick: bool,
+}
+
+/// Arguments of `tcplab report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A study database written by `tcplab sweep` or `tcplab run`.
+    db: PathBuf,
+    /// Write the self-contained HTML report (tables, plots, facts, scenario) here.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Write every run as CSV here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Print the whole study as one JSON document instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Print the table as Markdown.
+    #[arg(long)]
+    markdown: bool,
+}
+
+fn load_plan(file: &Path, seed: Option<u64>, quick: bool) -> anyhow::Result<Plan> {
+    let scenario = ScenarioFile::load(file)?;
+    Ok(Plan::new(&scenario, PlanOptions { seed, quick })?)
+}
+
+/// Runs a plan into a store with the real executor; Ctrl-C/SIGTERM stop after the run in flight.
+fn execute(plan: &Plan, store: &Store, race: bool) -> anyhow::Result<SweepReport> {
+    tcplab_lab::require_root("running a study")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    let mut executor = LabExecutor::new(
+        tcplab_lab::StateDir::from_env(),
+        &format!("st{}", std::process::id() % 100_000),
+    );
+    let report = sweep(
+        plan,
+        store,
+        &mut executor,
+        SweepOptions {
+            race,
+            progress: true,
+            stop: Some(&stop),
+            max_runs: None,
+        },
+    )?;
+    Ok(report)
+}
+
+/// Prints the table, writes the HTML report, and says where it is.
+fn summarise(store: &Store, html: &Path, report: &SweepReport) -> anyhow::Result<()> {
+    let input = tcplab_study::to_report::report_input(store)?;
+    let table = tcplab_report::Table::from_input(&input)?;
+    print!("{}", table.to_text());
+    let page = tcplab_report::html::render_with_table(&input, &table)?;
+    std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
+    println!(
+        "{} runs executed ({} already stored, {} skipped, {} failed) in {:.1} s; tcplab's own overhead {:.1}% of the wall time",
+        report.executed,
+        report.already_done,
+        report.skipped,
+        report.failed,
+        report.wall.as_secs_f64(),
+        report.overhead_fraction() * 100.0
+    );
+    for (id, reason) in &report.dropped {
+        println!("dropped configuration {id}: {reason}");
+    }
+    for (id, reason) in &report.failed_configs {
+        println!("configuration {id} failed: {reason}");
+    }
+    println!(
+        "database: {}\nreport:   {}",
+        store.path().display(),
+        html.display()
+    );
+    if report.stopped {
+        println!("stopped early: continue with --resume");
+    }
+    Ok(())
+}
+
+impl SweepArgs {
+    /// Runs the study.
+    pub fn run(self) -> ExitCode {
+        output::finish(false, self.run_inner())
+    }
+
+    fn run_inner(self) -> anyhow::Result<ExitCode> {
+        let plan = load_plan(&self.file, self.seed, self.quick)?;
+        if self.dry_run {
+            print!("{}", plan.dry_run());
+            return Ok(ExitCode::SUCCESS);
+        }
+        let db = self
+            .db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(format!("{}.db", plan.name)));
+        let store = if self.resume {
+            Store::resume(&db, &plan)?
+        } else {
+            if db.exists() {
+                anyhow::bail!(
+                    "--db {}: the file exists; pass --resume to continue that study, or another --db",
+                    db.display()
+                );
+            }
+            Store::create(&db, &plan)?
+        };
+        let report = execute(&plan, &store, self.race)?;
+        let html = self.html.unwrap_or_else(|| db.with_extension("html"));
+        summarise(&store, &html, &report)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl RunArgs {
+    /// Runs one configuration.
+    pub fn run(self) -> ExitCode {
+        output::finish(false, self.run_inner())
+    }
+
+    fn run_inner(self) -> anyhow::Result<ExitCode> {
+        let plan = load_plan(&self.file, None, self.quick)?;
+        let id = match self.config {
+            Some(id) => id,
+            None => plan.baseline().map(|c| c.id).unwrap_or(0),
+        };
+        let one = plan.only(id).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--config {id}: no such configuration; `tcplab sweep FILE --dry-run` lists them"
+            )
+        })?;
+        let db = self
+            .db
+            .unwrap_or_else(|| PathBuf::from(format!("{}-run.db", plan.name)));
+        if db.exists() {
+            std::fs::remove_file(&db).with_context(|| format!("replacing {}", db.display()))?;
+        }
+        let store = Store::create(&db, &one)?;
+        let report = execute(&one, &store, false)?;
+        summarise(&store, &db.with_extension("html"), &report)?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl ReportArgs {
+    /// Prints or writes the report.
+    pub fn run(self) -> ExitCode {
+        let json = self.json;
+        output::finish(json, self.run_inner())
+    }
+
+    fn run_inner(self) -> anyhow::Result<ExitCode> {
+        if !self.db.exists() {
+            anyhow::bail!("{}: no such study database", self.db.display());
+        }
+        let store = Store::open(&self.db)?;
+        if self.json {
+            tcplab_study::export::write_json(&store, &mut std::io::stdout().lock())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        let input = tcplab_study::to_report::report_input(&store)?;
+        let table = tcplab_report::Table::from_input(&input)?;
+        if self.markdown {
+            print!("{}", table.to_markdown());
+        } else {
+            print!("{}", table.to_text());
+        }
+        if let Some(path) = &self.html {
+            let page = tcplab_report::html::render_with_table(&input, &table)?;
+            std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
+            println!("report: {}", path.display());
+        }
+        if let Some(path) = &self.csv {
+            let mut f = std::fs::File::create(path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            tcplab_study::export::write_runs_csv(&store, &mut f)?;
+            println!("runs: {}", path.display());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

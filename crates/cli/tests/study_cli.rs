@@ -1,0 +1,143 @@
+//! The shipped scenarios run end to end at a reduced size (`--quick`), as CI runs them: every
+//! configuration in a real lab, results stored, the table printed, the HTML report written.
+
+#![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
+}
+
+fn tcplab(dir: &Path, args: &[&str]) -> Output {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "run the CLI tests as root"
+    );
+    Command::new(env!("CARGO_BIN_EXE_tcplab"))
+        .env("TCPLAB_STATE_DIR", dir.join("state"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn study(file: &str) -> (tempfile::TempDir, String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("study.db");
+    let out = tcplab(
+        dir.path(),
+        &[
+            "sweep",
+            scenario(file).to_str().unwrap(),
+            "--quick",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        dir.path().join("study.html").exists(),
+        "the HTML report is written"
+    );
+    let dump = tcplab(dir.path(), &["report", db.to_str().unwrap(), "--json"]);
+    assert!(dump.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&dump.stdout).unwrap();
+    (dir, stdout, doc)
+}
+
+#[test]
+fn sfperf_quick_ranks_settings_from_real_runs() {
+    let (_dir, table, doc) = study("sfperf.toml");
+    assert!(table.contains("per_message_us.mean"), "{table}");
+    assert!(table.contains("baseline"), "{table}");
+    let runs = doc["runs"].as_array().unwrap();
+    let ok: Vec<_> = runs.iter().filter(|r| r["status"] == "ok").collect();
+    assert!(
+        ok.len() >= 30,
+        "17 configurations x 2 repetitions, nearly all ok: {}",
+        ok.len()
+    );
+    for r in &ok {
+        let us = r["metrics"]["per_message_us.mean"].as_f64().unwrap();
+        assert!(us > 0.05 && us < 1_000.0, "per-message cost {us} µs");
+        assert_eq!(r["metrics"]["count"].as_f64().unwrap_or(5000.0), 5000.0);
+    }
+}
+
+#[test]
+fn balticgrid_quick_shows_the_buffer_effect_at_long_rtt() {
+    let (dir, table, doc) = study("balticgrid.toml");
+    assert!(table.contains("throughput_bps"), "{table}");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(
+        runs.iter().filter(|r| r["status"] == "ok").count(),
+        54,
+        "6 RTTs x 3 buffer settings x 3 cc"
+    );
+    let summaries = doc["summaries"].as_array().unwrap();
+    // Mean throughput over the three congestion controls for one delay and buffer setting.
+    let mean_of = |delay: &str, buffers: &str| -> f64 {
+        let v: Vec<f64> = summaries
+            .iter()
+            .filter(|s| {
+                let f = s["config"]["factors"].to_string();
+                f.contains(&format!("\"{delay}\"")) && f.contains(&format!("\"{buffers}\""))
+            })
+            .map(|s| s["objective"]["summary"]["mean"].as_f64().unwrap())
+            .collect();
+        assert_eq!(v.len(), 3, "{delay} {buffers}");
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    // At 40 ms RTT a 174,760-byte window caps a flow near 35 Mbit/s; the tuned buffers do far
+    // better even in half a second.
+    let (sl4, tuned) = (mean_of("20ms", "sl4"), mean_of("20ms", "tuned"));
+    assert!(sl4 < 60e6, "sl4 buffers at 40 ms RTT: {sl4}");
+    assert!(tuned > 2.0 * sl4, "tuned {tuned} vs sl4 {sl4}");
+    // The emulator's verdict travels with every run.
+    assert!(runs.iter().all(|r| r.get("trustworthy").is_some()));
+    // And the report command renders the stored study again.
+    let db = dir.path().join("study.db");
+    let html = dir.path().join("again.html");
+    let out = tcplab(
+        dir.path(),
+        &[
+            "report",
+            db.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success());
+    let page = std::fs::read_to_string(html).unwrap();
+    assert!(
+        page.contains("<svg") && page.contains("link.delay"),
+        "plots and factors in the page"
+    );
+}
+
+#[test]
+fn a_bad_scenario_is_refused_with_file_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        "name = \"x\"\nobjective = { metric = \"total_s\", goal = \"minimise\" }\n[lab]\ntopology = \"pair\"\n[[workload]]\nkind = \"msgs\"\nsizee = 1\n",
+    )
+    .unwrap();
+    let out = tcplab(dir.path(), &["sweep", file.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.toml:7") && err.contains("sizee") && err.contains("did you mean `size`"),
+        "{err}"
+    );
+}

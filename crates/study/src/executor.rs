@@ -1,0 +1,299 @@
+//! The real [`Executor`]: each run in a lab built from its configuration (fresh, or reused while
+//! the configuration stays the same and the scenario says `reset = "reuse"`), its workloads run
+//! with `tcplab-load` between the lab's first and last end host, the summary figures flattened
+//! into metrics, the raw samples kept, and the emulator's fidelity judged over the run.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use tcplab_lab::{Lab, LabError, Ownership, Role, StateDir};
+use tcplab_load::Report;
+
+use crate::plan::PlannedRun;
+use crate::runner::{Executor, Fidelity, RunError, RunOutcome};
+use crate::workload::{self, MsgPattern, StreamDirection, Workload, WorkloadKind};
+
+/// Lateness p99 above which an emulated run is untrustworthy (the emulator's own default).
+const LATENESS_P99_LIMIT_NS: u64 = 100_000;
+
+/// Runs every planned run in real labs.
+#[derive(Debug)]
+pub struct LabExecutor {
+    state: StateDir,
+    prefix: String,
+    built: u32,
+    current: Option<(usize, Lab)>,
+}
+
+impl LabExecutor {
+    /// Labs are registered under `state` and named `<prefix>_<n>`.
+    pub fn new(state: StateDir, prefix: &str) -> LabExecutor {
+        LabExecutor {
+            state,
+            prefix: prefix.to_string(),
+            built: 0,
+            current: None,
+        }
+    }
+
+    /// The lab for this run: the current one when it can be reused, else a new one.
+    fn lab_for(&mut self, run: &PlannedRun) -> Result<&Lab, RunError> {
+        let reuse = !run.fresh_lab
+            && self
+                .current
+                .as_ref()
+                .is_some_and(|(id, _)| *id == run.config.id);
+        if !reuse {
+            // The old lab goes first: two labs at once would share the machine's CPUs.
+            drop(self.current.take());
+            self.built += 1;
+            let name = format!("{}_{}", self.prefix, self.built);
+            let spec = run
+                .config
+                .lab_spec(&name)
+                .map_err(|e| RunError::Rejected(e.to_string()))?;
+            let lab =
+                Lab::build_in(self.state.clone(), spec, Ownership::Process).map_err(lab_error)?;
+            self.current = Some((run.config.id, lab));
+        }
+        match &self.current {
+            Some((_, lab)) => Ok(lab),
+            None => Err(RunError::Failed("no lab".into())),
+        }
+    }
+}
+
+/// Kernel refusals of a configuration's values fail that configuration; missing privileges stop
+/// the study; anything else fails the run.
+fn lab_error(e: LabError) -> RunError {
+    match e {
+        LabError::NotRoot { .. } => RunError::Fatal(e.to_string()),
+        LabError::SysctlRejected { .. }
+        | LabError::UnknownSysctl { .. }
+        | LabError::GlobalSysctl { .. }
+        | LabError::Invalid { .. } => RunError::Rejected(e.to_string()),
+        other => RunError::Failed(other.to_string()),
+    }
+}
+
+fn load_error(e: tcplab_load::LoadError) -> RunError {
+    use tcplab_load::LoadError;
+    match e {
+        // The server refuses a test when the kernel rejects its socket options: a property of
+        // the configuration, not of this run.
+        LoadError::Config { .. }
+        | LoadError::Unsupported { .. }
+        | LoadError::SockOpt { .. }
+        | LoadError::Refused(_) => RunError::Rejected(e.to_string()),
+        other => RunError::Failed(other.to_string()),
+    }
+}
+
+impl Executor for LabExecutor {
+    fn run(&mut self, run: &PlannedRun) -> Result<RunOutcome, RunError> {
+        let start = Instant::now();
+        let lab = self.lab_for(run)?;
+        let ends: Vec<&str> = lab
+            .hosts()
+            .iter()
+            .filter(|h| h.role() == Role::Host)
+            .map(|h| h.name())
+            .collect();
+        let (client, server) = match ends.as_slice() {
+            [first, .., last] => (*first, *last),
+            _ => return Err(RunError::Rejected("the lab needs two end hosts".into())),
+        };
+        let before = lab.emulator_status().ok();
+        let mut metrics = BTreeMap::new();
+        let mut samples = Vec::new();
+        let mut facts = serde_json::Value::Null;
+        for (i, w) in run.config.settings.workloads.iter().enumerate() {
+            let report = tcplab_load::lab::run_on(lab, client, server, |target, f| {
+                run_workload(w, target, f)
+            })
+            .map_err(load_error)?;
+            let doc: serde_json::Value = serde_json::from_str(&report.to_json())
+                .map_err(|e| RunError::Failed(format!("decoding the result: {e}")))?;
+            let prefix = if i == 0 {
+                String::new()
+            } else {
+                format!("workload.{i}.")
+            };
+            flatten(&prefix, &doc["summary"], &mut metrics);
+            if doc["complete"] == false {
+                return Err(RunError::Failed(format!(
+                    "incomplete: {}",
+                    doc["incomplete_reason"]
+                        .as_str()
+                        .unwrap_or("peer went away")
+                )));
+            }
+            tcplab_load::samples::write(&mut samples, &report)
+                .map_err(|e| RunError::Failed(format!("writing samples: {e}")))?;
+            if facts.is_null() {
+                facts = doc["facts"].clone();
+            }
+        }
+        let fidelity = match (before, lab.emulator_status().ok()) {
+            (Some(b), Some(a)) => judge(&b.counters, &a.counters, a.running),
+            _ => Fidelity {
+                trustworthy: true,
+                reasons: Vec::new(),
+            },
+        };
+        Ok(RunOutcome {
+            metrics,
+            samples,
+            facts,
+            fidelity,
+            wall: start.elapsed(),
+        })
+    }
+}
+
+/// Runs one workload from the client thread.
+fn run_workload(
+    w: &Workload,
+    target: SocketAddr,
+    facts: serde_json::Value,
+) -> tcplab_load::Result<Report> {
+    let opts = sock_opts(&w.socket);
+    match &w.kind {
+        WorkloadKind::Msgs(p) => {
+            let cfg = tcplab_load::msgs::MsgsConfig {
+                count: p.count,
+                size: p.size,
+                gap_us: p.pace.as_ref().map_or(0, |d| d.ns() / 1_000),
+                pattern: match p.pattern {
+                    MsgPattern::Write => tcplab_load::msgs::Pattern::Write,
+                    MsgPattern::WriteWriteRead => tcplab_load::msgs::Pattern::WriteWriteRead,
+                },
+                opts,
+                ..Default::default()
+            };
+            tcplab_load::msgs::run_client(&cfg, target, facts).map(Report::Msgs)
+        }
+        WorkloadKind::Rr(p) => {
+            let cfg = tcplab_load::rr::RrConfig {
+                req: p.req,
+                resp: p.resp,
+                depth: p.depth,
+                rate: p.rate,
+                duration_ms: Some(p.duration.ns() / 1_000_000),
+                opts,
+                ..Default::default()
+            };
+            tcplab_load::rr::run_client(&cfg, target, facts).map(Report::Rr)
+        }
+        WorkloadKind::Crr(p) => {
+            let cfg = tcplab_load::crr::CrrConfig {
+                concurrency: p.concurrency,
+                req: p.req,
+                resp: p.resp,
+                count: p.count,
+                duration_ms: Some(p.duration.ns() / 1_000_000),
+                opts,
+                ..Default::default()
+            };
+            tcplab_load::crr::run_client(&cfg, target, facts).map(Report::Crr)
+        }
+        WorkloadKind::Stream(p) => {
+            let cfg = tcplab_load::stream::StreamConfig {
+                flows: p.flows,
+                direction: match p.direction {
+                    StreamDirection::Up => tcplab_load::stream::Direction::Up,
+                    StreamDirection::Down => tcplab_load::stream::Direction::Down,
+                    StreamDirection::Bidir => tcplab_load::stream::Direction::Bidir,
+                },
+                duration_ms: if p.bytes.is_some() {
+                    None
+                } else {
+                    Some(p.duration.ns() / 1_000_000)
+                },
+                bytes: p.bytes,
+                opts,
+                ..Default::default()
+            };
+            tcplab_load::stream::run_client(&cfg, target, facts, None).map(Report::Stream)
+        }
+    }
+}
+
+/// The scenario's socket options as the workloads take them (unset: the kernel's default).
+fn sock_opts(s: &workload::SockOpts) -> tcplab_load::sockopt::SockOpts {
+    tcplab_load::sockopt::SockOpts {
+        nodelay: s.nodelay.unwrap_or(false),
+        cork: s.cork.unwrap_or(false),
+        quickack: s.quickack.unwrap_or(false),
+        congestion: s.congestion.clone(),
+        sndbuf: s.sndbuf,
+        rcvbuf: s.rcvbuf,
+        notsent_lowat: s.notsent_lowat,
+        rto_min_us: s.rto_min_us,
+        delack_max_us: s.delack_max_us,
+    }
+}
+
+/// `{"a": {"b": 1}}` → `a.b = 1`, numbers only.
+fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                flatten(&format!("{prefix}{k}."), v, out);
+            }
+        }
+        serde_json::Value::Number(n) => {
+            if let Some(x) = n.as_f64() {
+                out.insert(prefix.trim_end_matches('.').to_string(), x);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The emulator's verdict over one run, from its counters before and after: any frame dropped
+/// for a reason of the emulator's own (ring overflow, full slab, oversize, failed transmit, partial
+/// checksum) or a lateness p99 above [`LATENESS_P99_LIMIT_NS`] makes the run untrustworthy.
+/// (Lateness percentiles are cumulative since the emulator started, so the judgement errs on the
+/// strict side for a reused lab.)
+pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: bool) -> Fidelity {
+    let mut reasons = Vec::new();
+    if !running {
+        reasons.push("the emulator stopped during the run".to_string());
+    }
+    let count = |v: &serde_json::Value, path: &[&str]| {
+        path.iter().fold(v, |v, k| &v[*k]).as_u64().unwrap_or(0)
+    };
+    for dir in ["forward", "reverse"] {
+        for (path, what) in [
+            (
+                &["drops", "ring_overflow"][..],
+                "RX ring overflow (the emulator fell behind)",
+            ),
+            (&["drops", "slab_full"][..], "slab full"),
+            (&["drops", "oversize"][..], "frames larger than a ring slot"),
+            (&["drops", "tx_failed"][..], "failed transmits"),
+            (&["csum_partial"][..], "frames with a partial checksum"),
+        ] {
+            let mut full = vec![dir];
+            full.extend_from_slice(path);
+            let n = count(after, &full).saturating_sub(count(before, &full));
+            if n > 0 {
+                reasons.push(format!("{dir}: {n} {what}"));
+            }
+        }
+        let p99 = count(after, &[dir, "lateness", "p99_ns"]);
+        if p99 > LATENESS_P99_LIMIT_NS {
+            reasons.push(format!(
+                "{dir}: lateness p99 {} µs above {} µs",
+                p99 / 1_000,
+                LATENESS_P99_LIMIT_NS / 1_000
+            ));
+        }
+    }
+    Fidelity {
+        trustworthy: reasons.is_empty(),
+        reasons,
+    }
+}
