@@ -665,7 +665,7 @@ pub struct StudyInfo {
 }
 
 fn compress(raw: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
     enc.write_all(raw)?;
     enc.finish()
 }

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Throughput of the emu-io bridge vs the kernel bridge on the 3-namespace path lab
+# (client ─ middle ─ server, veth, offloads off, MTU 1500). Needs root, iperf3, ethtool.
+#
+#   crates/emu-io/bench.sh [SECONDS] [-- extra emu_bridge flags for one extra row]
+#   EMU_ROWS="--rt 10;--batch 64 --rt 10" crates/emu-io/bench.sh 5   # custom rows only
+#   EMU_UDP_FLAGS="--no-rt" ...   # emulator flags for the 64-byte packet-rate run
+#
+# Prints one markdown row per configuration: TCP throughput (iperf3, 1 flow), and the
+# emulator's lateness/verdict. Namespaces are named tlx-bench-<pid>-*, removed on exit.
+set -euo pipefail
+SECS=${1:-10}
+shift || true
+[ "${1:-}" = "--" ] && shift
+EXTRA=("$@")
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cargo build -q --release -p tcplab-emu-io --example emu_bridge --manifest-path "$ROOT/Cargo.toml"
+EMU="$ROOT/target/release/examples/emu_bridge"
+P="tlx-bench-$$"; C="$P-c"; M="$P-m"; S="$P-s"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  for n in "$C" "$M" "$S"; do ip netns del "$n" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+for n in "$C" "$M" "$S"; do
+  ip netns add "$n"
+  ip -n "$n" link set lo up
+  ip netns exec "$n" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+done
+ip link add c0 netns "$C" type veth peer name m0 netns "$M"
+ip link add s0 netns "$S" type veth peer name m1 netns "$M"
+for nd in "$C c0" "$M m0" "$M m1" "$S s0"; do
+  set -- $nd
+  ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx off rx off >/dev/null
+  ip -n "$1" link set "$2" up
+done
+ip -n "$C" addr add 198.18.0.1/24 dev c0
+ip -n "$S" addr add 198.18.0.2/24 dev s0
+ip netns exec "$S" iperf3 -s -p 5201 >/dev/null 2>&1 &
+PIDS+=($!)
+sleep 0.5
+
+iperf() {  # prints receiver Mbit/s of a 1-flow TCP test
+  ip netns exec "$C" iperf3 -c 198.18.0.2 -p 5201 -t "$SECS" -J \
+    | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % (d["end"]["sum_received"]["bits_per_second"]/1e6))'
+}
+
+echo "| path | TCP Mbit/s (1 flow, ${SECS}s) | ratio | emulator notes |"
+echo "|---|---|---|---|"
+ip -n "$M" link add br0 type bridge
+ip -n "$M" link set m0 master br0
+ip -n "$M" link set m1 master br0
+ip -n "$M" link set br0 up
+sleep 1
+KERNEL=$(iperf)
+echo "| kernel bridge | $KERNEL | 1.00 | |"
+ip -n "$M" link del br0
+sleep 0.5
+
+emu_row() {  # $1 = label, rest = emu_bridge flags
+  local label=$1; shift
+  local out; out=$(mktemp)
+  ip netns exec "$M" "$EMU" m0 m1 --seconds "$((SECS + 3))" "$@" >"$out" 2>/dev/null &
+  local pid=$!
+  PIDS+=($pid)
+  sleep 1
+  local mbps; mbps=$(iperf)
+  wait "$pid" || true
+  local notes; notes=$(python3 - "$out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r, v = d["report"], d["verdict"]
+f = r["forward"]
+cpu = ", ".join("%s %.0f%%" % (t["name"], 100 * t["cpu_ns"] / max(t["wall_ns"], 1)) for t in r["threads"])
+print("a->b %d frames, lateness p50/p99/max %d/%d/%d us, ring overflow %d, CPU %s, %s" % (
+    f["frames_out"], f["lateness"]["p50_ns"] // 1000, f["lateness"]["p99_ns"] // 1000,
+    f["lateness"]["max_ns"] // 1000, f["drops"]["ring_overflow"], cpu,
+    "trustworthy" if v["trustworthy"] else "untrustworthy"))
+PY
+)
+  rm -f "$out"
+  echo "| emu $label | $mbps | $(python3 -c "print('%.2f' % ($mbps / max($KERNEL, 1)))") | $notes |"
+}
+
+if [ -n "${EMU_ROWS:-}" ]; then
+  # EMU_ROWS="flags;flags;..." replaces the standard rows (each row labelled by its flags).
+  IFS=';' read -ra rows <<<"$EMU_ROWS"
+  for r in "${rows[@]}"; do emu_row "$r" $r; done
+else
+  emu_row "default (V2 RX, thread per direction, SCHED_FIFO 10, spin 100us)"
+  emu_row "per-direction, SCHED_OTHER" --no-rt
+  emu_row "one thread, SCHED_FIFO 10" --threads single
+  emu_row "one thread, SCHED_OTHER" --threads single --no-rt
+  emu_row "V3 RX ring" --rx v3
+  emu_row "busy-poll (SCHED_OTHER)" --busy
+fi
+if [ ${#EXTRA[@]} -gt 0 ]; then emu_row "${EXTRA[*]}" "${EXTRA[@]}"; fi
+
+[ -n "${SKIP_EXTRA:-}" ] && exit 0
+
+# --- Packet rate with 64-byte frames (UDP, 18-byte payload), unlimited offered load --------
+udp_pps() {  # receiver packets/s
+  ip netns exec "$C" iperf3 -c 198.18.0.2 -p 5201 -u -b 0 -l 18 -t "$SECS" -J \
+    | python3 -c 'import json,sys; s=json.load(sys.stdin)["end"]["sum"]; print("%.0f %.1f" % ((s["packets"]-s["lost_packets"])/s["seconds"], s["lost_percent"]))'
+}
+echo
+echo "| path | 64-byte frames received/s | loss % | notes |"
+echo "|---|---|---|---|"
+ip -n "$M" link add br0 type bridge
+ip -n "$M" link set m0 master br0
+ip -n "$M" link set m1 master br0
+ip -n "$M" link set br0 up
+sleep 1
+read -r pps loss <<<"$(udp_pps)"
+echo "| kernel bridge | $pps | $loss | |"
+ip -n "$M" link del br0
+sleep 0.5
+UOUT=$(mktemp)
+ip netns exec "$M" "$EMU" m0 m1 --seconds "$((SECS + 3))" ${EMU_UDP_FLAGS:-} >"$UOUT" 2>/dev/null &
+EPID=$!; PIDS+=($EPID); sleep 1
+read -r pps loss <<<"$(udp_pps)"
+wait "$EPID" || true
+NOTE=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["report"]; f=r["forward"]; print("emulator a->b: %d frames in, %d out, %d RX ring overflow; CPU %s" % (f["frames_in"], f["frames_out"], f["drops"]["ring_overflow"], ", ".join("%s %.0f%%" % (t["name"], 100*t["cpu_ns"]/max(t["wall_ns"],1)) for t in r["threads"])))' "$UOUT")
+rm -f "$UOUT"
+echo "| emu ${EMU_UDP_FLAGS:-default} | $pps | $loss | $NOTE |"
+
+# --- Delay accuracy: 10 ms each way, ping RTT vs 20 ms + base, idle and under a bulk flow ---
+ping_stats() {  # avg, mdev, max of 200 pings at 10 ms intervals (ms, µs resolution), replies
+  ip netns exec "$C" ping -n -q -c 200 -i 0.01 198.18.0.2 \
+    | python3 -c 'import sys
+t = sys.stdin.read()
+mn, avg, mx, mdev = t.split("rtt min/avg/max/mdev = ")[1].split()[0].split("/")
+n = t.split(" received")[0].split(", ")[-1]
+print(avg, mdev, mx, n)'
+}
+echo
+echo "| emu, ping client->server (200 x 10 ms) | avg ms | mdev ms | max ms | replies |"
+echo "|---|---|---|---|---|"
+ip netns exec "$M" "$EMU" m0 m1 --seconds 6 >/dev/null 2>&1 &
+EPID=$!; PIDS+=($EPID); sleep 1
+read -r med sd mx n <<<"$(ping_stats)"
+wait "$EPID" || true
+echo "| 0 ms (base) | $med | $sd | $mx | $n |"
+BASE=$med
+ip netns exec "$M" "$EMU" m0 m1 --delay 10ms --seconds 6 >/dev/null 2>&1 &
+EPID=$!; PIDS+=($EPID); sleep 1
+read -r med sd mx n <<<"$(ping_stats)"
+wait "$EPID" || true
+echo "| 10 ms/10 ms, idle | $med | $sd | $mx | $n |"
+ip netns exec "$M" "$EMU" m0 m1 --delay 10ms --seconds 10 >/dev/null 2>&1 &
+EPID=$!; PIDS+=($EPID); sleep 1
+ip netns exec "$C" iperf3 -c 198.18.0.2 -p 5201 -R -t 6 >/dev/null 2>&1 &
+IPID=$!; PIDS+=($IPID); sleep 1
+read -r med sd mx n <<<"$(ping_stats)"
+wait "$IPID" || true
+wait "$EPID" || true
+echo "| 10 ms/10 ms, bulk TCP server->client | $med | $sd | $mx | $n |"
+echo "(target: 20 ms + base $BASE ms, within 0.1 ms)"

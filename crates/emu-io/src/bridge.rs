@@ -1,0 +1,248 @@
+//! [`Bridge`]: opens both interfaces, starts the worker thread(s), and offers live counters,
+//! reconfiguration and an orderly stop with a [`Report`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::counters::{DirCounters, DirSnapshot};
+use crate::direction::{Direction, ReconfigRequest};
+use crate::error::IoError;
+use crate::model::Model;
+use crate::options::{IoOptions, Threads};
+use crate::port::{open_rx, open_tx};
+use crate::sys::clock::monotonic_ns;
+use crate::sys::iface::{self, IfaceInfo};
+use crate::sys::wake::Waker;
+use crate::verdict::{Report, ThreadUsage};
+use crate::worker::{self, WorkerCtl};
+
+/// How long `reconfigure` waits for a worker to apply a change.
+const RECONFIGURE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Live counters of both directions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Snapshot {
+    /// Interface A → interface B.
+    pub forward: DirSnapshot,
+    /// Interface B → interface A.
+    pub reverse: DirSnapshot,
+    /// ns since start.
+    pub elapsed_ns: u64,
+}
+
+/// A running layer-2 bridge between two interfaces with a link model per direction.
+#[derive(Debug)]
+pub struct Bridge<M: Model> {
+    counters: [Arc<DirCounters>; 2],
+    reconfig: [Sender<ReconfigRequest<M::Config>>; 2],
+    stop: Arc<AtomicBool>,
+    waker: Arc<Waker>,
+    workers: Vec<JoinHandle<Result<ThreadUsage, String>>>,
+    errors: Mutex<Vec<String>>,
+    started: u64,
+    busy_poll: bool,
+    /// The models' seed, when the bridge built them (see `EmuBridge::start`).
+    pub(crate) seed: Option<u64>,
+}
+
+const NAMES: [&str; 2] = ["a->b", "b->a"];
+
+fn check_iface(name: &str) -> Result<IfaceInfo, IoError> {
+    let info = iface::lookup(name)
+        .map_err(|e| IoError::setup(name, "interface look-up", e))?
+        .ok_or_else(|| IoError::NoSuchInterface {
+            iface: name.to_owned(),
+        })?;
+    if !info.up {
+        return Err(IoError::InterfaceDown {
+            iface: name.to_owned(),
+        });
+    }
+    Ok(info)
+}
+
+impl<M: Model> Bridge<M> {
+    /// Bridges `iface_a` and `iface_b` (in the calling thread's network namespace): frames
+    /// from A go through `forward` to B, frames from B through `reverse` to A. Sockets are
+    /// opened here, so every setup error is returned before any thread starts.
+    pub fn with_models(
+        iface_a: &str,
+        iface_b: &str,
+        forward: M,
+        reverse: M,
+        opts: &IoOptions,
+    ) -> Result<Self, IoError> {
+        opts.validate()?;
+        if iface_a == iface_b {
+            return Err(IoError::SameInterface {
+                iface: iface_a.to_owned(),
+            });
+        }
+        let (a, b) = (check_iface(iface_a)?, check_iface(iface_b)?);
+        let ports_ab = (open_rx(&a, opts)?, open_tx(&b, opts)?);
+        let ports_ba = (open_rx(&b, opts)?, open_tx(&a, opts)?);
+        let counters = [
+            Arc::new(DirCounters::default()),
+            Arc::new(DirCounters::default()),
+        ];
+        let (tx_ab, rx_ab) = mpsc::channel();
+        let (tx_ba, rx_ba) = mpsc::channel();
+        let dir = |i: usize, ports, model, rx| {
+            Direction::new(
+                NAMES[i],
+                ports,
+                model,
+                (opts.slab_slots, opts.batch, opts.ring_timestamps),
+                Arc::clone(&counters[i]),
+                rx,
+            )
+        };
+        let d_ab = dir(0, ports_ab, forward, rx_ab);
+        let d_ba = dir(1, ports_ba, reverse, rx_ba);
+        let groups = match opts.threads {
+            Threads::Single => vec![vec![d_ab, d_ba]],
+            Threads::PerDirection => vec![vec![d_ab], vec![d_ba]],
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let waker = Arc::new(Waker::new().map_err(IoError::Spawn)?);
+        let started = monotonic_ns();
+        let mut workers = Vec::new();
+        for (i, dirs) in groups.into_iter().enumerate() {
+            let ctl = WorkerCtl {
+                stop: Arc::clone(&stop),
+                waker: Arc::clone(&waker),
+                busy_poll: opts.busy_poll,
+                spin_ns: opts.spin_ns,
+                cpu: (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]),
+                rt_priority: opts.rt_priority,
+            };
+            let (ready_tx, ready_rx) = mpsc::channel();
+            let spawned = std::thread::Builder::new()
+                .name(format!("emu-io-{i}"))
+                .spawn(move || worker::run(dirs, &ctl, &ready_tx));
+            let failure = match spawned {
+                Ok(h) => {
+                    workers.push(h);
+                    match ready_rx.recv_timeout(RECONFIGURE_TIMEOUT) {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(IoError::WorkerSetup(e)),
+                        Err(_) => Some(IoError::WorkerSetup("worker did not start".to_owned())),
+                    }
+                }
+                Err(e) => Some(IoError::Spawn(e)),
+            };
+            if let Some(err) = failure {
+                stop.store(true, Ordering::Release);
+                waker.wake();
+                workers.into_iter().for_each(|h| drop(h.join()));
+                return Err(err);
+            }
+        }
+        Ok(Self {
+            counters,
+            reconfig: [tx_ab, tx_ba],
+            stop,
+            waker,
+            workers,
+            errors: Mutex::new(Vec::new()),
+            started,
+            busy_poll: opts.busy_poll,
+            seed: None,
+        })
+    }
+
+    /// The seed the models were built with, if the bridge built them: print it to replay.
+    pub fn seed(&self) -> Option<u64> {
+        self.seed
+    }
+
+    /// Live counters (readable while frames flow; each field is individually consistent).
+    pub fn stats(&self) -> Snapshot {
+        Snapshot {
+            forward: self.counters[0].snapshot(),
+            reverse: self.counters[1].snapshot(),
+            elapsed_ns: monotonic_ns().saturating_sub(self.started),
+        }
+    }
+
+    /// False once a worker thread has exited (it failed; `stop` reports why).
+    pub fn is_running(&self) -> bool {
+        self.workers.iter().all(|h| !h.is_finished())
+    }
+
+    /// Applies new configurations to the running models without dropping queued frames.
+    /// Waits for both workers to answer; a rejected direction keeps its old configuration.
+    pub fn reconfigure(&self, forward: M::Config, reverse: M::Config) -> Result<(), IoError> {
+        let mut answers = Vec::with_capacity(2);
+        for (i, cfg) in [forward, reverse].into_iter().enumerate() {
+            let (tx, rx) = mpsc::channel();
+            self.reconfig[i]
+                .send((cfg, tx))
+                .map_err(|_| IoError::WorkerGone {
+                    direction: NAMES[i],
+                })?;
+            answers.push(rx);
+        }
+        self.waker.wake();
+        for (i, rx) in answers.into_iter().enumerate() {
+            let answer = rx.recv_timeout(RECONFIGURE_TIMEOUT);
+            let direction = NAMES[i];
+            match answer {
+                Ok(Ok(())) => {}
+                Ok(Err(reason)) => {
+                    self.note_error(format!("reconfigure {direction} rejected: {reason}"));
+                    return Err(IoError::Reconfigure { direction, reason });
+                }
+                Err(_) => return Err(IoError::WorkerGone { direction }),
+            }
+        }
+        Ok(())
+    }
+
+    fn note_error(&self, e: String) {
+        if let Ok(mut errors) = self.errors.lock() {
+            errors.push(e);
+        }
+    }
+
+    /// Stops the workers and returns the final counters and CPU use. Frames still waiting for
+    /// their departure are not sent; they show as `queued`.
+    pub fn stop(mut self) -> Report {
+        self.stop.store(true, Ordering::Release);
+        self.waker.wake();
+        let mut threads = Vec::new();
+        let mut errors = self.errors.lock().map(|e| e.clone()).unwrap_or_default();
+        for h in std::mem::take(&mut self.workers) {
+            match h.join() {
+                Ok(Ok(usage)) => threads.push(usage),
+                Ok(Err(e)) => errors.push(format!("worker failed: {e}")),
+                Err(_) => errors.push("worker panicked".to_owned()),
+            }
+        }
+        let wall_ns = monotonic_ns().saturating_sub(self.started);
+        Report {
+            forward: self.counters[0].snapshot(),
+            reverse: self.counters[1].snapshot(),
+            wall_ns,
+            threads,
+            busy_poll: self.busy_poll,
+            seed: self.seed,
+            errors,
+        }
+    }
+}
+
+impl<M: Model> Drop for Bridge<M> {
+    /// A bridge dropped without `stop` (an early return, a panicking test) still ends its
+    /// threads, so its sockets close and its namespace can go away.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        self.waker.wake();
+        for h in std::mem::take(&mut self.workers) {
+            drop(h.join());
+        }
+    }
+}

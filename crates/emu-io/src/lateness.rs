@@ -1,0 +1,184 @@
+//! Lateness accounting: how far behind its scheduled departure each frame actually left.
+//!
+//! A log-linear histogram (HDR-style: 16 linear sub-buckets per power of two, so any recorded
+//! value is reported within +6.25 %) of `AtomicU64` buckets. One thread writes (plain
+//! load + store, no locked RMW on the packet path), any thread reads a snapshot while it runs.
+//! Preallocated; recording never allocates. Quantiles report the bucket's upper bound
+//! (pessimistic), the maximum is exact.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::sys::clock::Nanos;
+
+const SUB_BITS: u32 = 5;
+const HALF: usize = 1 << (SUB_BITS - 1);
+/// Buckets covering every u64 value.
+const BUCKETS: usize = (64 - SUB_BITS as usize + 1) * HALF + HALF;
+
+/// Bucket index of `v`.
+fn index(v: u64) -> usize {
+    if v < (1 << SUB_BITS) {
+        return v as usize;
+    }
+    let msb = 63 - v.leading_zeros();
+    let exp = msb - (SUB_BITS - 1);
+    let mantissa = (v >> exp) as usize;
+    exp as usize * HALF + mantissa
+}
+
+/// Largest value that falls in bucket `idx`.
+fn upper_bound(idx: usize) -> u64 {
+    if idx < (1 << SUB_BITS) {
+        return idx as u64;
+    }
+    let exp = (idx / HALF - 1) as u32;
+    let mantissa = (idx % HALF + HALF) as u64;
+    let ub = (u128::from(mantissa + 1) << exp) - 1;
+    u64::try_from(ub).unwrap_or(u64::MAX)
+}
+
+fn bump(a: &AtomicU64, n: u64) {
+    a.store(a.load(Relaxed).wrapping_add(n), Relaxed);
+}
+
+/// Lateness distribution written by one thread, readable by all.
+#[derive(Debug)]
+pub struct LatenessHistogram {
+    buckets: Box<[AtomicU64]>,
+    count: AtomicU64,
+    sum: AtomicU64,
+    max: AtomicU64,
+}
+
+/// A point-in-time summary of a [`LatenessHistogram`], in ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LatenessSummary {
+    /// Frames recorded.
+    pub count: u64,
+    /// Mean lateness.
+    pub mean_ns: u64,
+    /// Median (bucket upper bound).
+    pub p50_ns: u64,
+    /// 99th percentile (bucket upper bound).
+    pub p99_ns: u64,
+    /// 99.9th percentile (bucket upper bound).
+    pub p999_ns: u64,
+    /// Exact maximum.
+    pub max_ns: u64,
+}
+
+impl Default for LatenessHistogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatenessHistogram {
+    /// An empty histogram (about 8 KiB).
+    pub fn new() -> Self {
+        Self {
+            buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicU64::new(0),
+            sum: AtomicU64::new(0),
+            max: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one frame's lateness. Single writer only.
+    pub fn record(&self, late: Nanos) {
+        if let Some(b) = self.buckets.get(index(late)) {
+            bump(b, 1);
+        }
+        bump(&self.count, 1);
+        bump(&self.sum, late);
+        if late > self.max.load(Relaxed) {
+            self.max.store(late, Relaxed);
+        }
+    }
+
+    /// Summary of what was recorded so far.
+    pub fn summary(&self) -> LatenessSummary {
+        let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
+        let total: u64 = counts.iter().sum();
+        let max = self.max.load(Relaxed);
+        let quantile = |q: f64| -> u64 {
+            if total == 0 {
+                return 0;
+            }
+            let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+            let mut seen = 0;
+            for (idx, c) in counts.iter().enumerate() {
+                seen += c;
+                if seen >= rank {
+                    return upper_bound(idx).min(max);
+                }
+            }
+            max
+        };
+        LatenessSummary {
+            count: total,
+            mean_ns: self.sum.load(Relaxed).checked_div(total).unwrap_or(0),
+            p50_ns: quantile(0.50),
+            p99_ns: quantile(0.99),
+            p999_ns: quantile(0.999),
+            max_ns: max,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_contiguous_and_bounds_are_tight() {
+        let mut prev = 0;
+        for v in (0..100_000_u64).chain([u64::MAX / 3, u64::MAX]) {
+            let i = index(v);
+            assert!(i >= prev && i < BUCKETS, "v {v} index {i}");
+            prev = i;
+            let ub = upper_bound(i);
+            assert!(ub >= v, "v {v} above its bucket bound {ub}");
+            assert!(
+                (ub - v) as f64 <= v as f64 / 16.0 + 1.0,
+                "v {v} bound {ub} too loose"
+            );
+        }
+        assert_eq!(upper_bound(index(31)), 31);
+        assert_eq!(index(32), 32);
+        assert_eq!(upper_bound(32), 33);
+    }
+
+    #[test]
+    fn quantiles_and_max_of_a_known_distribution() {
+        let h = LatenessHistogram::new();
+        // 990 frames 1-2 µs late, 9 at 50 µs, one at 3 ms.
+        for i in 0..990 {
+            h.record(1_000 + i);
+        }
+        for _ in 0..9 {
+            h.record(50_000);
+        }
+        h.record(3_000_000);
+        let s = h.summary();
+        assert_eq!(s.count, 1_000);
+        assert_eq!(s.max_ns, 3_000_000);
+        assert!((1_000..=2_100).contains(&s.p99_ns), "p99 {}", s.p99_ns);
+        assert!(
+            (50_000..=53_200).contains(&s.p999_ns),
+            "p99.9 {}",
+            s.p999_ns
+        );
+        assert!((1_400..=1_600).contains(&s.p50_ns), "p50 {}", s.p50_ns);
+        let expected_mean = (990 * 1_000 + 989 * 990 / 2 + 9 * 50_000 + 3_000_000) / 1_000;
+        assert_eq!(s.mean_ns, expected_mean);
+    }
+
+    #[test]
+    fn empty_summary_is_zero() {
+        assert_eq!(
+            LatenessHistogram::new().summary(),
+            LatenessSummary::default()
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! The link-model interface the I/O layer drives, and [`BasicModel`], a small seeded
+//! delay + Bernoulli-loss model for tests and for running without `tcplab-emu`.
+//!
+//! The I/O layer is sans-policy: for every received frame it calls [`Model::arrive`] with the
+//! wire length and the CLOCK_MONOTONIC receive time, and the model answers drop or one/two
+//! departure times (computed at arrival). `tcplab_emu::DirectionModel` has this shape; an
+//! adapter implements this trait for it.
+
+use crate::sys::clock::Nanos;
+
+/// Why the model dropped a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum ModelDrop {
+    /// The loss process chose this frame.
+    Loss,
+    /// The bottleneck queue was full (drop-tail).
+    QueueFull,
+}
+
+/// Bits to flip in a departing copy: `frame[offset] ^= mask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corruption {
+    /// Byte offset from the first L2 byte (ignored if beyond the frame).
+    pub offset: u32,
+    /// XOR mask.
+    pub mask: u8,
+}
+
+/// One scheduled copy of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Departure {
+    /// Absolute CLOCK_MONOTONIC ns at which the frame is to leave.
+    pub at: Nanos,
+    /// Optional corruption of this copy.
+    pub corrupt: Option<Corruption>,
+}
+
+/// The model's answer for one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Drop it.
+    Drop(ModelDrop),
+    /// Send it at `first.at`, and a duplicate at `second.at` if present.
+    Send {
+        /// The frame itself.
+        first: Departure,
+        /// A duplicate copy.
+        second: Option<Departure>,
+    },
+}
+
+/// One direction's link model, as the I/O layer sees it.
+pub trait Model: Send + 'static {
+    /// The configuration [`Model::reconfigure`] accepts.
+    type Config: Send + 'static;
+    /// A frame of `len` wire bytes arrived at `now`.
+    fn arrive(&mut self, len: u32, now: Nanos) -> Decision;
+    /// True if departures can come out of arrival order (the I/O then keeps a heap, else a
+    /// FIFO).
+    fn may_reorder(&self) -> bool;
+    /// Applies a new configuration without dropping what is queued; an error leaves the old
+    /// configuration in force and is reported by the bridge.
+    fn reconfigure(&mut self, cfg: &Self::Config, now: Nanos) -> Result<(), String>;
+}
+
+/// Configuration of [`BasicModel`].
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+pub struct BasicConfig {
+    /// One-way delay in ns.
+    pub delay_ns: Nanos,
+    /// Bernoulli loss probability in [0, 1].
+    pub loss: f64,
+}
+
+/// Fixed delay and Bernoulli loss from a seeded SplitMix64 stream. Never reorders.
+#[derive(Debug, Clone)]
+pub struct BasicModel {
+    cfg: BasicConfig,
+    rng: u64,
+    last_departure: Nanos,
+}
+
+impl BasicModel {
+    /// A model with `cfg`, its loss stream seeded by `seed`.
+    pub fn new(cfg: BasicConfig, seed: u64) -> Self {
+        Self {
+            cfg,
+            rng: seed,
+            last_departure: 0,
+        }
+    }
+
+    /// SplitMix64 (Steele, Lea, Flood 2014): a full-period 64-bit generator, enough for
+    /// Bernoulli draws.
+    fn next_u64(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn lost(&mut self) -> bool {
+        if self.cfg.loss <= 0.0 {
+            return false;
+        }
+        // 53 random bits → uniform in [0, 1).
+        let u = (self.next_u64() >> 11) as f64 / (1_u64 << 53) as f64;
+        u < self.cfg.loss
+    }
+}
+
+impl Model for BasicModel {
+    type Config = BasicConfig;
+
+    fn arrive(&mut self, _len: u32, now: Nanos) -> Decision {
+        if self.lost() {
+            return Decision::Drop(ModelDrop::Loss);
+        }
+        // A delay decrease takes effect without overtaking frames already scheduled.
+        let at = (now + self.cfg.delay_ns).max(self.last_departure);
+        self.last_departure = at;
+        Decision::Send {
+            first: Departure { at, corrupt: None },
+            second: None,
+        }
+    }
+
+    fn may_reorder(&self) -> bool {
+        false
+    }
+
+    fn reconfigure(&mut self, cfg: &BasicConfig, _now: Nanos) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&cfg.loss) {
+            return Err(format!("loss {}: must be between 0 and 1", cfg.loss));
+        }
+        self.cfg = *cfg;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_is_added_and_order_kept_across_a_delay_decrease() {
+        let mut m = BasicModel::new(
+            BasicConfig {
+                delay_ns: 10_000_000,
+                loss: 0.0,
+            },
+            1,
+        );
+        let Decision::Send {
+            first,
+            second: None,
+        } = m.arrive(100, 5)
+        else {
+            panic!()
+        };
+        assert_eq!(first.at, 10_000_005);
+        m.reconfigure(
+            &BasicConfig {
+                delay_ns: 1_000,
+                loss: 0.0,
+            },
+            6,
+        )
+        .unwrap();
+        let Decision::Send { first, .. } = m.arrive(100, 6) else {
+            panic!()
+        };
+        assert_eq!(first.at, 10_000_005, "held behind the earlier frame");
+        let Decision::Send { first, .. } = m.arrive(100, 20_000_000) else {
+            panic!()
+        };
+        assert_eq!(first.at, 20_001_000);
+        assert!(
+            m.reconfigure(
+                &BasicConfig {
+                    delay_ns: 0,
+                    loss: 1.5
+                },
+                0
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn bernoulli_loss_is_within_the_99_percent_interval_and_seeded() {
+        let n = 200_000_u32;
+        let count = |seed| {
+            let mut m = BasicModel::new(
+                BasicConfig {
+                    delay_ns: 0,
+                    loss: 0.01,
+                },
+                seed,
+            );
+            (0..n)
+                .filter(|_| matches!(m.arrive(64, 0), Decision::Drop(ModelDrop::Loss)))
+                .count()
+        };
+        let lost = count(42) as f64;
+        let (mean, sd) = (f64::from(n) * 0.01, (f64::from(n) * 0.01 * 0.99).sqrt());
+        assert!(
+            (lost - mean).abs() < 2.576 * sd,
+            "lost {lost}, expected {mean} ± {}",
+            2.576 * sd
+        );
+        assert_eq!(count(42), count(42));
+        assert_ne!(count(42), count(43));
+    }
+}

@@ -1,0 +1,187 @@
+//! [`IoOptions`]: how the bridge does its I/O (rings, threads, waiting), as opposed to what
+//! the link does (the model's configuration).
+
+use crate::error::IoError;
+
+/// Which RX ring layout to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum RxRingKind {
+    /// TPACKET_V2: per-frame hand-over, `poll` wakes for every frame. Default: low latency.
+    #[default]
+    V2,
+    /// TPACKET_V3: block hand-over; wakes only when a block fills or its retire timer fires
+    /// (ms, rounded to jiffies), so it adds up to a timer tick of delay at low rates.
+    V3,
+}
+
+/// How directions map to worker threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Threads {
+    /// One thread serves both directions (fewer threads; slower: the data direction's TX
+    /// kick, which runs the receiver's stack in softirq, delays the ACK direction).
+    Single,
+    /// One thread per direction (default: 0.49-1.03x the kernel bridge vs 0.44-0.71x for
+    /// `Single` on 2 shared cores, see BENCH.md).
+    #[default]
+    PerDirection,
+}
+
+/// I/O options. `Default` is what the benchmarks in BENCH.md picked; missing fields in a
+/// serialized form take their defaults.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IoOptions {
+    /// RX ring layout.
+    pub rx_ring: RxRingKind,
+    /// Frames per RX ring and per TX ring (power of two, 64..=262144).
+    pub ring_frames: u32,
+    /// Frames each direction can hold while they wait for departure (≥ 64). At 1 Gbit/s with
+    /// 1514-byte frames, 10 ms of delay holds ~830 frames.
+    pub slab_slots: u32,
+    /// Thread layout.
+    pub threads: Threads,
+    /// Spin instead of sleeping (lowest lateness, one core per worker at 100 %).
+    pub busy_poll: bool,
+    /// CPUs to pin workers to (worker i gets `cpus[i % len]`); empty = no pinning.
+    pub cpus: Vec<usize>,
+    /// Wake this long before a departure and spin the rest (absorbs hrtimer wake-up latency:
+    /// p50 10-30 µs, p99 40-110 µs with SCHED_FIFO on the loaded 2-vCPU test VM). Default
+    /// 100 µs: idle lateness p99 4-74 µs, against 1.5-2.9 ms with 50 µs (BENCH.md).
+    pub spin_ns: u64,
+    /// Most frames moved per ring per loop turn (bounds the time one direction can starve the
+    /// other and the size of one TX kick). Default 64: 0.79/0.87x of the kernel bridge against
+    /// 0.68/0.81x for 256 and 0.75/0.78x for 32 in two interleaved runs (BENCH.md).
+    pub batch: u32,
+    /// V3 only: block retire timeout in ms.
+    pub v3_retire_ms: u32,
+    /// Take a frame's arrival time from the kernel's receive timestamp (true) rather than the
+    /// clock reading at the start of each RX batch (false).
+    pub ring_timestamps: bool,
+    /// Run workers as SCHED_FIFO with this priority (1..=99): their wake-ups then preempt
+    /// ordinary tasks (the TCP endpoints, compilers) instead of waiting for a CFS slice.
+    /// Default `Some(10)`: per direction it measured 0.30x → 0.65x and 0.74x → 0.87x of the
+    /// kernel bridge in two runs (BENCH.md), and a tighter wake-up tail. The kernel's RT throttling
+    /// (sched_rt_runtime_us) still leaves 5 % of each CPU to others. The cost: when the
+    /// emulator is saturated (a UDP flood), normal-priority endpoints on the same CPUs starve. `None` keeps SCHED_OTHER
+    /// (needed without CAP_SYS_NICE).
+    pub rt_priority: Option<u8>,
+}
+
+impl Default for IoOptions {
+    fn default() -> Self {
+        Self {
+            rx_ring: RxRingKind::V2,
+            ring_frames: 4096,
+            slab_slots: 16_384,
+            threads: Threads::PerDirection,
+            busy_poll: false,
+            cpus: Vec::new(),
+            spin_ns: 100_000,
+            batch: 64,
+            v3_retire_ms: 1,
+            ring_timestamps: true,
+            rt_priority: Some(10),
+        }
+    }
+}
+
+impl IoOptions {
+    /// Rejects values the rings or the schedule cannot work with.
+    pub fn validate(&self) -> Result<(), IoError> {
+        let bad = |field, value: String, fix| Err(IoError::BadOption { field, value, fix });
+        if !self.ring_frames.is_power_of_two() || !(64..=262_144).contains(&self.ring_frames) {
+            return bad(
+                "ring_frames",
+                self.ring_frames.to_string(),
+                "use a power of two in 64..=262144",
+            );
+        }
+        if !(64..=4_194_304).contains(&self.slab_slots) {
+            return bad(
+                "slab_slots",
+                self.slab_slots.to_string(),
+                "use 64..=4194304",
+            );
+        }
+        if self.batch == 0 || self.batch > self.ring_frames {
+            return bad("batch", self.batch.to_string(), "use 1..=ring_frames");
+        }
+        if self.spin_ns > 10_000_000 {
+            return bad(
+                "spin_ns",
+                self.spin_ns.to_string(),
+                "use at most 10 ms (10000000)",
+            );
+        }
+        if self.v3_retire_ms == 0 || self.v3_retire_ms > 1_000 {
+            return bad(
+                "v3_retire_ms",
+                self.v3_retire_ms.to_string(),
+                "use 1..=1000",
+            );
+        }
+        if let Some(p) = self.rt_priority.filter(|p| !(1..=99).contains(p)) {
+            return bad(
+                "rt_priority",
+                p.to_string(),
+                "use 1..=99 (SCHED_FIFO priority)",
+            );
+        }
+        if self.busy_poll && self.rt_priority.is_some() {
+            return bad(
+                "rt_priority",
+                format!("{:?} with busy_poll", self.rt_priority),
+                "a SCHED_FIFO thread that never sleeps starves the TCP endpoints on its CPU: set rt_priority to None or busy_poll to false",
+            );
+        }
+        let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if let Some(c) = self.cpus.iter().find(|&&c| c >= ncpu) {
+            return bad("cpus", c.to_string(), "name CPUs that exist (0..nproc)");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_json_takes_defaults_and_unknown_fields_are_rejected() {
+        let o: IoOptions = serde_json::from_str(r#"{"threads":"Single","spin_ns":5000}"#).unwrap();
+        assert_eq!(o.threads, Threads::Single);
+        assert_eq!(o.spin_ns, 5_000);
+        assert_eq!(o.ring_frames, IoOptions::default().ring_frames);
+        let e = serde_json::from_str::<IoOptions>(r#"{"spin":1}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `spin`"), "{e}");
+    }
+
+    #[test]
+    fn defaults_validate_and_bad_values_name_the_field() {
+        IoOptions::default().validate().unwrap();
+        let e = IoOptions {
+            ring_frames: 1000,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "IoOptions.ring_frames = 1000: use a power of two in 64..=262144"
+        );
+        let e = IoOptions {
+            batch: 0,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().starts_with("IoOptions.batch = 0"));
+        let e = IoOptions {
+            slab_slots: 1,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().starts_with("IoOptions.slab_slots = 1"));
+    }
+}

@@ -1,0 +1,173 @@
+//! Opening one interface end: an RX port (promiscuous, `ETH_P_ALL`, own transmissions
+//! ignored, RX ring mapped) or a TX port (qdisc bypass, TX ring mapped, receives nothing).
+//! Each step's failure names the interface and the socket option.
+
+use std::os::fd::{AsFd, BorrowedFd};
+
+use crate::error::IoError;
+use crate::options::{IoOptions, RxRingKind};
+use crate::ring::rx_v2::RxRingV2;
+use crate::ring::rx_v3::RxRingV3;
+use crate::ring::tx_v2::TxRingV2;
+use crate::ring::{RingMem, RxRing};
+use crate::sys::iface::IfaceInfo;
+use crate::sys::mmap::Mmap;
+use crate::sys::socket::{ETH_P_ALL, PacketSocket, RingRequest};
+
+/// Ring slot size for an interface MTU: header room + Ethernet + VLAN tag + MTU, rounded up to
+/// a power of two, at least 2048.
+pub fn frame_size_for_mtu(mtu: u32) -> u32 {
+    (mtu.saturating_add(18 + 96)).next_power_of_two().max(2048)
+}
+
+/// V2 geometry: blocks of 16 frames (a block is a multiple of the page size for frames of at
+/// least 256 bytes).
+fn v2_request(frame_size: u32, frames: u32) -> RingRequest {
+    let per_block = 16.min(frames);
+    RingRequest {
+        block_size: frame_size * per_block,
+        block_nr: frames / per_block,
+        frame_size,
+        frame_nr: frames,
+        retire_blk_tov: 0,
+    }
+}
+
+/// V3 geometry: the same memory as V2 in 256 KiB blocks (at least two).
+fn v3_request(frame_size: u32, frames: u32, retire_ms: u32) -> RingRequest {
+    let block_size = (256 * 1024).max(frame_size);
+    let block_nr =
+        ((u64::from(frame_size) * u64::from(frames)) / u64::from(block_size)).max(2) as u32;
+    RingRequest {
+        block_size,
+        block_nr,
+        frame_size,
+        frame_nr: block_size / frame_size * block_nr,
+        retire_blk_tov: retire_ms,
+    }
+}
+
+/// The receiving end on one interface.
+#[derive(Debug)]
+pub struct RxPort {
+    /// Parsed ring (points into `_map`; declared first so it is dropped first).
+    pub ring: Box<dyn RxRing>,
+    _map: Mmap,
+    /// The socket (ring statistics, poll).
+    pub sock: PacketSocket,
+}
+
+/// The transmitting end on one interface.
+#[derive(Debug)]
+pub struct TxPort {
+    /// Parsed ring (points into `_map`).
+    pub ring: TxRingV2,
+    _map: Mmap,
+    /// The socket (kick).
+    pub sock: PacketSocket,
+}
+
+impl AsFd for RxPort {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.sock.as_fd()
+    }
+}
+
+fn mem_of(map: &Mmap) -> RingMem {
+    // Safety: the mapping is page-aligned, `len` bytes long, and lives in the same port
+    // struct as the ring built on it (dropped after the ring).
+    unsafe { RingMem::new(map.as_ptr(), map.len()) }
+}
+
+/// Opens the RX side on `iface`.
+pub fn open_rx(iface: &IfaceInfo, opts: &IoOptions) -> Result<RxPort, IoError> {
+    let name = iface.name.as_str();
+    let err = |what| move |e| IoError::setup(name, what, e);
+    let sock = PacketSocket::open().map_err(err("socket(AF_PACKET)"))?;
+    let frame_size = frame_size_for_mtu(iface.mtu);
+    let (req, version) = match opts.rx_ring {
+        RxRingKind::V2 => (
+            v2_request(frame_size, opts.ring_frames),
+            libc::tpacket_versions::TPACKET_V2,
+        ),
+        RxRingKind::V3 => (
+            v3_request(frame_size, opts.ring_frames, opts.v3_retire_ms),
+            libc::tpacket_versions::TPACKET_V3,
+        ),
+    };
+    sock.set_version(version as libc::c_int)
+        .map_err(err("PACKET_VERSION"))?;
+    match opts.rx_ring {
+        RxRingKind::V2 => sock.set_ring_v2(false, &req),
+        RxRingKind::V3 => sock.set_rx_ring_v3(&req),
+    }
+    .map_err(err("PACKET_RX_RING"))?;
+    let map = Mmap::packet_rings(sock.as_fd(), req.bytes()).map_err(err("mmap of the RX ring"))?;
+    let mem = mem_of(&map);
+    let ring: Box<dyn RxRing> = match opts.rx_ring {
+        RxRingKind::V2 => Box::new(RxRingV2::new(
+            mem,
+            frame_size as usize,
+            req.frame_nr as usize,
+        )),
+        RxRingKind::V3 => Box::new(RxRingV3::new(
+            mem,
+            req.block_size as usize,
+            req.block_nr as usize,
+        )),
+    };
+    sock.set_promisc(iface.index)
+        .map_err(err("PACKET_ADD_MEMBERSHIP promiscuous"))?;
+    // Older kernels lack it; PACKET_OUTGOING frames are filtered in user space anyway.
+    let _ = sock.set_ignore_outgoing();
+    sock.bind(iface.index, ETH_P_ALL).map_err(err("bind"))?;
+    Ok(RxPort {
+        ring,
+        _map: map,
+        sock,
+    })
+}
+
+/// Opens the TX side on `iface`.
+pub fn open_tx(iface: &IfaceInfo, opts: &IoOptions) -> Result<TxPort, IoError> {
+    let name = iface.name.as_str();
+    let err = |what| move |e| IoError::setup(name, what, e);
+    let sock = PacketSocket::open().map_err(err("socket(AF_PACKET)"))?;
+    let frame_size = frame_size_for_mtu(iface.mtu);
+    let req = v2_request(frame_size, opts.ring_frames);
+    sock.set_version(libc::tpacket_versions::TPACKET_V2 as libc::c_int)
+        .map_err(err("PACKET_VERSION"))?;
+    sock.set_qdisc_bypass()
+        .map_err(err("PACKET_QDISC_BYPASS"))?;
+    sock.set_tx_loss().map_err(err("PACKET_LOSS"))?;
+    sock.set_ring_v2(true, &req)
+        .map_err(err("PACKET_TX_RING"))?;
+    let map = Mmap::packet_rings(sock.as_fd(), req.bytes()).map_err(err("mmap of the TX ring"))?;
+    let ring = TxRingV2::new(mem_of(&map), frame_size as usize, req.frame_nr as usize);
+    sock.bind(iface.index, 0).map_err(err("bind"))?;
+    Ok(TxPort {
+        ring,
+        _map: map,
+        sock,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometry_fits_the_kernel_rules() {
+        assert_eq!(frame_size_for_mtu(1500), 2048);
+        assert_eq!(frame_size_for_mtu(9000), 16_384);
+        for frames in [64, 4096, 262_144] {
+            let r = v2_request(2048, frames);
+            assert_eq!(r.block_size % 4096, 0);
+            assert_eq!(r.block_nr * (r.block_size / r.frame_size), r.frame_nr);
+            let r = v3_request(2048, frames, 1);
+            assert_eq!(r.block_size % 4096, 0);
+            assert!(r.block_nr >= 2);
+            assert!(r.bytes() >= 2048 * frames as usize);
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Clocks, sleeps and waits: CLOCK_MONOTONIC in ns (shared by every namespace of the machine),
+//! per-thread CPU time, an absolute hrtimer sleep, `ppoll` with a ns timeout, timer slack and CPU
+//! pinning.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+/// Nanoseconds on CLOCK_MONOTONIC.
+pub type Nanos = u64;
+
+fn clock_ns(clock: libc::clockid_t) -> Nanos {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // Safety: ts is a valid out-pointer; the clock ids used here always exist on Linux.
+    unsafe {
+        libc::clock_gettime(clock, &mut ts);
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// CLOCK_MONOTONIC now (vDSO, ~20 ns).
+pub fn monotonic_ns() -> Nanos {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME now (the clock of the kernel's packet timestamps).
+pub fn realtime_ns() -> Nanos {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// CPU time consumed by the calling thread.
+pub fn thread_cpu_ns() -> Nanos {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn timespec(ns: Nanos) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// Sleeps until CLOCK_MONOTONIC reaches `deadline` (absolute, so no drift accumulates).
+pub fn sleep_until(deadline: Nanos) {
+    let ts = timespec(deadline);
+    loop {
+        // Safety: ts is valid; a NULL remainder is allowed with TIMER_ABSTIME.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR {
+            return;
+        }
+    }
+}
+
+/// Waits until one of `fds` is readable or `timeout` ns passed (`None` = no timeout).
+/// Returns whether any fd was ready. `ppoll` uses an hrtimer, so with a 1 ns timer slack
+/// ([`set_timer_slack_min`]) it wakes within a few µs of the requested time.
+pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout: Option<Nanos>) -> io::Result<bool> {
+    let mut pfds = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; 4];
+    let n = fds.len().min(pfds.len());
+    for (p, fd) in pfds.iter_mut().zip(fds) {
+        p.fd = fd.as_raw_fd();
+        p.events = libc::POLLIN;
+    }
+    let ts = timeout.map(timespec);
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // Safety: pfds holds n initialised entries; ts_ptr is NULL or points to a live timespec.
+    let rc = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            n as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
+    if rc < 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EINTR) {
+            return Ok(false);
+        }
+        return Err(err);
+    }
+    Ok(rc > 0)
+}
+
+/// Sets the calling thread's timer slack to 1 ns so hrtimer sleeps are not rounded up by the
+/// default 50 µs slack.
+pub fn set_timer_slack_min() {
+    // Safety: PR_SET_TIMERSLACK takes an unsigned long and affects only the calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+    }
+}
+
+/// Makes the calling thread SCHED_FIFO with `priority`.
+pub fn set_fifo(priority: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: i32::from(priority),
+    };
+    // Safety: param is a valid sched_param; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // Safety: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // Safety: cpu < CPU_SETSIZE was checked, so the bit index is inside `set`.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // Safety: set is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleep_until_is_absolute_and_tight() {
+        set_timer_slack_min();
+        let start = monotonic_ns();
+        let deadline = start + 2_000_000;
+        sleep_until(deadline);
+        let woke = monotonic_ns();
+        assert!(woke >= deadline, "woke {} ns early", deadline - woke);
+        // Generous bound: shared CI cores; the point is that it is not jiffy (4 ms) granular.
+        assert!(
+            woke - deadline < 3_000_000,
+            "woke {} ns late",
+            woke - deadline
+        );
+    }
+
+    #[test]
+    fn thread_cpu_time_advances_with_work() {
+        let before = thread_cpu_ns();
+        let mut x = 0_u64;
+        while thread_cpu_ns() - before < 1_000_000 {
+            x = x.wrapping_add(1);
+        }
+        assert!(x > 0);
+        assert!(thread_cpu_ns() - before >= 1_000_000);
+    }
+}

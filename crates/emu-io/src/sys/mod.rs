@@ -1,0 +1,11 @@
+//! Kernel objects, one module each: the mapped ring memory ([`mmap`]), the `AF_PACKET` socket
+//! ([`socket`]), interface look-ups ([`iface`]) and clocks/sleeps ([`clock`]).
+//!
+//! Everything that issues a system call lives here so the rest of the crate (ring parsing,
+//! schedule, counters, verdict) can be tested without root on synthetic memory.
+
+pub mod clock;
+pub mod iface;
+pub mod mmap;
+pub mod socket;
+pub mod wake;

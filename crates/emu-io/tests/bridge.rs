@@ -1,0 +1,330 @@
+//! Root integration tests: the bridge in the middle namespace of a client ─ middle ─ server
+//! path — traffic passes, delay, loss, duplication, reordering, reconfiguration, checksums.
+//! Each test builds its own namespaces (removed on drop, also on failure).
+
+mod common;
+
+use std::time::Duration;
+
+#[allow(
+    unused_imports,
+    reason = "one import list for every test file; each uses a subset"
+)]
+use common::{
+    PathLab, SERVER_IP, assert_balanced, link, median, model, start, start_emu, tcp_echo_server,
+    tcp_rr_rtts, udp_burst, udp_rcvbuf_errors,
+};
+#[allow(
+    unused_imports,
+    reason = "one import list for every test file; each uses a subset"
+)]
+use tcplab_emu::{ImpairmentFlags, LinkConfig};
+#[allow(
+    unused_imports,
+    reason = "one import list for every test file; each uses a subset"
+)]
+use tcplab_emu_io::{Bridge, EmuBridge, IoError, IoOptions, Thresholds};
+
+#[test]
+fn ping_and_tcp_pass_and_counters_balance() {
+    require_root!();
+    let lab = PathLab::new();
+    let bridge = start_emu(&lab, LinkConfig::default());
+    assert!(bridge.seed().is_some(), "the seed is chosen and reported");
+    let rtts = lab.ping_rtts(5, "0.05");
+    assert_eq!(rtts.len(), 5, "every ping answered");
+    let server = tcp_echo_server(&lab, 5001);
+    let rr = tcp_rr_rtts(&lab, 5001, 200);
+    assert_eq!(rr.len(), 200);
+    let echoed = server.join().expect("server");
+    assert_eq!(echoed, 200);
+    let live = bridge.stats();
+    assert!(
+        live.forward.frames_out >= 205 && live.reverse.frames_out >= 205,
+        "{live:?}"
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    let report = bridge.stop();
+    assert_balanced(&report);
+    assert_eq!(report.forward.drops.after_arrival(), 0);
+    assert_eq!(report.forward.lateness.count, report.forward.frames_out);
+    eprintln!(
+        "0 ms: ping median {:.3} ms, TCP RR median {:.3} ms",
+        median(&rtts),
+        median(&rr)
+    );
+    eprintln!("lateness a->b {:?}", report.forward.lateness);
+    assert!(
+        median(&rr) < 2.0,
+        "unimpaired TCP RR median {} ms",
+        median(&rr)
+    );
+}
+
+#[test]
+fn ten_ms_delay_shows_in_tcp_rtt_and_ping() {
+    require_root!();
+    let lab = PathLab::new();
+    let bridge = start_emu(&lab, link("10ms", "0%"));
+    assert_eq!(bridge.seed(), Some(7));
+    let server = tcp_echo_server(&lab, 5002);
+    let rr = tcp_rr_rtts(&lab, 5002, 50);
+    drop(server.join());
+    let ping = lab.ping_rtts(20, "0.05");
+    std::thread::sleep(Duration::from_millis(30));
+    let report = bridge.stop();
+    let (rr_med, ping_med) = (median(&rr), median(&ping));
+    eprintln!("10 ms/10 ms: TCP RR median {rr_med:.3} ms, ping median {ping_med:.3} ms");
+    eprintln!(
+        "lateness a->b {:?} b->a {:?}",
+        report.forward.lateness, report.reverse.lateness
+    );
+    assert!(
+        (20.0..21.0).contains(&rr_med),
+        "TCP RR median {rr_med} ms, want 20 ms + base"
+    );
+    assert_eq!(ping.len(), 20);
+    assert!(
+        (20.0..21.0).contains(&ping_med),
+        "ping median {ping_med} ms"
+    );
+    assert!(
+        rr.iter().all(|&r| r >= 20.0),
+        "no RTT below the configured 20 ms: {rr:?}"
+    );
+    assert_balanced(&report);
+}
+
+#[test]
+fn one_percent_loss_over_udp_is_binomial_and_counted_exactly() {
+    require_root!();
+    let lab = PathLab::new();
+    let bridge = start_emu(&lab, link("0ms", "1%/0%"));
+    let rcvbuf_before = udp_rcvbuf_errors(&lab.server);
+    const N: u32 = 20_000;
+    let receiver = lab.server.spawn_in(|| {
+        let s = std::net::UdpSocket::bind((SERVER_IP, 5003)).expect("bind");
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .expect("timeout");
+        let mut buf = [0_u8; 2048];
+        let mut got = 0_u32;
+        while s.recv(&mut buf).is_ok() {
+            got += 1;
+        }
+        got
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    lab.client.run_in(|| {
+        let s = std::net::UdpSocket::bind((common::CLIENT_IP, 0)).expect("bind");
+        for i in 0..N {
+            s.send_to(&i.to_be_bytes(), (SERVER_IP, 5003))
+                .expect("send");
+            if i % 50 == 49 {
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        }
+    });
+    let got = receiver.join().expect("receiver");
+    let report = bridge.stop();
+    let rcvbuf = udp_rcvbuf_errors(&lab.server) - rcvbuf_before;
+    let f = &report.forward;
+    let lost = f.drops.loss;
+    let n = f.frames_in as f64;
+    let (mean, sd) = (n * 0.01, (n * 0.01 * 0.99).sqrt());
+    eprintln!(
+        "UDP: sent {N}, received {got}, model dropped {lost} of {} frames, receiver buffer overflows {rcvbuf}",
+        f.frames_in
+    );
+    assert!(
+        (lost as f64 - mean).abs() <= 2.576 * sd,
+        "loss {lost} outside {mean} ± {}",
+        2.576 * sd
+    );
+    // ARP frames also cross a->b (a handful); every UDP datagram is delivered, lost by the
+    // model, or dropped by the receiving socket (counted by the kernel).
+    let non_udp = f.frames_in - u64::from(N);
+    assert!(non_udp <= 4, "{non_udp} non-UDP frames");
+    let accounted = u64::from(got) + lost + rcvbuf;
+    assert!(
+        (u64::from(N)..=f.frames_in).contains(&accounted),
+        "got {got} lost {lost} rcvbuf {rcvbuf}"
+    );
+    assert_eq!(report.reverse.drops.loss, 0);
+    assert_balanced(&report);
+}
+
+#[test]
+fn reconfigure_while_running_keeps_queued_frames() {
+    require_root!();
+    let lab = PathLab::new();
+    lab.client.exec(&[
+        "ip",
+        "neigh",
+        "replace",
+        SERVER_IP,
+        "lladdr",
+        "02:00:00:00:00:02",
+        "dev",
+        "c0",
+    ]);
+    let bridge = start_emu(&lab, link("300ms/0ms", "0%"));
+    lab.client.run_in(|| {
+        let s = std::net::UdpSocket::bind((common::CLIENT_IP, 0)).expect("bind");
+        for i in 0..100_u32 {
+            s.send_to(&i.to_be_bytes(), (SERVER_IP, 5004))
+                .expect("send");
+        }
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let queued = bridge.stats().forward.queued;
+    assert_eq!(queued, 100, "all 100 held by the 300 ms delay");
+    bridge
+        .reconfigure_link(&link("0ms", "0%"))
+        .expect("reconfigure");
+    let mut bad = link("0ms", "0%");
+    bad.forward.delay_ns = 3_600_000_000_000;
+    let e = bridge.reconfigure_link(&bad).unwrap_err();
+    eprintln!("rejected: {e}");
+    assert!(e.to_string().starts_with("link configuration: "), "{e}");
+    assert!(
+        e.to_string().contains("forward"),
+        "names the direction: {e}"
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let report = bridge.stop();
+    assert_eq!(report.forward.frames_out, 100, "{:?}", report.forward);
+    assert_balanced(&report);
+    assert_eq!(
+        report.errors.len(),
+        0,
+        "rejected before reaching the workers: {:?}",
+        report.errors
+    );
+}
+
+#[test]
+fn verdict_of_a_quiet_run_is_trustworthy() {
+    require_root!();
+    let lab = PathLab::new();
+    let bridge = start(
+        &lab,
+        model(5, 0.0, 1),
+        model(5, 0.0, 2),
+        IoOptions::default(),
+    );
+    let rtts = lab.ping_rtts(10, "0.02");
+    assert_eq!(rtts.len(), 10);
+    let report = bridge.stop();
+    let v = report.verdict(&Thresholds {
+        lateness_p99_ns: 1_000_000,
+        ..Default::default()
+    });
+    assert!(v.trustworthy, "{:?} {report:?}", v.reasons);
+    assert!(
+        report.threads[0].ratio() < 0.5,
+        "idle worker used {:.2} of a CPU",
+        report.threads[0].ratio()
+    );
+}
+
+#[test]
+fn duplicates_arrive_and_are_counted_exactly() {
+    require_root!();
+    let lab = PathLab::new();
+    let mut cfg = link("1ms", "0%");
+    cfg.forward.duplicate = 0.5;
+    let bridge = start_emu(&lab, cfg);
+    let before = udp_rcvbuf_errors(&lab.server);
+    let got = udp_burst(&lab, 5005, 2_000).len() as u32;
+    let report = bridge.stop();
+    let rcvbuf = udp_rcvbuf_errors(&lab.server) - before;
+    let f = &report.forward;
+    eprintln!(
+        "duplicates: got {got}, duplicated {}, frames in {}",
+        f.duplicates, f.frames_in
+    );
+    assert!(
+        (800..1_200).contains(&f.duplicates),
+        "about half duplicated: {}",
+        f.duplicates
+    );
+    let non_udp = f.frames_in - 2_000;
+    assert!(non_udp <= 4);
+    // Every datagram once, plus every duplicate of a datagram, minus socket overflows.
+    let delivered = u64::from(got) + rcvbuf;
+    assert!(
+        (2_000 + f.duplicates - non_udp..=2_000 + f.duplicates).contains(&delivered),
+        "got {got} + rcvbuf {rcvbuf} vs 2000 + {} duplicates",
+        f.duplicates
+    );
+    assert_eq!(f.frames_out, f.frames_in + f.duplicates);
+    assert_balanced(&report);
+}
+
+#[test]
+fn partial_checksums_from_offloading_senders_are_completed() {
+    require_root!();
+    let lab = PathLab::new();
+    // Checksum offload back on at both endpoints (segmentation stays off): their frames reach
+    // the bridge with only the pseudo-header sum in the TCP checksum field.
+    lab.client.exec(&["ethtool", "-K", "c0", "tx", "on"]);
+    lab.server.exec(&["ethtool", "-K", "s0", "tx", "on"]);
+    let bridge = start_emu(&lab, LinkConfig::default());
+    let server = tcp_echo_server(&lab, 5020);
+    let rr = tcp_rr_rtts(&lab, 5020, 50);
+    assert_eq!(rr.len(), 50);
+    assert_eq!(server.join().expect("server"), 50);
+    let report = bridge.stop();
+    eprintln!(
+        "csum_partial a->b {} b->a {}",
+        report.forward.csum_partial, report.reverse.csum_partial
+    );
+    assert!(report.forward.csum_partial >= 50, "{:?}", report.forward);
+    assert!(report.reverse.csum_partial >= 50, "{:?}", report.reverse);
+    assert_balanced(&report);
+}
+
+#[test]
+fn a_reordering_model_reorders_through_the_heap_and_loses_nothing() {
+    require_root!();
+    let lab = PathLab::new();
+    let flags = ImpairmentFlags {
+        delay: Some("2ms".to_owned()),
+        reorder: Some("25%".to_owned()),
+        seed: Some("11".to_owned()),
+        ..Default::default()
+    };
+    let bridge = start_emu(&lab, flags.to_link_config().expect("valid flags"));
+    let before = udp_rcvbuf_errors(&lab.server);
+    let got = udp_burst(&lab, 5006, 2_000);
+    let report = bridge.stop();
+    let rcvbuf = udp_rcvbuf_errors(&lab.server) - before;
+    // Datagrams that arrived after a higher-numbered one had already arrived (overtaken).
+    let overtaken = got
+        .iter()
+        .scan(0_u32, |max, &n| {
+            let late = n < *max;
+            *max = (*max).max(n);
+            Some(late)
+        })
+        .filter(|&late| late)
+        .count();
+    eprintln!(
+        "reorder: {} received, {overtaken} overtaken, rcvbuf {rcvbuf}",
+        got.len()
+    );
+    assert!(
+        overtaken > 100,
+        "25% skip the 2 ms delay line: expected many overtaken, got {overtaken}"
+    );
+    assert_eq!(got.len() as u64 + rcvbuf, 2_000, "nothing lost");
+    let mut sorted = got.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), got.len(), "no datagram twice");
+    assert_eq!(
+        report.forward.order_clamped, 0,
+        "the heap, not the FIFO, held them"
+    );
+    assert_balanced(&report);
+}
