@@ -1,0 +1,308 @@
+//! The doctor's input: the results of one battery of workloads on one path ([`Battery`]), and
+//! the derived view every rule reads ([`Context`]: facts, HZ, RTT, per-host sysctls), built once.
+
+use serde::{Deserialize, Serialize};
+use tcplab_lab::Facts;
+use tcplab_load::crr::CrrResult;
+use tcplab_load::msgs::MsgsResult;
+use tcplab_load::rr::RrResult;
+use tcplab_load::session::RunMeta;
+use tcplab_load::stream::StreamResult;
+
+/// What is known about the path, from the lab's configuration or an earlier measurement.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PathInfo {
+    /// Round-trip time the emulator was configured for, ms (both directions' delay).
+    pub configured_rtt_ms: Option<f64>,
+    /// Round-trip time measured on the idle path (e.g. ping or rr p50), ms.
+    pub measured_rtt_ms: Option<f64>,
+    /// Bottleneck rate, bit/s (configured or measured).
+    pub rate_bps: Option<f64>,
+    /// Configured random loss probability per packet (0..1), when the emulator drops on purpose.
+    pub loss: Option<f64>,
+}
+
+/// The emulator's fidelity verdict (crates/emu-io `Fidelity`), kept here in a serde-both form.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmulatorFidelity {
+    /// True if the emulator kept its schedule.
+    pub trustworthy: bool,
+    /// One line per violated limit.
+    pub reasons: Vec<String>,
+}
+
+impl From<&tcplab_emu_io::Fidelity> for EmulatorFidelity {
+    fn from(f: &tcplab_emu_io::Fidelity) -> Self {
+        Self {
+            trustworthy: f.trustworthy,
+            reasons: f.reasons.clone(),
+        }
+    }
+}
+
+/// The results of one doctor run. Every part is optional: each rule judges what is there.
+///
+/// Per-message and per-connection raw samples (`MsgsRun::send_ns/recv_ns`, `RrPoint::samples`,
+/// `CrrResult::samples`) are not serialised by tcplab-load, so the rules that need them
+/// (periodic and delayed-ACK stalls) work on results held in memory, not on results read back
+/// from JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Battery {
+    /// Bulk throughput run.
+    pub stream: Option<StreamResult>,
+    /// Small-message run (sfperf style, e.g. 1-byte or 16-byte messages).
+    pub msgs: Option<MsgsResult>,
+    /// Message-size sweep (`--sizes`), for seed 004's size threshold K.
+    pub msgs_sweep: Option<MsgsResult>,
+    /// Request/response run.
+    pub rr: Option<RrResult>,
+    /// Connect/request/response/close run.
+    pub crr: Option<CrrResult>,
+    /// Facts of the machine and lab hosts; when absent, the first result's `meta.facts` is used.
+    pub facts: Option<Facts>,
+    /// The emulator's verdict, when an emulator carried the traffic.
+    pub fidelity: Option<EmulatorFidelity>,
+    /// The path as configured or measured.
+    pub path: PathInfo,
+    /// Lab host that ran the client side (the sender of stream up and msgs).
+    pub client_host: Option<String>,
+    /// Lab host that ran the server side.
+    pub server_host: Option<String>,
+}
+
+impl Battery {
+    /// Every result's common record, in battery order.
+    pub fn metas(&self) -> Vec<(&'static str, &RunMeta)> {
+        let mut v: Vec<(&'static str, &RunMeta)> = Vec::new();
+        if let Some(r) = &self.stream {
+            v.push(("stream", &r.meta));
+        }
+        if let Some(r) = &self.msgs {
+            v.push(("msgs", &r.meta));
+        }
+        if let Some(r) = &self.msgs_sweep {
+            v.push(("msgs sweep", &r.meta));
+        }
+        if let Some(r) = &self.rr {
+            v.push(("rr", &r.meta));
+        }
+        if let Some(r) = &self.crr {
+            v.push(("crr", &r.meta));
+        }
+        v
+    }
+}
+
+/// Which side of a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The side that connects.
+    Client,
+    /// The side that listens.
+    Server,
+}
+
+impl Role {
+    /// The usual lab host name for this role.
+    fn default_host(self) -> &'static str {
+        match self {
+            Self::Client => "client",
+            Self::Server => "server",
+        }
+    }
+}
+
+/// Timer frequency assumed when no facts say (the most common distribution CONFIG_HZ, and
+/// this lab kernel's); findings then say the HZ was assumed.
+pub const ASSUMED_HZ: u32 = 250;
+
+/// Linux defaults of `net.ipv4.tcp_rmem` (min, default, max), used when facts are missing.
+pub const DEFAULT_TCP_RMEM: [u64; 3] = [4096, 131_072, 6_291_456];
+/// Linux defaults of `net.ipv4.tcp_wmem`.
+pub const DEFAULT_TCP_WMEM: [u64; 3] = [4096, 16_384, 4_194_304];
+/// Linux default local port range (inclusive), used when facts are missing.
+pub const DEFAULT_PORT_RANGE: (u32, u32) = (32_768, 60_999);
+
+/// The view of a battery the rules share, computed once.
+#[derive(Debug)]
+pub struct Context<'a> {
+    /// The input.
+    pub battery: &'a Battery,
+    /// Facts: explicit, or parsed from the first result that carries them.
+    pub facts: Option<Facts>,
+    /// Timer frequency (measured HZ, else CONFIG_HZ, else [`ASSUMED_HZ`]).
+    pub hz: u32,
+    /// False when `hz` is [`ASSUMED_HZ`] for lack of facts.
+    pub hz_known: bool,
+}
+
+impl<'a> Context<'a> {
+    /// Builds the shared view.
+    pub fn new(battery: &'a Battery) -> Self {
+        let facts = battery.facts.clone().or_else(|| {
+            battery
+                .metas()
+                .into_iter()
+                .find_map(|(_, m)| serde_json::from_value::<Facts>(m.facts.clone()).ok())
+        });
+        let measured = facts.as_ref().and_then(|f| {
+            [Some(f.hz.hz), f.hz.configured]
+                .into_iter()
+                .flatten()
+                .find(|&hz| hz > 0)
+        });
+        Self {
+            battery,
+            facts,
+            hz: measured.unwrap_or(ASSUMED_HZ),
+            hz_known: measured.is_some(),
+        }
+    }
+
+    /// One jiffy, seconds.
+    pub fn tick_s(&self) -> f64 {
+        1.0 / f64::from(self.hz)
+    }
+
+    /// A phrase naming the HZ and where it came from, for evidence contexts.
+    pub fn hz_note(&self) -> String {
+        if self.hz_known {
+            format!("HZ={} (measured)", self.hz)
+        } else {
+            format!("HZ={} (assumed: no facts)", self.hz)
+        }
+    }
+
+    /// The lab host name of `role`, if the facts know that host.
+    pub fn host_name(&self, role: Role) -> Option<&str> {
+        let facts = self.facts.as_ref()?;
+        let named = match role {
+            Role::Client => self.battery.client_host.as_deref(),
+            Role::Server => self.battery.server_host.as_deref(),
+        };
+        let candidate = named.unwrap_or(role.default_host());
+        if let Some((name, _)) = facts.hosts.get_key_value(candidate) {
+            return Some(name.as_str());
+        }
+        // A lab of one host (or unnamed roles on a two-host lab) cannot be told apart.
+        match facts.hosts.keys().collect::<Vec<_>>().as_slice() {
+            [only] => Some(only.as_str()),
+            _ => None,
+        }
+    }
+
+    /// A per-namespace sysctl of the host running `role`, as recorded in the facts.
+    pub fn host_sysctl(&self, role: Role, key: &str) -> Option<&str> {
+        let name = self.host_name(role)?;
+        self.facts
+            .as_ref()?
+            .hosts
+            .get(name)?
+            .sysctls
+            .get(key)
+            .map(String::as_str)
+    }
+
+    /// True when the facts show that the host running `role` has the sysctl `key` (the facts
+    /// list only keys the kernel has). Without facts about hosts, `None`.
+    pub fn host_has_sysctl(&self, role: Role, key: &str) -> Option<bool> {
+        let name = self.host_name(role)?;
+        let host = self.facts.as_ref()?.hosts.get(name)?;
+        Some(host.sysctls.contains_key(key))
+    }
+
+    /// A machine-wide sysctl as recorded in the facts.
+    pub fn machine_sysctl(&self, key: &str) -> Option<&str> {
+        self.facts
+            .as_ref()?
+            .machine_sysctls
+            .get(key)
+            .map(String::as_str)
+    }
+
+    /// A three-number sysctl (tcp_rmem, tcp_wmem) of `role`'s host, or `default`.
+    pub fn triple(&self, role: Role, key: &str, default: [u64; 3]) -> ([u64; 3], bool) {
+        let parsed = self.host_sysctl(role, key).and_then(|v| {
+            let n: Vec<u64> = v
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            <[u64; 3]>::try_from(n).ok()
+        });
+        match parsed {
+            Some(t) => (t, true),
+            None => (default, false),
+        }
+    }
+
+    /// A one-number machine sysctl, e.g. `net.core.rmem_max`.
+    pub fn machine_number(&self, key: &str) -> Option<u64> {
+        self.machine_sysctl(key)?.trim().parse().ok()
+    }
+
+    /// Name used in `applies_to` for `role`: `receiver (host server)` style.
+    pub fn describe_host(&self, what: &str, role: Role) -> String {
+        match self.host_name(role) {
+            Some(h) => format!("{what} (host {h})"),
+            None => format!("{what} ({})", role.default_host()),
+        }
+    }
+
+    /// Congestion controls the machine offers (empty when unknown).
+    pub fn available_cc(&self) -> Vec<String> {
+        self.facts
+            .as_ref()
+            .map(|f| f.congestion_control.available.clone())
+            .unwrap_or_default()
+    }
+
+    /// The round-trip time of the path in seconds: measured, else configured, else the
+    /// stream's smallest tcp_info min_rtt, else the rr median latency.
+    pub fn rtt_s(&self) -> Option<(f64, &'static str)> {
+        let p = &self.battery.path;
+        if let Some(ms) = p.measured_rtt_ms.filter(|v| *v > 0.0) {
+            return Some((ms / 1e3, "measured path RTT"));
+        }
+        if let Some(ms) = p.configured_rtt_ms.filter(|v| *v > 0.0) {
+            return Some((ms / 1e3, "configured path RTT"));
+        }
+        let stream_min = self.battery.stream.as_ref().and_then(|s| {
+            s.intervals
+                .iter()
+                .chain(&s.server_intervals)
+                .filter_map(|i| i.tcp_info)
+                .map(|t| t.min_rtt_us)
+                .filter(|&v| v > 0)
+                .min()
+        });
+        if let Some(us) = stream_min {
+            return Some((f64::from(us) / 1e6, "stream tcp_info min_rtt"));
+        }
+        self.battery
+            .rr
+            .as_ref()
+            .and_then(|r| r.summary.latency_us.p50)
+            .filter(|v| *v > 0.0)
+            .map(|us| (us / 1e6, "rr median latency"))
+    }
+
+    /// The first destination address of the workloads (IP only), for route fixes.
+    pub fn target_ip(&self) -> Option<String> {
+        self.battery.metas().into_iter().find_map(|(_, m)| {
+            m.target
+                .parse::<std::net::SocketAddr>()
+                .ok()
+                .map(|a| a.ip().to_string())
+        })
+    }
+
+    /// The only non-loopback interface of `role`'s host, when there is exactly one.
+    pub fn single_interface(&self, role: Role) -> Option<String> {
+        let name = self.host_name(role)?;
+        let host = self.facts.as_ref()?.hosts.get(name)?;
+        match host.interfaces.as_slice() {
+            [one] => Some(one.name.clone()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! `connection_trouble` (seed 003): what connection-per-request workloads hit.
+//! - `connection_trouble.port_exhaustion`: connects failed with EADDRNOTAVAIL.
+//! - `connection_trouble.time_wait`: TIME_WAIT sockets filled most of the local port range,
+//!   which caps the connection rate at ports / 60 s (seed 003's 2.2-kernel client).
+//! - `connection_trouble.syn_retransmits`: connects that took ~1 s or ~3 s (the initial RTO
+//!   and its doubling): SYNs were lost or ignored (listen queue overflow, a SYN meeting a
+//!   TIME_WAIT socket as in seed 003).
+
+use tcplab_load::crr::CrrResult;
+
+use crate::battery::{Context, DEFAULT_PORT_RANGE, Role};
+use crate::finding::{Finding, Fix, SampleRefs, Scope, Severity};
+use crate::rules::fixes::{TIME_WAIT_S, port_fixes};
+
+/// TIME_WAIT sockets above this share of the local port range are a build-up: new connects
+/// must hunt for free ports (the connect() port search gets slower) and exhaustion is near.
+pub const TIME_WAIT_SHARE: f64 = 0.5;
+
+/// A connect this slow waited for at least one SYN retransmission (initial RTO 1 s); the
+/// lower bound leaves room for a slow LAN handshake. Matches tcplab-load's 0.8 s.
+pub const SYN_RETRANS_CONNECT_S: f64 = 0.8;
+
+/// SYN retransmissions on this share of connections or more are an error: every such
+/// connection costs a second or more.
+pub const SYN_RETRANS_ERROR_SHARE: f64 = 0.01;
+
+/// Listen backlog suggested when SYNs are dropped: the 6.x default of somaxconn (4096).
+pub const BACKLOG: u32 = 4096;
+
+/// The rule.
+pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
+    let Some(crr) = &ctx.battery.crr else {
+        return Vec::new();
+    };
+    let range = port_range(ctx);
+    let mut out = Vec::new();
+    if crr.errors_total.addrnotavail > 0 {
+        out.push(port_exhaustion(ctx, crr, range));
+    } else if crr.time_wait.max as f64 >= TIME_WAIT_SHARE * ports(range) {
+        out.push(time_wait(ctx, crr, range));
+    }
+    if let Some(f) = syn_retransmits(ctx, crr) {
+        out.push(f);
+    }
+    out
+}
+
+/// The client's ip_local_port_range (facts), else the Linux default; the bool says which.
+fn port_range(ctx: &Context<'_>) -> ((u32, u32), bool) {
+    let parsed = ctx
+        .host_sysctl(Role::Client, "net.ipv4.ip_local_port_range")
+        .and_then(|v| {
+            let mut it = v.split_whitespace().filter_map(|x| x.parse::<u32>().ok());
+            Some((it.next()?, it.next()?))
+        });
+    parsed.map_or((DEFAULT_PORT_RANGE, false), |r| (r, true))
+}
+
+fn ports(range: ((u32, u32), bool)) -> f64 {
+    f64::from(range.0.1.saturating_sub(range.0.0) + 1)
+}
+
+fn push_ports(f: &mut Finding, crr: &CrrResult, range: ((u32, u32), bool)) {
+    let ((lo, hi), known) = range;
+    let n = ports(range);
+    let src = if known {
+        "client host's ip_local_port_range"
+    } else {
+        "Linux default range (no facts)"
+    };
+    f.push("local_ports", n, "ports", format!("{lo}-{hi}, {src}"));
+    f.push(
+        "time_wait_max",
+        crr.time_wait.max as f64,
+        "sockets",
+        format!(
+            "TIME_WAIT on the client, {:.0}% of the ports",
+            crr.time_wait.max as f64 / n * 100.0
+        ),
+    );
+    f.push("port_limited_rate", n / TIME_WAIT_S, "connections/s", "ports / 60 s TIME_WAIT: the sustained rate one client address can reach to one server port");
+    if let Some(r) = crr.summary.connections_per_s {
+        f.push("connections_per_s", r, "connections/s", "measured");
+    }
+}
+
+fn port_exhaustion(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)) -> Finding {
+    let e = crr.errors_total.addrnotavail;
+    let mut f = Finding::new(
+        "connection_trouble.port_exhaustion",
+        Severity::Error,
+        format!("{e} connects failed with EADDRNOTAVAIL: the client ran out of local ports"),
+    );
+    f.push(
+        "eaddrnotavail",
+        e as f64,
+        "connects",
+        format!(
+            "in {} seconds of the run",
+            crr.errors.iter().filter(|s| s.addrnotavail > 0).count()
+        ),
+    );
+    push_ports(&mut f, crr, range);
+    f.samples.push(SampleRefs::new(
+        "crr errors second",
+        crr.errors
+            .iter()
+            .filter(|s| s.addrnotavail > 0)
+            .map(|s| s.second as usize),
+    ));
+    f.explanation = "Every closed connection keeps its local port in TIME_WAIT for 60 s; at this connection rate the client's port range ran out and connect() failed. Widen the range, let new connections reuse TIME_WAIT ports (tcp_tw_reuse), or reuse connections.".into();
+    f.fixes = port_fixes(ctx, range.0);
+    f
+}
+
+fn time_wait(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)) -> Finding {
+    let mut f = Finding::new(
+        "connection_trouble.time_wait",
+        Severity::Warning,
+        format!(
+            "{} TIME_WAIT sockets fill {:.0}% of the local port range",
+            crr.time_wait.max,
+            crr.time_wait.max as f64 / ports(range) * 100.0
+        ),
+    );
+    push_ports(&mut f, crr, range);
+    f.explanation = "TIME_WAIT sockets built up to most of the client's local ports: connect() spends longer finding a free port and the run is close to failing with EADDRNOTAVAIL; its connection rate cannot stay above ports / 60 s.".into();
+    f.fixes = port_fixes(ctx, range.0);
+    f
+}
+
+fn syn_retransmits(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
+    let s = &crr.syn_retrans;
+    let slow = s.connects_near_1s + s.connects_near_3s;
+    let kernel = s.kernel_syn_retrans.unwrap_or(0);
+    if slow == 0 && kernel == 0 {
+        return None;
+    }
+    let total = (crr.summary.transactions + crr.errors_total.other).max(1);
+    let share = slow.max(kernel) as f64 / total as f64;
+    let severity = if share >= SYN_RETRANS_ERROR_SHARE {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    let mut f = Finding::new(
+        "connection_trouble.syn_retransmits",
+        severity,
+        format!(
+            "{} connects waited for a SYN retransmission (~1 s or ~3 s)",
+            slow.max(kernel)
+        ),
+    );
+    f.push(
+        "connects_near_1s",
+        s.connects_near_1s as f64,
+        "connects",
+        "0.8-2.5 s: one SYN lost (initial RTO 1 s)",
+    );
+    f.push(
+        "connects_near_3s",
+        s.connects_near_3s as f64,
+        "connects",
+        ">= 2.5 s: two SYNs lost (1 s + 2 s)",
+    );
+    if let Some(k) = s.kernel_syn_retrans {
+        f.push(
+            "kernel_syn_retrans",
+            k as f64,
+            "segments",
+            "TcpExt TCPSynRetrans of the client namespace",
+        );
+    }
+    f.push(
+        "syn_retrans_share",
+        share,
+        "fraction",
+        format!("of {total} connects"),
+    );
+    if let Some(p) = crr.summary.connect_us.p99 {
+        f.push("connect_p99_ms", p / 1e3, "ms", "connect time p99");
+    }
+    if let Some(m) = crr.summary.connect_us.max {
+        f.push("connect_max_ms", m / 1e3, "ms", "slowest connect");
+    }
+    let slow_ns = (SYN_RETRANS_CONNECT_S * 1e9) as u64;
+    let idx = crr
+        .samples
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.connected_ns.saturating_sub(c.start_ns) >= slow_ns)
+        .map(|(i, _)| i);
+    f.samples.push(SampleRefs::new("crr connection", idx));
+    f.explanation = "A SYN (or its SYN-ACK) went unanswered and the client resent it after the 1 s initial RTO (and 2 s more for a second loss). On a clean path the usual causes are a full listen queue on the server or, as in seed 003, a SYN reaching a port still in TIME_WAIT on the server; ports recycled quickly make that likely.".into();
+    let server = ctx.describe_host("server", Role::Server);
+    f.fixes = vec![
+        Fix::sysctl(
+            "net.core.somaxconn",
+            BACKLOG.to_string(),
+            Scope::Namespace,
+            &server,
+        ),
+        Fix::sysctl(
+            "net.ipv4.tcp_max_syn_backlog",
+            BACKLOG.to_string(),
+            Scope::Namespace,
+            &server,
+        ),
+        Fix::other(
+            &format!(
+                "listen(fd, {BACKLOG}) in the server: the backlog argument caps the accept queue below somaxconn"
+            ),
+            &server,
+        ),
+    ];
+    f.fixes.extend(port_fixes(ctx, port_range(ctx).0));
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::battery::Battery;
+    use crate::synth;
+
+    const US: u64 = 1_000;
+
+    fn battery(crr: CrrResult) -> Battery {
+        Battery {
+            crr: Some(crr),
+            facts: Some(synth::facts(250)),
+            ..Battery::default()
+        }
+    }
+
+    fn lines(f: &Finding) -> Vec<String> {
+        f.fixes.iter().flat_map(|x| x.lines.clone()).collect()
+    }
+
+    #[test]
+    fn port_exhaustion_names_the_range_and_the_ceiling() {
+        let mut r = synth::crr(30_000, 1_000.0, |_| 100 * US);
+        r.time_wait.max = 28_200;
+        let r = synth::with_addrnotavail(r, &[29, 30, 31], 400);
+        let f = check(&Context::new(&battery(r)));
+        assert_eq!(f.len(), 1);
+        let f = &f[0];
+        assert_eq!(f.id, "connection_trouble.port_exhaustion");
+        assert_eq!(f.severity, Severity::Error);
+        assert_eq!(f.figure("eaddrnotavail"), Some(1200.0));
+        assert_eq!(f.figure("local_ports"), Some(28_232.0));
+        assert!((f.figure("port_limited_rate").unwrap() - 28_232.0 / 60.0).abs() < 1e-9);
+        assert_eq!(f.samples[0].indices, [29, 30, 31]);
+        let l = lines(f);
+        assert!(
+            l.contains(&"net.ipv4.ip_local_port_range = 1024 65535".to_string()),
+            "{l:?}"
+        );
+        assert!(l.contains(&"net.ipv4.tcp_tw_reuse = 1".to_string()));
+    }
+
+    #[test]
+    fn time_wait_build_up_without_failures_is_a_warning() {
+        let mut r = synth::crr(20_000, 400.0, |_| 100 * US);
+        r.time_wait.max = 20_000;
+        let f = check(&Context::new(&battery(r)));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].id, "connection_trouble.time_wait");
+        assert_eq!(f[0].severity, Severity::Warning);
+        let share = f[0].figure("time_wait_max").unwrap() / f[0].figure("local_ports").unwrap();
+        assert!((share - 20_000.0 / 28_232.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn syn_retransmits_from_connect_times() {
+        // 1000 connects; 5 took ~1 s, 1 took ~3 s (seed 003's TIME_WAIT collision).
+        let r = synth::crr(1_000, 500.0, |i| match i {
+            100 | 200 | 300 | 400 | 500 => 1_003_000 * US,
+            600 => 3_004_000 * US,
+            _ => 90 * US,
+        });
+        let f = check(&Context::new(&battery(r)));
+        assert_eq!(f.len(), 1);
+        let f = &f[0];
+        assert_eq!(f.id, "connection_trouble.syn_retransmits");
+        assert_eq!(f.figure("connects_near_1s"), Some(5.0));
+        assert_eq!(f.figure("connects_near_3s"), Some(1.0));
+        assert_eq!(f.figure("kernel_syn_retrans"), Some(7.0));
+        assert!((f.figure("syn_retrans_share").unwrap() - 0.007).abs() < 1e-12);
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.samples[0].indices, [100, 200, 300, 400, 500, 600]);
+        assert_eq!(f.fixes[0].lines, ["net.core.somaxconn = 4096"]);
+    }
+
+    #[test]
+    fn silent_on_a_healthy_run() {
+        let mut r = synth::crr(10_000, 1_000.0, |i| (80 + (i % 7) as u64) * US);
+        r.time_wait.max = 9_000;
+        assert!(check(&Context::new(&battery(r))).is_empty());
+    }
+}

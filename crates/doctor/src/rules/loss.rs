@@ -1,0 +1,345 @@
+//! `loss_limited`: the bulk flow retransmitted, and its throughput sits at what the Mathis
+//! model allows for that loss rate and RTT (Mathis, Semke, Mahdavi, Ott 1997, CCR 27(3)):
+//! rate ≤ MSS/RTT · C/√p, C = √(3/2) for Reno-style halving with delayed ACKs off. A loss-based
+//! congestion control (cubic, reno) running near that bound is limited by the loss itself;
+//! BBR (model-based, loss-tolerant up to ~20%) is then the alternative. BBR with a high
+//! retransmission rate is the reverse case (it overruns a shallow queue): cubic is suggested.
+
+use crate::battery::{Context, Role};
+use crate::finding::{Finding, Fix, Scope, Severity};
+use crate::rules::stream_view::{FlowSpan, StreamView};
+
+/// Mathis constant C = √(3/2) (periodic loss, no delayed ACKs).
+pub const MATHIS_C: f64 = 1.224_744_871_391_589;
+
+/// Fewest retransmitted segments to judge: with 10 the loss rate is known to about ±30%
+/// (Poisson), ±15% on the Mathis bound; fewer are noise.
+pub const MIN_RETRANS_SEGMENTS: u64 = 10;
+
+/// Smallest loss rate worth a finding: at 1e-4 the Mathis bound for a 1448-byte MSS at
+/// 10 ms RTT is already 142 Mbit/s, so lower rates rarely limit a flow.
+pub const MIN_LOSS_RATE: f64 = 1e-4;
+
+/// Throughput within this factor of the Mathis bound is "at the bound": the loss response is
+/// what limits the flow (the model is good to about a factor of two in practice).
+pub const MATHIS_BOUND_RATIO: f64 = 2.0;
+
+/// BBR retransmitting this share of its bytes overruns the bottleneck queue (BBRv1's known
+/// 2%+ loss against shallow buffers); a loss-based control then treats the path better.
+pub const BBR_HIGH_LOSS: f64 = 0.02;
+
+/// Throughput at or above this share of the known path rate means loss is not limiting.
+pub const PATH_FULL_SHARE: f64 = 0.9;
+
+/// The Mathis bound for one flow, bit/s.
+pub fn mathis_bps(mss_bytes: f64, rtt_s: f64, loss: f64) -> f64 {
+    mss_bytes * 8.0 / rtt_s * MATHIS_C / loss.sqrt()
+}
+
+/// The rule.
+pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
+    let Some(stream) = &ctx.battery.stream else {
+        return Vec::new();
+    };
+    let Some(view) = StreamView::of(stream) else {
+        return Vec::new();
+    };
+    let (mut span, mut whole) = (view.flows.clone(), false);
+    let sum = |flows: &[FlowSpan], f: fn(&FlowSpan) -> u64| -> u64 { flows.iter().map(f).sum() };
+    if sum(&span, FlowSpan::retrans_segments) < MIN_RETRANS_SEGMENTS {
+        // A slow lossy flow retransmits little in a short measured span: judge the whole
+        // connection (warm-up included) before giving up.
+        span.iter_mut().for_each(|f| f.start = None);
+        whole = true;
+    }
+    let retrans = sum(&span, FlowSpan::retrans_segments);
+    let bytes_retrans = sum(&span, FlowSpan::bytes_retrans);
+    let bytes_acked = sum(&span, FlowSpan::bytes_acked);
+    if retrans < MIN_RETRANS_SEGMENTS || bytes_acked == 0 {
+        return Vec::new();
+    }
+    let loss = bytes_retrans as f64 / (bytes_acked + bytes_retrans) as f64;
+    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    if loss < MIN_LOSS_RATE || rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r) {
+        return Vec::new();
+    }
+    let Some(rtt) = view.rtt_s.or(ctx.rtt_s().map(|r| r.0)) else {
+        return Vec::new();
+    };
+    let mss = view.mss.unwrap_or(1448.0);
+    let bound = mathis_bps(mss, rtt, loss) * view.flows.len() as f64;
+    vec![finding(
+        ctx,
+        &view,
+        Figures {
+            retrans,
+            loss,
+            rtt,
+            mss,
+            bound,
+            rate,
+            whole,
+        },
+    )]
+}
+
+/// The figures the finding reports.
+struct Figures {
+    retrans: u64,
+    loss: f64,
+    rtt: f64,
+    mss: f64,
+    bound: f64,
+    rate: Option<f64>,
+    /// Counted over the whole connection, the measured span having too few retransmissions.
+    whole: bool,
+}
+
+fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
+    let ratio = view.throughput_bps / x.bound;
+    let severity = if x.rate.is_some_and(|r| view.throughput_bps < 0.5 * r) {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    let mut f = Finding::new(
+        "loss_limited",
+        severity,
+        format!(
+            "bulk transfer retransmits {:.2}% of its bytes; {:.1} Mbit/s against a Mathis bound of {:.1} Mbit/s",
+            x.loss * 100.0,
+            view.throughput_bps / 1e6,
+            x.bound / 1e6
+        ),
+    );
+    f.push(
+        "retransmitted_segments",
+        x.retrans as f64,
+        "segments",
+        if x.whole {
+            "tcp_info total_retrans, sending flows, whole connection (too few after warm-up)"
+        } else {
+            "tcp_info total_retrans, sending flows, measured span"
+        },
+    );
+    f.push(
+        "loss_rate",
+        x.loss,
+        "fraction",
+        "bytes retransmitted / bytes sent (tcp_info)",
+    );
+    if let Some(p) = ctx.battery.path.loss {
+        f.push(
+            "configured_loss",
+            p,
+            "fraction",
+            "loss the emulator was set to drop",
+        );
+    }
+    f.push(
+        "srtt_ms",
+        x.rtt * 1e3,
+        "ms",
+        "median smoothed RTT under load",
+    );
+    f.push("mss_bytes", x.mss, "bytes", "sender MSS");
+    f.push(
+        "mathis_bound_bps",
+        x.bound,
+        "bit/s",
+        format!(
+            "MSS/RTT x {MATHIS_C:.3}/sqrt(p) x {} flows",
+            view.flows.len()
+        ),
+    );
+    f.push(
+        "throughput_bps",
+        view.throughput_bps,
+        "bit/s",
+        "stream, after warm-up",
+    );
+    f.push(
+        "throughput_over_mathis",
+        ratio,
+        "ratio",
+        "near 1: the loss response limits the flow; well above: the control ignores loss",
+    );
+    if let Some(r) = x.rate {
+        f.push(
+            "path_rate_bps",
+            r,
+            "bit/s",
+            "configured or measured bottleneck",
+        );
+    }
+    f.push(
+        "loss_state_samples",
+        view.loss_state_samples as f64,
+        "intervals",
+        format!(
+            "of {} measured intervals in the Loss state (an RTO fired)",
+            view.samples
+        ),
+    );
+    let cc = congestion_control(ctx, view.sender());
+    f.fixes = cc_fixes(ctx, cc.as_deref(), x.loss, ratio, view.sender());
+    f.fixes.push(Fix::other(
+        "find where packets are dropped (a shallow or overflowing bottleneck queue, a bad link); with an emulator, the loss may be the one configured",
+        "the path",
+    ));
+    f.explanation = format!(
+        "The flow lost {:.3}% of its data{}; a loss-based congestion control halves or cuts its window on every loss, which caps it near MSS/RTT x C/sqrt(p). Removing the loss is the real fix; a congestion control that does not treat loss as congestion (BBR) keeps the rate when the loss is random.",
+        x.loss * 100.0,
+        cc.as_deref()
+            .map_or(String::new(), |c| format!(" under {c}"))
+    );
+    f
+}
+
+/// The sender's congestion control: as read back from the socket, else the host's sysctl,
+/// else the machine default.
+fn congestion_control(ctx: &Context<'_>, sender: Role) -> Option<String> {
+    let stream = ctx.battery.stream.as_ref()?;
+    let opts = match sender {
+        Role::Client => stream.meta.options.as_ref(),
+        Role::Server => stream.meta.server_options.as_ref(),
+    };
+    opts.map(|o| o.congestion.clone())
+        .filter(|c| !c.is_empty())
+        .or_else(|| {
+            ctx.host_sysctl(sender, "net.ipv4.tcp_congestion_control")
+                .map(str::to_string)
+        })
+        .or_else(|| {
+            ctx.facts
+                .as_ref()
+                .map(|f| f.congestion_control.default.clone())
+        })
+}
+
+fn cc_fixes(ctx: &Context<'_>, cc: Option<&str>, loss: f64, ratio: f64, sender: Role) -> Vec<Fix> {
+    let available = ctx.available_cc();
+    let has = |name: &str| available.is_empty() || available.iter().any(|a| a == name);
+    let suggest = match cc {
+        Some("cubic" | "reno") if ratio <= MATHIS_BOUND_RATIO && has("bbr") => Some("bbr"),
+        Some("bbr") if loss >= BBR_HIGH_LOSS && has("cubic") => Some("cubic"),
+        _ => None,
+    };
+    let Some(to) = suggest else { return Vec::new() };
+    let applies = ctx.describe_host("sender", sender);
+    vec![
+        Fix {
+            lines: vec![
+                format!(
+                    "setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, \"{to}\", {});",
+                    to.len()
+                ),
+                format!("tcplab --cc {to}"),
+            ],
+            ..Fix::tcp_sockopt("TCP_CONGESTION", to, &applies, None)
+        },
+        Fix::sysctl(
+            "net.ipv4.tcp_congestion_control",
+            to,
+            Scope::Namespace,
+            &applies,
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::battery::{Battery, PathInfo};
+    use crate::finding::FixKind;
+    use crate::synth::{self, StreamSim};
+
+    fn lossy(cc: &str, loss: f64, bps: f64) -> Battery {
+        let mut sim = StreamSim::healthy(bps, 30_000);
+        sim.loss = loss;
+        sim.congestion = cc.into();
+        Battery {
+            stream: Some(sim.run()),
+            facts: Some(synth::facts(250)),
+            path: PathInfo {
+                configured_rtt_ms: Some(30.0),
+                rate_bps: Some(100e6),
+                loss: Some(loss),
+                ..PathInfo::default()
+            },
+            ..Battery::default()
+        }
+    }
+
+    #[test]
+    fn mathis_bound_matches_the_formula() {
+        // 1448 B, 30 ms, 1%: 1448*8/0.03 * 1.22474/0.1 = 4.72915 Mbit/s.
+        let b = mathis_bps(1448.0, 0.030, 0.01);
+        assert!((b - 4_729_148.2).abs() < 1.0, "{b}");
+    }
+
+    #[test]
+    fn cubic_at_the_mathis_bound_gets_bbr() {
+        let b = lossy("cubic", 0.01, 5e6);
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        let f = &f[0];
+        assert_eq!(f.severity, Severity::Error);
+        let p = f.figure("loss_rate").unwrap();
+        assert!((p - 0.01 / 1.01).abs() < 1e-4, "{p}");
+        let bound = f.figure("mathis_bound_bps").unwrap();
+        assert!((bound - mathis_bps(1448.0, 0.030, p)).abs() < 1.0);
+        let ratio = f.figure("throughput_over_mathis").unwrap();
+        assert!((1.0..1.2).contains(&ratio), "{ratio}");
+        assert!(f.figure("loss_state_samples").unwrap() >= 2.0);
+        assert!(
+            matches!(&f.fixes[0].kind, FixKind::SetSockOpt { option, value } if option == "TCP_CONGESTION" && value == "bbr")
+        );
+        assert_eq!(f.fixes[1].lines, ["net.ipv4.tcp_congestion_control = bbr"]);
+    }
+
+    #[test]
+    fn bbr_retransmitting_heavily_gets_cubic() {
+        let b = lossy("bbr", 0.05, 80e6);
+        let f = check(&Context::new(&b));
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(f[0].figure("throughput_over_mathis").unwrap() > 10.0);
+        assert!(
+            matches!(&f[0].fixes[0].kind, FixKind::SetSockOpt { value, .. } if value == "cubic")
+        );
+    }
+
+    #[test]
+    fn cubic_far_above_the_bound_gets_no_cc_advice() {
+        // Loss that does not limit cubic (e.g. losses of retransmitted probes): no switch.
+        let b = lossy("cubic", 0.001, 60e6);
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        assert!(
+            f[0].fixes
+                .iter()
+                .all(|x| matches!(x.kind, FixKind::Other { .. }))
+        );
+    }
+
+    #[test]
+    fn few_retransmits_after_warm_up_use_the_whole_connection() {
+        // 1.0427 Mbit/s at 1%: 1,303 bytes (0.9 segments) retransmitted per 1 s interval:
+        // 9 segments in the 10 measured intervals, 10 with the 2 warm-up intervals.
+        let b = lossy("cubic", 0.01, 1.0427e6);
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].evidence[0].context.contains("whole connection"),
+            "{:?}",
+            f[0].evidence
+        );
+        assert_eq!(f[0].figure("retransmitted_segments"), Some(10.0));
+    }
+
+    #[test]
+    fn silent_without_loss_or_on_a_full_path() {
+        assert!(check(&Context::new(&lossy("cubic", 0.0, 95e6))).is_empty());
+        assert!(check(&Context::new(&lossy("cubic", 0.01, 95e6))).is_empty());
+    }
+}

@@ -1,0 +1,280 @@
+//! `untrustworthy`: reasons not to believe the other findings.
+//! - `untrustworthy.emulator`: the emulator fell behind its schedule (crates/emu-io fidelity).
+//! - `untrustworthy.cpu`: a side's data threads, or the whole machine, were CPU-saturated, so
+//!   the figures measure the CPU, not TCP.
+//! - `untrustworthy.samples`: runs cut short, too few samples, or no per-message stamps.
+
+use crate::battery::Context;
+use crate::finding::{Finding, Fix, Severity};
+
+/// A side's data threads busy this share of (wall time × threads) are CPU-bound: above it a
+/// thread rarely waits for the network, so TCP is not what limits it. The same limit the
+/// emulator uses for its own workers (emu-io `Thresholds::max_cpu_ratio`).
+pub const CPU_SATURATED: f64 = 0.9;
+
+/// Fewest messages in a msgs run to trust its latency figures and tails (p99 needs 100 per
+/// percentile step; 1000 gives ten samples above it).
+pub const MIN_MESSAGES: u64 = 1000;
+
+/// Fewest measured stream intervals: fewer cannot show a trend or a steady state.
+pub const MIN_STREAM_INTERVALS: usize = 3;
+
+/// Fewest rr transactions or crr connections (p99 needs at least 100).
+pub const MIN_TRANSACTIONS: u64 = 100;
+
+/// The rule.
+pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
+    [emulator(ctx), cpu(ctx), samples(ctx)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+fn emulator(ctx: &Context<'_>) -> Option<Finding> {
+    let fid = ctx.battery.fidelity.as_ref().filter(|f| !f.trustworthy)?;
+    let mut f = Finding::new(
+        "untrustworthy.emulator",
+        Severity::Critical,
+        "the link emulator fell behind its schedule: the path was not the one configured",
+    );
+    f.push(
+        "emulator_reasons",
+        fid.reasons.len() as f64,
+        "reasons",
+        fid.reasons.join("; "),
+    );
+    f.explanation = format!(
+        "The emulator released packets late, dropped them itself or ran out of CPU ({}), so delays, rates and losses differed from the configuration and every other finding may be an artefact. Re-run with a lower rate, fewer flows, or the emulator on its own core.",
+        fid.reasons.join("; ")
+    );
+    f.fixes.push(Fix::other("re-run at a lower rate or with fewer flows, or give the emulator a CPU of its own (fewer parallel jobs)", "the lab"));
+    Some(f)
+}
+
+/// Per result: (name, CPU seconds of the client's data threads, of the server's, wall seconds,
+/// data threads per side).
+fn cpu_loads(ctx: &Context<'_>) -> Vec<(&'static str, f64, f64, f64, f64)> {
+    let b = ctx.battery;
+    let mut v = Vec::new();
+    if let Some(r) = &b.stream {
+        v.push((
+            "stream",
+            r.meta.client_cpu_s,
+            r.meta.server_cpu_s,
+            r.elapsed_s,
+            f64::from(r.config.flows.max(1)),
+        ));
+    }
+    for (name, r) in [("msgs", &b.msgs), ("msgs sweep", &b.msgs_sweep)] {
+        if let Some(r) = r {
+            let wall: f64 = r.runs.iter().map(|x| x.total_s).sum();
+            v.push((name, r.meta.client_cpu_s, r.meta.server_cpu_s, wall, 1.0));
+        }
+    }
+    if let Some(r) = &b.rr {
+        let wall: f64 = r.points.iter().map(|p| p.elapsed_s).sum();
+        v.push(("rr", r.meta.client_cpu_s, r.meta.server_cpu_s, wall, 1.0));
+    }
+    if let Some(r) = &b.crr {
+        v.push((
+            "crr",
+            r.meta.client_cpu_s,
+            r.meta.server_cpu_s,
+            r.elapsed_s,
+            f64::from(r.config.concurrency.max(1)),
+        ));
+    }
+    v
+}
+
+fn cpu(ctx: &Context<'_>) -> Option<Finding> {
+    let cores = ctx.facts.as_ref().map_or(1, |f| f.cpu.count.max(1)) as f64;
+    let mut worst: Option<(&str, &str, f64)> = None;
+    for (name, client, server, wall, threads) in cpu_loads(ctx) {
+        if wall <= 0.0 {
+            continue;
+        }
+        let usable = threads.min(cores);
+        for (side, cpu) in [("client", client), ("server", server)] {
+            let ratio = cpu / (wall * usable);
+            if ratio >= CPU_SATURATED && worst.is_none_or(|w| ratio > w.2) {
+                worst = Some((name, side, ratio));
+            }
+        }
+        let machine = (client + server) / (wall * cores);
+        if machine >= CPU_SATURATED && worst.is_none_or(|w| machine > w.2) {
+            worst = Some((name, "machine", machine));
+        }
+    }
+    let (name, side, ratio) = worst?;
+    let mut f = Finding::new(
+        "untrustworthy.cpu",
+        Severity::Warning,
+        format!(
+            "{name}: the {side} was CPU-saturated ({:.0}% busy)",
+            ratio * 100.0
+        ),
+    );
+    f.push(
+        "cpu_busy_fraction",
+        ratio,
+        "fraction",
+        format!("{side} data-thread CPU time / (wall time x threads), {cores:.0} CPUs"),
+    );
+    f.explanation = "The measuring threads (or the machine) were busy nearly all the time, so the figures show the CPU's limit rather than TCP's; findings about throughput and latency from this run may not hold on a path with spare CPU.".into();
+    f.fixes.push(Fix::other(
+        "re-run with fewer flows or connections than CPUs, larger writes, or on a quieter machine",
+        "the measurement",
+    ));
+    Some(f)
+}
+
+fn samples(ctx: &Context<'_>) -> Option<Finding> {
+    let b = ctx.battery;
+    let mut notes: Vec<String> = b
+        .metas()
+        .into_iter()
+        .filter(|(_, m)| !m.complete)
+        .map(|(n, m)| {
+            format!(
+                "{n} cut short: {}",
+                m.incomplete_reason.as_deref().unwrap_or("no reason given")
+            )
+        })
+        .collect();
+    for (name, r) in [("msgs", &b.msgs), ("msgs sweep", &b.msgs_sweep)] {
+        for run in r.iter().flat_map(|r| &r.runs) {
+            if run.received < MIN_MESSAGES {
+                notes.push(format!(
+                    "{name} size {}: {} messages (< {MIN_MESSAGES})",
+                    run.size, run.received
+                ));
+            }
+            if run.send_ns.is_empty() || run.recv_ns.is_empty() {
+                notes.push(format!(
+                    "{name} size {}: no per-message stamps; stall rules skipped",
+                    run.size
+                ));
+            }
+        }
+    }
+    if let Some(s) = &b.stream {
+        let measured = s
+            .intervals
+            .iter()
+            .filter(|i| !i.omitted)
+            .map(|i| i.index)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        if measured < MIN_STREAM_INTERVALS {
+            notes.push(format!(
+                "stream: {measured} measured intervals (< {MIN_STREAM_INTERVALS})"
+            ));
+        }
+    }
+    if let Some(r) =
+        b.rr.as_ref()
+            .filter(|r| r.summary.transactions < MIN_TRANSACTIONS)
+    {
+        notes.push(format!(
+            "rr: {} transactions (< {MIN_TRANSACTIONS})",
+            r.summary.transactions
+        ));
+    }
+    if let Some(r) = b
+        .crr
+        .as_ref()
+        .filter(|r| r.summary.transactions < MIN_TRANSACTIONS)
+    {
+        notes.push(format!(
+            "crr: {} connections (< {MIN_TRANSACTIONS})",
+            r.summary.transactions
+        ));
+    }
+    if notes.is_empty() {
+        return None;
+    }
+    let mut f = Finding::new(
+        "untrustworthy.samples",
+        Severity::Warning,
+        format!(
+            "{} part(s) of the battery have too little data to judge",
+            notes.len()
+        ),
+    );
+    f.push("problems", notes.len() as f64, "count", notes.join("; "));
+    f.explanation = format!(
+        "Some results are too small or incomplete for their figures to be reliable, and rules that need them stayed silent: {}.",
+        notes.join("; ")
+    );
+    f.fixes.push(Fix::other("re-run with a longer duration or more messages/transactions, and with per-message timestamps on", "the measurement"));
+    Some(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::battery::{Battery, EmulatorFidelity};
+    use crate::synth::{self, MsgSim, StreamSim};
+
+    fn healthy() -> Battery {
+        Battery {
+            stream: Some(StreamSim::healthy(900e6, 1_000).run()),
+            msgs: Some(synth::msgs(vec![MsgSim::new(5_000, 1).run(|_| 0)], false)),
+            crr: Some(synth::crr(1_000, 500.0, |_| 90_000)),
+            facts: Some(synth::facts(250)),
+            fidelity: Some(EmulatorFidelity {
+                trustworthy: true,
+                reasons: Vec::new(),
+            }),
+            ..Battery::default()
+        }
+    }
+
+    #[test]
+    fn silent_on_a_healthy_battery() {
+        assert!(check(&Context::new(&healthy())).is_empty());
+    }
+
+    #[test]
+    fn emulator_behind_schedule_is_critical() {
+        let mut b = healthy();
+        b.fidelity = Some(EmulatorFidelity {
+            trustworthy: false,
+            reasons: vec!["a->b: lateness p99 450 µs above 100 µs (max 2100 µs)".into()],
+        });
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].id, "untrustworthy.emulator");
+        assert_eq!(f[0].severity, Severity::Critical);
+        assert!(f[0].evidence[0].context.contains("lateness p99 450"));
+    }
+
+    #[test]
+    fn cpu_saturated_sender() {
+        let mut b = healthy();
+        if let Some(s) = b.stream.as_mut() {
+            s.meta.client_cpu_s = s.elapsed_s * 0.97;
+        }
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].id, "untrustworthy.cpu");
+        assert!((f[0].figure("cpu_busy_fraction").unwrap() - 0.97).abs() < 1e-12);
+    }
+
+    #[test]
+    fn too_few_samples_and_cut_short() {
+        let mut b = healthy();
+        b.msgs = Some(synth::msgs(vec![MsgSim::new(100, 1).run(|_| 0)], false));
+        if let Some(c) = b.crr.as_mut() {
+            c.meta.complete = false;
+            c.meta.incomplete_reason = Some("server went away".into());
+        }
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].id, "untrustworthy.samples");
+        assert_eq!(f[0].figure("problems"), Some(2.0));
+        assert!(f[0].explanation.contains("server went away"));
+        assert!(f[0].explanation.contains("100 messages"));
+    }
+}
