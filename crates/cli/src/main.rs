@@ -37,6 +37,12 @@ enum Command {
     Sweep(cmd::study::SweepArgs),
     /// The table, plots (HTML) and exports of a study database.
     Report(cmd::study::ReportArgs),
+    /// A battery of workloads on a path, then what limits TCP there, with evidence and fixes.
+    Doctor(cmd::doctor::DoctorArgs),
+    /// Race candidate settings for a workload, verify the winner, print the lines to apply.
+    Tune(cmd::tune::TuneArgs),
+    /// The embedded default: an emulated WAN path, doctor and tune on it, an HTML report.
+    Demo(cmd::tune::DemoArgs),
     /// The user-space link emulator between two interfaces (delay, jitter, loss, rate, queue).
     Emu(cmd::emu::EmuArgs),
     /// Print the facts that explain a measurement on this machine (kernel, HZ, CPUs, sysctls).
@@ -56,6 +62,9 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Emu(a) => a.run(),
+        Command::Doctor(a) => a.run(),
+        Command::Tune(a) => a.run(),
+        Command::Demo(a) => a.run(),
         Command::Run(a) => a.run(),
         Command::Sweep(a) => a.run(),
         Command::Report(a) => a.run(),

@@ -49,6 +49,18 @@ pub struct ImpairArgs {
 }
 
 impl ImpairArgs {
+    /// The demo's link: 1 Gbit/s with a 1000-packet queue, 15 ms each way, 0.01% loss, seeded.
+    pub fn demo() -> ImpairArgs {
+        ImpairArgs {
+            delay: Some("15ms".into()),
+            loss: Some("0.01%".into()),
+            rate: Some("1gbit".into()),
+            queue: Some("1000".into()),
+            seed: Some("2008".into()),
+            ..ImpairArgs::default()
+        }
+    }
+
     /// Whether any impairment flag was given.
     pub fn any(&self) -> bool {
         let f = self.flags();
@@ -87,6 +99,29 @@ impl ImpairArgs {
             corrupt: self.corrupt.clone(),
             seed: self.seed.clone(),
         }
+    }
+
+    /// The flags given, as `(name, value)` with the scenario's key names (`jitter_dist`, ...).
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let f = self.flags();
+        [
+            ("delay", f.delay),
+            ("jitter", f.jitter),
+            ("jitter_dist", f.jitter_dist),
+            ("correlation", f.correlation),
+            ("loss", f.loss),
+            ("loss_model", f.loss_model),
+            ("rate", f.rate),
+            ("queue", f.queue),
+            ("overhead", f.overhead),
+            ("reorder", f.reorder),
+            ("duplicate", f.duplicate),
+            ("corrupt", f.corrupt),
+            ("seed", f.seed),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect()
     }
 
     /// The link configuration, reading table/pattern files the flags name.

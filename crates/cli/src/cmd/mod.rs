@@ -1,7 +1,10 @@
 //! One module per command.
 
+pub mod doctor;
 pub mod emu;
 pub mod facts;
 pub mod impair;
 pub mod lab;
+pub mod path;
 pub mod study;
+pub mod tune;

@@ -24,7 +24,7 @@ pub const PATH_FULL_SHARE: f64 = 0.9;
 
 /// Throughput at or above this share of (advertised window / RTT) means the flow sent a full
 /// window every round trip: the window, not the network, set the rate.
-pub const WINDOW_BOUND_SHARE: f64 = 0.8;
+pub const WINDOW_BOUND_SHARE: f64 = 0.7;
 
 /// Without a known path rate, buffers are sized for this multiple of what the flow carried
 /// (the larger of throughput x RTT and the advertised window): the window is known to be the

@@ -259,7 +259,7 @@ mod tests {
         );
         assert!(
             keys.iter()
-                .any(|l| l.contains("TCP_DELACK_MAX_US, &(int){4000}"))
+                .any(|l| l.contains("TCP_DELACK_MAX_US, &(int){8000}"))
         );
         assert!(
             keys.iter()

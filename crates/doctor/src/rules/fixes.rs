@@ -40,11 +40,14 @@ pub fn delack_fixes(
     ));
     let tick_us = (ctx.tick_s() * 1e6).round();
     if delack_max != Some(false) {
+        // The kernel refuses values of one jiffy or less (EINVAL; measured on 6.18 at HZ=250:
+        // 4000 is refused, 4001..8000 read back as 8000), so two jiffies is the smallest cap.
+        let delack_us = 2.0 * tick_us;
         fixes.push(Fix::tcp_sockopt(
             "TCP_DELACK_MAX_US",
-            &format!("{tick_us:.0}"),
-            &format!("{receiver}; Linux 6.15+; caps the delayed-ACK timer at one jiffy"),
-            Some(&format!("--delack-max-us {tick_us:.0}")),
+            &format!("{delack_us:.0}"),
+            &format!("{receiver}; Linux 6.15+; caps the delayed-ACK timer at two jiffies, the smallest value the kernel takes"),
+            Some(&format!("--delack-max-us {delack_us:.0}")),
         ));
     }
     if ctx.host_has_sysctl(Role::Server, "net.ipv4.tcp_rto_min_us") != Some(false) {

@@ -68,6 +68,12 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     };
     let mss = view.mss.unwrap_or(1448.0);
     let bound = mathis_bps(mss, rtt, loss) * view.flows.len() as f64;
+    // Far above the Mathis bound, the loss is not what limits the flow (a rate-based control
+    // rides through it, or the losses are a burst at start-up); only a loss rate high enough to
+    // hurt a loss-based control's neighbours still deserves a word.
+    if view.throughput_bps > MATHIS_BOUND_RATIO * bound && loss < BBR_HIGH_LOSS {
+        return Vec::new();
+    }
     vec![finding(
         ctx,
         &view,
@@ -310,16 +316,11 @@ mod tests {
     }
 
     #[test]
-    fn cubic_far_above_the_bound_gets_no_cc_advice() {
-        // Loss that does not limit cubic (e.g. losses of retransmitted probes): no switch.
+    fn loss_that_does_not_limit_the_flow_is_not_reported() {
+        // Far above the Mathis bound (e.g. a burst of losses at start-up, or a veth backlog
+        // dropping a few segments of an 8 Gbit/s flow): loss is not the limit, so no finding.
         let b = lossy("cubic", 0.001, 60e6);
-        let f = check(&Context::new(&b));
-        assert_eq!(f.len(), 1);
-        assert!(
-            f[0].fixes
-                .iter()
-                .all(|x| matches!(x.kind, FixKind::Other { .. }))
-        );
+        assert!(check(&Context::new(&b)).is_empty());
     }
 
     #[test]

@@ -25,6 +25,11 @@ pub const ERROR_DELAY_S: f64 = 0.010;
 /// period up to 50 needs 200 messages, and fewer leave the binomial test without power.
 pub const MIN_MESSAGES: usize = 200;
 
+/// Shortest median stall, in timer ticks, that this rule attributes to a timer. Shorter periodic
+/// gaps are ACK clocking of a window-limited flow (a window's worth of messages, then a wait for
+/// ACKs), which the buffer rules diagnose; a timer stall lasts at least about one tick.
+pub const MIN_TIMER_TICKS: f64 = 0.75;
+
 /// One analysed run.
 struct Analysed<'s> {
     series: &'s Series,
@@ -48,9 +53,15 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
                 })
         })
         .collect();
+    let timer_length = |a: &&Analysed<'_>| {
+        let excesses: Vec<f64> = a.analysis.events.iter().map(|e| e.excess).collect();
+        let delay = tcplab_stats::quantile(&excesses, 0.5).unwrap_or(0.0);
+        tcplab_stats::in_ticks(delay, ctx.hz) >= MIN_TIMER_TICKS
+    };
     let Some(hit) = analysed
         .iter()
         .filter(|a| a.analysis.periodic)
+        .filter(timer_length)
         .min_by_key(|a| a.series.size)
     else {
         return Vec::new();

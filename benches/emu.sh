@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The emulator against the kernel bridge, side by side, on the 3-host path lab (MTU 1500, offloads
+# off): throughput (iperf3 TCP), 64-byte packet rate (iperf3 UDP), delay accuracy (ping and TCP
+# request/response, idle and under a reverse bulk flow), rate conformance, Bernoulli loss, jitter.
+# Usage: sudo benches/emu.sh [SECONDS]   (default 10 s per throughput test). Installs iperf3.
+set -euo pipefail
+secs=${1:-10}
+root=$(cd "$(dirname "$0")/.." && pwd)
+command -v iperf3 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 >/dev/null; }
+cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
+T="$root/target/release/tcplab"
+export TCPLAB_STATE_DIR=$(mktemp -d)
+trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR"' EXIT
+SERVER=198.18.0.101
+
+up() { "$T" lab up --topology path --name "$1" "${@:2}" >/dev/null; }
+down() { "$T" lab down "$1" >/dev/null; }
+ex() { local lab=$1 host=$2; shift 2; "$T" lab exec --lab "$lab" "$host" -- "$@"; }
+# iperf3 server for one test, in the background; its PID is ours to end.
+serve() { ex "$1" server iperf3 -s -1 -B $SERVER >/dev/null 2>&1 & sleep 0.3; }
+pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+tcp_gbps() { # lab -> Gbit/s received
+  serve "$1"
+  ex "$1" client iperf3 -c $SERVER -t "$secs" -O 1 -J | pyjson 'round(d["end"]["sum_received"]["bits_per_second"]/1e9, 3)'
+  wait
+}
+
+udp64_kpps() { # lab -> thousand packets/s received with 18-byte payloads (64-byte frames with FCS)
+  serve "$1"
+  ex "$1" client iperf3 -c $SERVER -u -b 0 -l 18 -t 5 -J | pyjson 'round(d["end"]["sum"]["packets"]*(1-d["end"]["sum"]["lost_percent"]/100)/d["end"]["sum"]["seconds"]/1e3, 1)'
+  wait
+}
+
+ping_stats() { # lab count interval -> "median p99" in ms
+  ex "$1" client ping -n -q -c "$2" -i "$3" $SERVER >/dev/null 2>&1 || true
+  ex "$1" client ping -n -c "$2" -i "$3" $SERVER | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' |
+    python3 -c 'import sys,statistics as s; v=sorted(float(x) for x in sys.stdin); print(f"{s.median(v):.3f} {v[int(0.99*(len(v)-1))]:.3f} sd={s.pstdev(v):.3f} n={len(v)}")'
+}
+
+echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2)"
+
+echo "## throughput, no impairment (${secs}s iperf3 TCP, client->server)"
+up kb --bridge kernel; up eb --bridge emu
+k=$(tcp_gbps kb); e=$(tcp_gbps eb)
+echo "kernel bridge  ${k} Gbit/s"
+echo "emulator       ${e} Gbit/s   ratio $(python3 -c "print(round($e/$k,3))")"
+k=$(udp64_kpps kb); e=$(udp64_kpps eb)
+echo "64-byte frames: kernel bridge ${k} kpps, emulator ${e} kpps, ratio $(python3 -c "print(round($e/$k,3))")"
+kb_base=$(ping_stats kb 200 0.01); eb_base=$(ping_stats eb 200 0.01)
+echo "base RTT (ping median p99): kernel ${kb_base}; emulator ${eb_base}"
+down kb; down eb
+
+echo "## delay accuracy: --delay 10ms each way (expect 20 ms + base RTT)"
+up d10 --delay 10ms
+echo "idle:           $(ping_stats d10 300 0.01)"
+serve d10
+ex d10 client iperf3 -c $SERVER -R -t 6 >/dev/null &
+sleep 1
+echo "reverse bulk:   $(ping_stats d10 300 0.01)"
+wait
+"$T" lab status d10 --json | pyjson '"emulator lateness: " + json.dumps({k: d["emulators"]["d10"]["counters"][k].get("lateness") for k in ("forward","reverse")})' || true
+down d10
+
+echo "## rate conformance (iperf3 UDP offered above the rate; delivered L2 rate from the receiver)"
+for rate in 100mbit 1gbit; do
+  up r --rate "$rate" --queue 1000
+  serve r
+  offered=$([ "$rate" = 100mbit ] && echo 200M || echo 1500M)
+  ex r client iperf3 -c $SERVER -u -b "$offered" -l 1472 -t 5 -J |
+    pyjson "'$rate: delivered ' + str(round(d['end']['sum']['packets']*(1-d['end']['sum']['lost_percent']/100)*1514*8/d['end']['sum']['seconds']/1e6,2)) + ' Mbit/s of L2 frames (1514 B each, overhead 0)'"
+  wait; down r
+done
+
+echo "## loss: --loss 1% Bernoulli, 100,000 UDP packets"
+up l --loss 1%
+serve l
+ex l client iperf3 -c $SERVER -u -b 20M -l 100 -n 10000000 -J |
+  pyjson '"lost " + str(d["end"]["sum"]["lost_packets"]) + " of " + str(d["end"]["sum"]["packets"]) + " (" + str(round(d["end"]["sum"]["lost_percent"],3)) + "%); 99% binomial interval for 1% of 100000: [917, 1083]"'
+wait; down l
+
+echo "## jitter: --delay 10ms/0 --jitter 2ms/0 --jitter-dist normal (sd 2 ms one way)"
+up j --delay 10ms/0 --jitter 2ms/0 --jitter-dist normal
+echo "ping RTT: $(ping_stats j 1000 0.02)   (expect sd 2.000 ms without reordering, a little lower)"
+down j

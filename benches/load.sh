@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# tcplab's workloads against the peers a user would otherwise pick, side by side in one run, on the
+# same lab: stream vs iperf3 (pair and through the emulator), rr vs sockperf ping-pong (TCP, 64 B),
+# msgs 100,000 x 1 byte with and without per-message timestamps, crr vs a minimal C loop.
+# Usage: sudo benches/load.sh [SECONDS]   (default 10). Installs iperf3 and sockperf from Debian.
+set -euo pipefail
+secs=${1:-10}
+root=$(cd "$(dirname "$0")/.." && pwd)
+need=()
+command -v iperf3 >/dev/null || need+=(iperf3)
+command -v sockperf >/dev/null || need+=(sockperf)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
+T="$root/target/release/tcplab"
+work=$(mktemp -d)
+gcc -O2 -o "$work/crr_baseline" "$root/benches/crr_baseline.c"
+export TCPLAB_STATE_DIR="$work/state"
+trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+S=198.18.0.101
+ex() { local lab=$1 host=$2; shift 2; "$T" lab exec --lab "$lab" "$host" -- "$@"; }
+j() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+ratio() { python3 -c "print(round($1/$2, 3))"; }
+
+echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2), sockperf $(sockperf --version 2>&1 | grep -o 'version [0-9.]*' | head -1)"
+"$T" lab up --topology pair --name p >/dev/null
+"$T" lab up --topology path --name e --bridge emu >/dev/null
+
+for lab in p e; do
+  label=$([ $lab = p ] && echo "pair (direct veth)" || echo "path through the emulator")
+  ex $lab server iperf3 -s -1 -B $S >/dev/null 2>&1 & sleep 0.3
+  ip3=$(ex $lab client iperf3 -c $S -t "$secs" -O 1 -J | j 'd["end"]["sum_received"]["bits_per_second"]/1e9')
+  wait
+  tl=$("$T" stream --lab $lab -t "$secs" --omit 1 --json | j 'd["summary"]["throughput_bps"]/1e9')
+  echo "stream vs iperf3, $label: tcplab $(printf %.3f "$tl") Gbit/s, iperf3 $(printf %.3f "$ip3") Gbit/s, ratio $(ratio "$tl" "$ip3")"
+done
+
+ex p server sockperf sr --tcp -i $S -p 11111 >/dev/null 2>&1 &
+sp_pid=$!
+sleep 0.5
+sp=$(ex p client sockperf pp --tcp -i $S -p 11111 -m 64 -t "$secs" --full-rtt 2>&1 || true)
+kill $sp_pid 2>/dev/null || true; wait $sp_pid 2>/dev/null || true
+sp_p50=$(echo "$sp" | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' | tail -1)
+sp_p999=$(echo "$sp" | sed -n 's/.*percentile 99.900 = *\([0-9.]*\).*/\1/p' | tail -1)
+sp_obs=$(echo "$sp" | sed -n 's/.*SentMessages=\([0-9]*\).*/\1/p' | tail -1)
+sp_dur=$(echo "$sp" | sed -n 's/.*RunTime=\([0-9.]*\) sec.*/\1/p' | tail -1)
+rr=$("$T" rr --lab p --req 64 --resp 64 --nodelay -t "$secs" --json)
+rr_p50=$(echo "$rr" | j 'd["summary"]["latency_us"]["p50"]')
+rr_p999=$(echo "$rr" | j 'd["summary"]["latency_us"]["p999"]')
+rr_tps=$(echo "$rr" | j 'd["summary"]["transactions_per_s"]')
+sp_tps=$(python3 -c "print(round(${sp_obs:-0}/${sp_dur:-1}, 1))")
+echo "rr vs sockperf ping-pong (TCP, 64 B, full RTT): tcplab p50 ${rr_p50} us p99.9 ${rr_p999} us ${rr_tps}/s; sockperf p50 ${sp_p50} us p99.9 ${sp_p999} us ${sp_tps}/s; p50 ratio $(ratio "$rr_p50" "${sp_p50:-1}"), rate ratio $(ratio "$rr_tps" "$sp_tps")"
+
+on=$("$T" msgs --lab p --nodelay --json | j 'd["summary"]["total_s"]')
+off=$("$T" msgs --lab p --nodelay --no-timestamps --json | j 'd["summary"]["total_s"]')
+echo "msgs 100,000 x 1 B (pair, NODELAY): ${on} s with per-message timestamps, ${off} s without ($(python3 -c "print(round(100*($on-$off)/$off, 1))")% cost)"
+
+ex p server "$work/crr_baseline" server $S 12000 "$secs" & sleep 0.3
+cb=$(ex p client "$work/crr_baseline" client $S 12000 "$secs")
+wait
+tc=$("$T" crr --lab p -C 1 -t "$secs" --json | j 'd["summary"]["connections_per_s"]')
+echo "crr vs minimal C loop (1 B each way, 1 connection at a time): tcplab ${tc}/s, C ${cb}/s, ratio $(ratio "$tc" "$cb")"
+"$T" lab down p >/dev/null; "$T" lab down e >/dev/null

@@ -1,0 +1,132 @@
+//! `tcplab doctor`: a battery of workloads on a path, then findings with evidence and fixes.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use tcplab_doctor::Severity;
+use tcplab_tune::battery::{self, Target};
+
+use super::path::{PathArgs, path_info};
+use crate::output;
+
+/// Arguments of `tcplab doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub path: PathArgs,
+    /// Time for the whole battery, e.g. 60s, 2m (at least 10s).
+    #[arg(long, default_value = "60s")]
+    pub budget: String,
+    /// Exit with code 1 when a finding at or above this severity exists: info, warning, error,
+    /// critical.
+    #[arg(long)]
+    pub fail_on: Option<String>,
+    /// Also run N messages with the write-write-read pattern and Nagle on, provoking the
+    /// Nagle + delayed-ACK stall (seed 004) to show what it costs on this path.
+    #[arg(long, value_name = "N")]
+    pub provoke_stalls: Option<u64>,
+    /// One JSON document: {"findings": [...], "battery": {...}}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parses a duration flag with the emulator's parser ("60s", "2m", "500ms").
+pub fn parse_budget(flag: &str, text: &str) -> anyhow::Result<Duration> {
+    let text = text.trim();
+    let ns = match text.strip_suffix('m').filter(|t| !t.ends_with('m')) {
+        Some(minutes) => minutes
+            .parse::<f64>()
+            .map(|m| (m * 60e9) as u64)
+            .map_err(|_| anyhow::anyhow!("{flag} {text}: use e.g. 60s or 5m"))?,
+        None => tcplab_emu::spec::parse_duration(text)
+            .map_err(|e| anyhow::anyhow!("{flag} {text}: {e}"))?,
+    };
+    if ns == 0 {
+        anyhow::bail!("{flag} {text}: the budget must be positive, e.g. 60s");
+    }
+    Ok(Duration::from_nanos(ns))
+}
+
+/// Resolves `ADDRESS[:PORT]` (default port 5301).
+pub fn remote(to: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(a) = to.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let ip: std::net::IpAddr = to.trim_matches(['[', ']']).parse().map_err(|_| {
+        anyhow::anyhow!("--to {to}: use ADDRESS[:PORT], e.g. 198.18.0.101 or [fd00::65]:5301")
+    })?;
+    Ok(SocketAddr::new(ip, tcplab_load::proto::DEFAULT_PORT))
+}
+
+impl DoctorArgs {
+    /// Runs the battery and prints the findings.
+    pub fn run(self) -> ExitCode {
+        let json = self.json;
+        output::finish(json, self.run_inner())
+    }
+
+    fn run_inner(self) -> anyhow::Result<ExitCode> {
+        let budget = parse_budget("--budget", &self.budget)?;
+        let fail_on: Option<Severity> = self
+            .fail_on
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut plan = battery::Plan::for_budget(budget);
+        plan.trap_count = self.provoke_stalls.unwrap_or(0);
+        let quiet = self.json;
+        let progress = |what: &str| {
+            if !quiet {
+                eprintln!("tcplab doctor: {what}");
+            }
+        };
+        let lab = self
+            .path
+            .lab(&format!("dr{}", std::process::id() % 100_000))?;
+        let mut battery = match (&lab, &self.path.to) {
+            (Some(lab), _) => {
+                let (client, server) = self.path.hosts_of(lab)?;
+                let target = Target::Lab {
+                    lab,
+                    client,
+                    server,
+                };
+                battery::run(&target, plan, path_info(Some(lab)), &progress)?
+            }
+            (None, Some(to)) => battery::run(
+                &Target::Remote(remote(to)?),
+                plan,
+                path_info(None),
+                &progress,
+            )?,
+            (None, None) => anyhow::bail!(
+                "say where: --to ADDRESS (a host running `tcplab serve`), --lab NAME, or --topology T [--delay ... --rate ...]"
+            ),
+        };
+        if battery.path.measured_rtt_ms.is_none() {
+            battery.path.measured_rtt_ms = battery
+                .rr
+                .as_ref()
+                .and_then(|r| r.summary.latency_us.p50)
+                .map(|us| us / 1e3);
+        }
+        let diagnosis = tcplab_doctor::diagnosis(&battery);
+        if self.json {
+            let doc = serde_json::json!({
+                "findings": diagnosis.findings,
+                "battery": battery,
+            });
+            output::print_json(&doc);
+        } else {
+            print!("{diagnosis}");
+        }
+        drop(lab);
+        Ok(match fail_on {
+            Some(t) if diagnosis.fails(t) => ExitCode::from(1),
+            _ => ExitCode::SUCCESS,
+        })
+    }
+}

@@ -1,0 +1,322 @@
+//! `tcplab tune` (race candidate settings for a workload and say what to apply) and `tcplab demo`
+//! (the embedded default: an emulated WAN path, doctor and tune on it, one HTML report).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use tcplab_tune::battery::{self, Target};
+use tcplab_tune::candidates::WorkloadKind;
+use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
+
+use super::doctor::parse_budget;
+use super::impair::ImpairArgs;
+use super::path::{PathArgs, path_info};
+use crate::output;
+
+/// Arguments of `tcplab tune`.
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    /// The workload to make fast: msgs (per-message cost), rr (p99 latency), stream
+    /// (throughput), crr (connections/s).
+    #[arg(long)]
+    workload: String,
+    /// Wall time for the diagnosis, the race and the verification, e.g. 5m.
+    #[arg(long, default_value = "5m")]
+    budget: String,
+    /// Where the study databases and the report go.
+    #[arg(long, default_value = "tcplab-tune")]
+    dir: PathBuf,
+    /// Take the findings from `tcplab doctor --json` output instead of running the battery.
+    #[arg(long)]
+    findings: Option<PathBuf>,
+    /// Skip the diagnosis: race only the presets.
+    #[arg(long)]
+    no_doctor: bool,
+    /// One JSON document.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    path: PathArgs,
+}
+
+impl TuneArgs {
+    /// Runs tune.
+    pub fn run(self) -> ExitCode {
+        let json = self.json;
+        output::finish(json, self.run_inner())
+    }
+
+    fn run_inner(self) -> anyhow::Result<ExitCode> {
+        tcplab_lab::require_root("tuning")?;
+        if self.path.to.is_some() || self.path.lab.is_some() {
+            anyhow::bail!(
+                "--to/--lab: tune builds a fresh lab per configuration; describe the path with --topology and the impairment flags instead"
+            );
+        }
+        let workload: WorkloadKind = self
+            .workload
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
+        let budget = parse_budget("--budget", &self.budget)?;
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("--dir {}", self.dir.display()))?;
+        let quiet = self.json;
+        let say = |m: &str| {
+            if !quiet {
+                eprintln!("tcplab tune: {m}");
+            }
+        };
+        let (findings, sysctls) = if self.no_doctor {
+            (Vec::new(), Default::default())
+        } else if let Some(file) = &self.findings {
+            (read_findings(file)?, Default::default())
+        } else {
+            diagnose(&self.path, budget.mul_f64(0.2), &say)?
+        };
+        let outcome = run_tune(
+            &self.path,
+            workload,
+            budget.mul_f64(0.8),
+            findings,
+            sysctls,
+            &self.dir,
+            &say,
+        )?;
+        if self.json {
+            output::print_json(&outcome);
+        } else {
+            print_outcome(&outcome);
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// Findings from `tcplab doctor --json` output.
+fn read_findings(path: &Path) -> anyhow::Result<Vec<tcplab_doctor::Finding>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--findings {}", path.display()))?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--findings {}: not JSON", path.display()))?;
+    serde_json::from_value(doc["findings"].clone())
+        .with_context(|| format!("--findings {}: no findings array", path.display()))
+}
+
+/// A short battery on a lab built from the flags: the findings and the client's sysctls.
+fn diagnose(
+    path: &PathArgs,
+    budget: std::time::Duration,
+    say: &dyn Fn(&str),
+) -> anyhow::Result<(
+    Vec<tcplab_doctor::Finding>,
+    std::collections::BTreeMap<String, String>,
+)> {
+    let path = PathArgs {
+        topology: Some(path.topology.clone().unwrap_or_else(|| {
+            if path.impair.any() {
+                "path".into()
+            } else {
+                "pair".into()
+            }
+        })),
+        ..path.clone()
+    };
+    let lab = path
+        .lab(&format!("dg{}", std::process::id() % 100_000))?
+        .context("no lab to diagnose")?;
+    let (client, server) = path.hosts_of(&lab)?;
+    say(&format!(
+        "diagnosing the path ({} s battery)",
+        budget.as_secs()
+    ));
+    let target = Target::Lab {
+        lab: &lab,
+        client: client.clone(),
+        server,
+    };
+    let b = battery::run(
+        &target,
+        battery::Plan::for_budget(budget),
+        path_info(Some(&lab)),
+        &|w| say(w),
+    )?;
+    let findings = tcplab_doctor::diagnose(&b);
+    for f in &findings {
+        say(&format!("finding: [{}] {} ({})", f.severity, f.title, f.id));
+    }
+    let sysctls = b
+        .facts
+        .as_ref()
+        .and_then(|f| f.hosts.get(&client))
+        .map(|h| h.sysctls.clone())
+        .unwrap_or_default();
+    Ok((findings, sysctls))
+}
+
+fn run_tune(
+    path: &PathArgs,
+    workload: WorkloadKind,
+    budget: std::time::Duration,
+    findings: Vec<tcplab_doctor::Finding>,
+    sysctls: std::collections::BTreeMap<String, String>,
+    dir: &Path,
+    say: &dyn Fn(&str),
+) -> anyhow::Result<TuneOutcome> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
+    // The lab's own --sysctl values are what the hosts have now: candidates start from them.
+    let mut sysctls = sysctls;
+    for s in &path.sysctls {
+        let s = tcplab_lab::SysctlSetting::parse("--sysctl", s)?;
+        if s.host == "all" || s.host == "client" {
+            sysctls.insert(s.key, s.value);
+        }
+    }
+    let opts = TuneOptions {
+        workload,
+        lab_toml: path.lab_toml()?,
+        budget,
+        findings,
+        sysctls,
+        dir: dir.to_path_buf(),
+        seed: 1,
+        state: tcplab_lab::StateDir::from_env(),
+    };
+    Ok(tune(&opts, &stop, say)?)
+}
+
+/// The table, the verification and the lines to apply.
+fn print_outcome(o: &TuneOutcome) {
+    print!("{}", o.table);
+    match (&o.winner_label, &o.verification) {
+        (Some(w), Some(v)) => println!(
+            "winner: {w}\nverified on {} fresh repetitions each: {:.4} vs baseline {:.4}; speed-up {:.2}x (95% CI {:.2}-{:.2})",
+            v.n,
+            v.winner_mean,
+            v.baseline_mean,
+            v.speed_up.estimate,
+            v.speed_up.lower,
+            v.speed_up.upper
+        ),
+        (Some(w), None) if o.winner.is_empty() => {
+            println!("the baseline ({w}) is as fast as any candidate: keep the current settings")
+        }
+        (Some(w), None) => println!("winner: {w} (not verified: too few successful runs)"),
+        (None, _) => println!("no configuration completed"),
+    }
+    for scope in ["namespace", "host", "application"] {
+        let lines: Vec<_> = o.apply.iter().filter(|a| a.scope == scope).collect();
+        if lines.is_empty() {
+            continue;
+        }
+        println!(
+            "{}",
+            match scope {
+                "namespace" =>
+                    "# /etc/sysctl.d/90-tcplab.conf (per network namespace: set it where the application runs)",
+                "host" =>
+                    "# /etc/sysctl.d/90-tcplab.conf (machine-wide: needs the host, not tested in the lab)",
+                _ => "# in the application, on each socket",
+            }
+        );
+        for a in lines {
+            println!("{}", a.line);
+        }
+    }
+    println!("study: {}", o.db.display());
+}
+
+/// Arguments of `tcplab demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where the databases and the HTML report go.
+    #[arg(long, default_value = "tcplab-demo")]
+    dir: PathBuf,
+    /// Time for doctor and tune together.
+    #[arg(long, default_value = "3m")]
+    budget: String,
+}
+
+impl DemoArgs {
+    /// Runs the demo.
+    pub fn run(self) -> ExitCode {
+        output::finish(false, self.run_inner())
+    }
+
+    fn run_inner(self) -> anyhow::Result<ExitCode> {
+        tcplab_lab::require_root("the demo (it builds an emulated network)")?;
+        let start = Instant::now();
+        let budget = parse_budget("--budget", &self.budget)?;
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("--dir {}", self.dir.display()))?;
+        let path = demo_path();
+        println!(
+            "tcplab demo: an emulated WAN path (client ─ emulator ─ server, 1 Gbit/s, 30 ms RTT, 0.01% loss) whose hosts \
+             still use 2008's socket buffer limits (tcp_rmem/tcp_wmem max 174760/131072 bytes, as Scientific Linux 4 shipped); \
+             doctor finds what limits TCP there, tune races the fixes and verifies the winner."
+        );
+        let say = |m: &str| eprintln!("tcplab demo: {m}");
+        let (findings, sysctls) = diagnose(&path, budget.mul_f64(0.3), &say)?;
+        let mut outcome = run_tune(
+            &path,
+            WorkloadKind::Stream,
+            budget.mul_f64(0.7),
+            findings.clone(),
+            sysctls,
+            &self.dir,
+            &say,
+        )?;
+        print_outcome(&outcome);
+        let report = self.dir.join("demo-report.html");
+        if let Some(input) = outcome.report_input.as_mut() {
+            input.title = "tcplab demo: bulk throughput on an emulated 30 ms, 1 Gbit/s WAN".into();
+            for f in &findings {
+                input.notes.push(format!(
+                    "doctor [{}] {}: {}",
+                    f.severity, f.title, f.explanation
+                ));
+            }
+            if let Some(v) = &outcome.verification {
+                input.notes.push(format!(
+                    "verified: the winner is {:.2}x the baseline (95% CI {:.2}-{:.2}) on {} fresh repetitions each",
+                    v.speed_up.estimate, v.speed_up.lower, v.speed_up.upper, v.n
+                ));
+            }
+            for a in &outcome.apply {
+                input.notes.push(format!("apply ({}): {}", a.scope, a.line));
+            }
+            let page = tcplab_report::html::render(input)?;
+            std::fs::write(&report, page)
+                .with_context(|| format!("writing {}", report.display()))?;
+        }
+        println!(
+            "report: {}\ntook {:.0} s; every lab the demo built is gone",
+            std::fs::canonicalize(&report).unwrap_or(report).display(),
+            start.elapsed().as_secs_f64()
+        );
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// The demo's path: 1 Gbit/s, 15 ms each way, 0.01% loss, 2008's buffer limits on both hosts.
+fn demo_path() -> PathArgs {
+    PathArgs {
+        to: None,
+        lab: None,
+        topology: Some("path".into()),
+        hosts: 2,
+        sysctls: vec![
+            "all:net.ipv4.tcp_rmem=4096 87380 174760".into(),
+            "all:net.ipv4.tcp_wmem=4096 16384 131072".into(),
+        ],
+        client: None,
+        server: None,
+        impair: ImpairArgs::demo(),
+    }
+}

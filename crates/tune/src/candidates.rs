@@ -1,0 +1,311 @@
+//! Settings worth racing for a workload: the fixes doctor proposed that can be tried inside a lab
+//! host (per-namespace sysctls, socket options), plus known-good presets for the workload.
+//! Pure: findings and facts in, factors out.
+
+use std::collections::BTreeMap;
+
+use tcplab_doctor::Finding;
+use tcplab_doctor::{FixKind, Scope};
+
+/// The workloads tune can optimise, each with its objective.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadKind {
+    /// Per-message cost of small messages (sfperf).
+    Msgs,
+    /// Request/response p99 latency.
+    Rr,
+    /// Bulk throughput.
+    Stream,
+    /// Connection rate.
+    Crr,
+}
+
+impl std::str::FromStr for WorkloadKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "msgs" => Ok(WorkloadKind::Msgs),
+            "rr" => Ok(WorkloadKind::Rr),
+            "stream" => Ok(WorkloadKind::Stream),
+            "crr" => Ok(WorkloadKind::Crr),
+            other => Err(format!(
+                "unknown workload '{other}'; use msgs, rr, stream or crr"
+            )),
+        }
+    }
+}
+
+impl WorkloadKind {
+    /// The scenario's `[[workload]]` table.
+    pub fn workload_toml(self, seconds: f64) -> String {
+        let d = format!("{:.1}s", seconds.max(0.5));
+        match self {
+            WorkloadKind::Msgs => "kind = \"msgs\"\ncount = 100000\nsize = 1\n".to_string(),
+            WorkloadKind::Rr => format!("kind = \"rr\"\nreq = 64\nresp = 64\nduration = \"{d}\"\n"),
+            WorkloadKind::Stream => format!("kind = \"stream\"\nduration = \"{d}\"\n"),
+            WorkloadKind::Crr => format!("kind = \"crr\"\nconcurrency = 2\nduration = \"{d}\"\n"),
+        }
+    }
+
+    /// The objective: metric and goal.
+    pub fn objective(self) -> (&'static str, &'static str) {
+        match self {
+            WorkloadKind::Msgs => ("per_message_us.mean", "minimise"),
+            WorkloadKind::Rr => ("latency_us.p99", "minimise"),
+            WorkloadKind::Stream => ("throughput_bps", "maximise"),
+            WorkloadKind::Crr => ("connections_per_s", "maximise"),
+        }
+    }
+}
+
+/// One factor to race: a name the study understands and its values, the first being the
+/// baseline (what the host has now).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Factor name (`socket.nodelay`, `sysctl.all."net.ipv4.tcp_rmem"`, `buffers`).
+    pub name: String,
+    /// Several settings moved together (`buffers`: tcp_rmem and tcp_wmem).
+    pub targets: Option<Vec<String>>,
+    /// Labels of the values of a multi-target factor.
+    pub labels: Option<Vec<String>>,
+    /// Values, baseline first.
+    pub values: Vec<toml::Value>,
+    /// Why it is tried.
+    pub why: String,
+}
+
+impl Candidate {
+    fn single(name: &str, values: Vec<toml::Value>, why: &str) -> Candidate {
+        Candidate {
+            name: name.into(),
+            targets: None,
+            labels: None,
+            values,
+            why: why.into(),
+        }
+    }
+
+    /// The `[[factor]]` table.
+    pub fn to_toml(&self) -> String {
+        let mut t = toml::Table::new();
+        t.insert("name".into(), toml::Value::String(self.name.clone()));
+        if let Some(targets) = &self.targets {
+            t.insert(
+                "targets".into(),
+                toml::Value::Array(targets.iter().cloned().map(toml::Value::String).collect()),
+            );
+        }
+        if let Some(labels) = &self.labels {
+            t.insert(
+                "labels".into(),
+                toml::Value::Array(labels.iter().cloned().map(toml::Value::String).collect()),
+            );
+        }
+        t.insert("values".into(), toml::Value::Array(self.values.clone()));
+        toml::to_string(&t).unwrap_or_default()
+    }
+
+    /// The text the study stores for value `i` (its label, or the value itself).
+    pub fn text_of(&self, i: usize) -> String {
+        if let Some(l) = self.labels.as_ref().and_then(|l| l.get(i)) {
+            return l.clone();
+        }
+        match self.values.get(i) {
+            Some(toml::Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        }
+    }
+}
+
+/// Most factors raced at once: 3 two-level factors are 8 configurations, which a few minutes
+/// can still repeat often enough to separate.
+pub const MAX_FACTORS: usize = 3;
+
+/// Candidates for `workload`: the findings' namespace-scoped fixes first (they answer what was
+/// measured), then presets, without duplicates, at most [`MAX_FACTORS`]. `sysctls` are the
+/// client host's current values (from the facts), used as baselines.
+pub fn candidates(
+    workload: WorkloadKind,
+    findings: &[Finding],
+    sysctls: &BTreeMap<String, String>,
+) -> Vec<Candidate> {
+    let mut out: Vec<Candidate> = Vec::new();
+    let current = |key: &String, fallback: &str| {
+        toml::Value::String(
+            sysctls
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| fallback.to_string()),
+        )
+    };
+    for finding in findings.iter().filter(|f| relevant(workload, &f.id)) {
+        for fix in &finding.fixes {
+            let why = format!("doctor: {}", finding.id);
+            let c = match &fix.kind {
+                FixKind::Sysctl {
+                    key,
+                    value,
+                    scope: Scope::Namespace,
+                } => Some(Candidate::single(
+                    &format!("sysctl.all.\"{key}\""),
+                    vec![current(key, ""), toml::Value::String(value.clone())],
+                    &why,
+                )),
+                FixKind::SetSockOpt { option, value } => {
+                    sockopt_candidate(option.as_str(), value.as_str(), &why)
+                }
+                _ => None,
+            };
+            if let Some(c) = c {
+                if !c.values.iter().any(|v| v.as_str() == Some("")) {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    // A preset that sets what a finding's fix already sets would fight it for the same sysctl.
+    let set_by_findings: Vec<String> = out.iter().map(|c| c.name.clone()).collect();
+    for c in presets(workload, sysctls) {
+        let targets = c.targets.clone().unwrap_or_else(|| vec![c.name.clone()]);
+        if !targets.iter().any(|t| set_by_findings.contains(t)) {
+            out.push(c);
+        }
+    }
+    let mut seen = Vec::new();
+    out.retain(|c| {
+        let key = c.name.clone();
+        let keep = !seen.contains(&key) && c.values.len() >= 2 && c.values[0] != c.values[1];
+        seen.push(key);
+        keep
+    });
+    out.truncate(MAX_FACTORS);
+    out
+}
+
+/// Whether a finding speaks to the workload being tuned (a delayed-ACK stall does not limit a
+/// bulk transfer; a small receive window does not slow a 1-byte ping-pong).
+fn relevant(workload: WorkloadKind, id: &str) -> bool {
+    let rule = id.split('.').next().unwrap_or(id);
+    match workload {
+        WorkloadKind::Stream => matches!(rule, "rwnd_limited" | "sndbuf_limited" | "loss_limited"),
+        WorkloadKind::Msgs | WorkloadKind::Rr => {
+            matches!(rule, "delayed_ack_stall" | "periodic_stall")
+        }
+        WorkloadKind::Crr => rule == "connection_trouble",
+    }
+}
+
+fn sockopt_candidate(option: &str, value: &str, why: &str) -> Option<Candidate> {
+    let b = |v: bool| toml::Value::Boolean(v);
+    match option {
+        "TCP_NODELAY" => Some(Candidate::single(
+            "socket.nodelay",
+            vec![b(false), b(true)],
+            why,
+        )),
+        "TCP_QUICKACK" => Some(Candidate::single(
+            "socket.quickack",
+            vec![b(false), b(true)],
+            why,
+        )),
+        "TCP_CONGESTION" => Some(Candidate::single(
+            "socket.congestion",
+            vec![
+                toml::Value::String("cubic".into()),
+                toml::Value::String(value.trim_matches('"').into()),
+            ],
+            why,
+        )),
+        "TCP_DELACK_MAX_US" => value.parse::<i64>().ok().map(|v| {
+            Candidate::single(
+                "socket.delack_max_us",
+                vec![
+                    toml::Value::Integer(200_000),
+                    toml::Value::Integer(v.max(8_000)),
+                ],
+                why,
+            )
+        }),
+        _ => None,
+    }
+}
+
+/// Known-good settings per workload.
+fn presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) -> Vec<Candidate> {
+    let b = |v: bool| toml::Value::Boolean(v);
+    let s = |v: &str| toml::Value::String(v.into());
+    let cur = |k: &str, f: &str| sysctls.get(k).cloned().unwrap_or_else(|| f.into());
+    match workload {
+        WorkloadKind::Msgs | WorkloadKind::Rr => vec![
+            Candidate::single(
+                "socket.nodelay",
+                vec![b(false), b(true)],
+                "preset: Nagle off",
+            ),
+            Candidate::single(
+                "sysctl.all.\"net.ipv4.tcp_autocorking\"",
+                vec![s(&cur("net.ipv4.tcp_autocorking", "1")), s("0")],
+                "preset: autocorking merges small writes",
+            ),
+            Candidate::single(
+                "socket.quickack",
+                vec![b(false), b(true)],
+                "preset: immediate ACKs",
+            ),
+        ],
+        WorkloadKind::Stream => vec![
+            Candidate {
+                name: "buffers".into(),
+                targets: Some(vec![
+                    "sysctl.all.\"net.ipv4.tcp_rmem\"".into(),
+                    "sysctl.all.\"net.ipv4.tcp_wmem\"".into(),
+                ]),
+                labels: Some(vec!["current".into(), "large".into()]),
+                values: vec![
+                    toml::Value::Array(vec![
+                        s(&cur("net.ipv4.tcp_rmem", "4096 131072 6291456")),
+                        s(&cur("net.ipv4.tcp_wmem", "4096 16384 4194304")),
+                    ]),
+                    toml::Value::Array(vec![s("4096 131072 67108864"), s("4096 65536 67108864")]),
+                ],
+                why: "preset: buffers large enough for 1 Gbit/s x 100 ms".into(),
+            },
+            Candidate::single(
+                "socket.congestion",
+                unique(vec![
+                    s(&cur("net.ipv4.tcp_congestion_control", "cubic")),
+                    s("cubic"),
+                    s("bbr"),
+                ]),
+                "preset: congestion control",
+            ),
+        ],
+        WorkloadKind::Crr => vec![
+            Candidate::single(
+                "sysctl.all.\"net.ipv4.tcp_tw_reuse\"",
+                vec![s(&cur("net.ipv4.tcp_tw_reuse", "2")), s("1")],
+                "preset: reuse TIME_WAIT ports for new connections",
+            ),
+            Candidate::single(
+                "sysctl.all.\"net.ipv4.ip_local_port_range\"",
+                vec![
+                    s(&cur("net.ipv4.ip_local_port_range", "32768 60999")),
+                    s("1024 65535"),
+                ],
+                "preset: the widest ephemeral port range",
+            ),
+        ],
+    }
+}
+
+/// The values without repeats, first occurrence kept (the baseline stays first).
+fn unique(values: Vec<toml::Value>) -> Vec<toml::Value> {
+    let mut out: Vec<toml::Value> = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}

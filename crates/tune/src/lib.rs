@@ -1,0 +1,17 @@
+//! # tcplab-tune: the parts put together
+//!
+//! - [`battery`]: the doctor's battery of workloads on one path (a lab or a remote
+//!   `tcplab serve`), sized to a time budget, feeding `tcplab_doctor::diagnose`.
+//! - [`candidates`]: settings worth trying, from the findings' fixes and from known-good presets
+//!   per workload (pure).
+//! - [`tune`]: a generated scenario racing the candidates with the study machinery, then the
+//!   winner verified against the baseline on fresh repetitions, and the lines to apply.
+//!
+//! The crate reads no clock of its own for measurement: workloads and the study runner do.
+
+pub mod battery;
+pub mod candidates;
+pub mod error;
+pub mod tune;
+
+pub use error::{Result, TuneError};
