@@ -1,6 +1,6 @@
 /* The connect-request-response-close baseline for `benches/load.sh`: the smallest loop a C
  * programmer would write (blocking sockets, TCP_NODELAY off, 1-byte request and response, one
- * connection at a time), to compare `tcplab crr` against. Not part of tcplab; built by the bench.
+ * connection at a time, the client closing first), to compare `tcplab crr` against. Not part of tcplab; built by the bench.
  *   crr_baseline server ADDR PORT SECONDS      (accepts until SECONDS have passed)
  *   crr_baseline client ADDR PORT SECONDS      (prints transactions/s)                       */
 #include <arpa/inet.h>
@@ -34,7 +34,12 @@ int main(int argc, char **argv) {
         while (now() < end + 2) {
             int c = accept(l, NULL, NULL);
             if (c < 0) continue;
-            if (read(c, &b, 1) == 1) write(c, &b, 1);
+            /* Like tcplab crr (and real request/response traffic): answer, then wait for the
+             * client's FIN so the TIME_WAIT lands on the client, not the server. */
+            if (read(c, &b, 1) == 1 && write(c, &b, 1) == 1) {
+                char tail[64];
+                (void)read(c, tail, sizeof tail);
+            }
             close(c);
         }
         return 0;

@@ -75,7 +75,7 @@ done
 echo "## loss: --loss 1% Bernoulli, 100,000 UDP packets"
 up l --loss 1%
 serve l
-ex l client iperf3 -c $SERVER -u -b 20M -l 100 -n 10000000 -J |
+ex l client iperf3 -c $SERVER -u -b 8M -l 100 -n 10000000 -J |
   pyjson '"lost " + str(d["end"]["sum"]["lost_packets"]) + " of " + str(d["end"]["sum"]["packets"]) + " (" + str(round(d["end"]["sum"]["lost_percent"],3)) + "%); 99% binomial interval for 1% of 100000: [917, 1083]"'
 wait; down l
 

@@ -141,3 +141,86 @@ fn a_bad_scenario_is_refused_with_file_line_and_field() {
         "{err}"
     );
 }
+
+/// Mean objective of the configurations whose factors contain every `needle`.
+fn mean_where(doc: &serde_json::Value, needles: &[&str]) -> f64 {
+    let v: Vec<f64> = doc["summaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| {
+            let f = s["config"]["factors"].to_string();
+            needles.iter().all(|n| f.contains(n))
+        })
+        .filter_map(|s| s["objective"]["summary"]["mean"].as_f64())
+        .collect();
+    assert!(!v.is_empty(), "no configuration with {needles:?}");
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+#[test]
+fn timewait_quick_shows_the_narrow_port_range_cost() {
+    let (_dir, _table, doc) = study("timewait.toml");
+    let narrow = mean_where(&doc, &["32768 33767", "\"2\""]);
+    let wide = mean_where(&doc, &["1024 65535"]);
+    assert!(
+        narrow < 0.5 * wide,
+        "1000 ports fill with TIME_WAIT: {narrow} vs {wide} connections/s"
+    );
+}
+
+#[test]
+fn stall41_quick_shows_the_delayed_ack_stall_and_its_fix() {
+    let (_dir, _table, doc) = study("stall41.toml");
+    let nagle = mean_where(&doc, &["\"64\"", "\"false\""]);
+    let nodelay = mean_where(&doc, &["\"64\"", "\"true\""]);
+    assert!(
+        nagle > 20_000.0,
+        "write-write-read with Nagle waits ~40 ms per message: {nagle} us"
+    );
+    assert!(
+        nodelay < 5_000.0,
+        "TCP_NODELAY removes the stall: {nodelay} us"
+    );
+}
+
+#[test]
+fn permessage_quick_runs_on_the_100_mbit_emulated_link() {
+    let (_dir, table, doc) = study("permessage.toml");
+    assert!(table.contains("per_message_us.mean"));
+    let all = mean_where(&doc, &[]);
+    assert!(all > 0.05 && all < 500.0, "{all} us per message");
+}
+
+#[test]
+fn demo_produces_its_report_within_a_small_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tcplab(
+        dir.path(),
+        &[
+            "demo",
+            "--budget",
+            "60s",
+            "--dir",
+            dir.path().join("demo").to_str().unwrap(),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("report: "), "{stdout}");
+    let page = std::fs::read_to_string(dir.path().join("demo/demo-report.html")).unwrap();
+    assert!(
+        page.contains("<svg") && page.contains("doctor ["),
+        "findings and plots in the report"
+    );
+    // The demo's own labs (diagnosis "dg", tune "tn") are gone when it returns.
+    let left: Vec<String> = tcplab_lab::netns::list()
+        .into_iter()
+        .filter(|n| n.starts_with("tcplab-dg") || n.starts_with("tcplab-tn"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

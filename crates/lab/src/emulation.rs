@@ -305,3 +305,61 @@ pub fn set_companion_program(path: PathBuf) {
 pub(crate) fn companion_program() -> Option<&'static PathBuf> {
     COMPANION_PROGRAM.get()
 }
+
+/// Lateness p99 above which an emulated run is untrustworthy (the emulator's own default).
+pub const LATENESS_P99_LIMIT_NS: u64 = 100_000;
+
+/// Whether one run that crossed the emulator can be trusted, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunFidelity {
+    /// False when the emulator fell behind or dropped frames for reasons of its own.
+    pub trustworthy: bool,
+    /// One sentence per problem.
+    pub reasons: Vec<String>,
+}
+
+/// The emulator's verdict over one run, from its counters before and after: any frame dropped
+/// for a reason of the emulator's own (ring overflow, full slab, oversize, failed transmit, partial
+/// checksum) or a lateness p99 above [`LATENESS_P99_LIMIT_NS`] makes the run untrustworthy.
+/// (Lateness percentiles are cumulative since the emulator started, so the judgement errs on the
+/// strict side for a reused lab.)
+pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: bool) -> RunFidelity {
+    let mut reasons = Vec::new();
+    if !running {
+        reasons.push("the emulator stopped during the run".to_string());
+    }
+    let count = |v: &serde_json::Value, path: &[&str]| {
+        path.iter().fold(v, |v, k| &v[*k]).as_u64().unwrap_or(0)
+    };
+    for dir in ["forward", "reverse"] {
+        for (path, what) in [
+            (
+                &["drops", "ring_overflow"][..],
+                "RX ring overflow (the emulator fell behind)",
+            ),
+            (&["drops", "slab_full"][..], "slab full"),
+            (&["drops", "oversize"][..], "frames larger than a ring slot"),
+            (&["drops", "tx_failed"][..], "failed transmits"),
+            (&["csum_partial"][..], "frames with a partial checksum"),
+        ] {
+            let mut full = vec![dir];
+            full.extend_from_slice(path);
+            let n = count(after, &full).saturating_sub(count(before, &full));
+            if n > 0 {
+                reasons.push(format!("{dir}: {n} {what}"));
+            }
+        }
+        let p99 = count(after, &[dir, "lateness", "p99_ns"]);
+        if p99 > LATENESS_P99_LIMIT_NS {
+            reasons.push(format!(
+                "{dir}: lateness p99 {} µs above {} µs",
+                p99 / 1_000,
+                LATENESS_P99_LIMIT_NS / 1_000
+            ));
+        }
+    }
+    RunFidelity {
+        trustworthy: reasons.is_empty(),
+        reasons,
+    }
+}

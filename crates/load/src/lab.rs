@@ -45,6 +45,8 @@ where
     let facts = Facts::collect(lab).map_err(lab_err).and_then(|f| {
         serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
     })?;
+    // An emulated lab: its counters before the run, to judge the emulator over exactly this run.
+    let emulator_before = lab.emulator_status().ok();
     let server = shost
         .run(|| Server::bind(SocketAddr::new(ip, 0)))
         .map_err(lab_err)??;
@@ -61,10 +63,37 @@ where
         let served = serving
             .join()
             .unwrap_or_else(|_| Err(LoadError::Protocol("server thread panicked".into())));
-        let report = result??;
+        let mut report = result??;
         served?;
+        if let Some(before) = emulator_before {
+            attach_emulator(lab, &before, &mut report);
+        }
         Ok(report)
     })
+}
+
+/// Records the emulator's settings, seed and fidelity verdict over the run in the result's facts,
+/// so every result that crossed an emulator that fell behind says it is untrustworthy.
+fn attach_emulator(lab: &Lab, before: &tcplab_lab::emulation::EmulatorStatus, report: &mut Report) {
+    let after = lab.emulator_status().ok();
+    let fidelity = match &after {
+        Some(a) => tcplab_lab::emulation::judge(&before.counters, &a.counters, a.running),
+        None => tcplab_lab::emulation::RunFidelity {
+            trustworthy: false,
+            reasons: vec!["the emulator did not answer after the run (did it die?)".into()],
+        },
+    };
+    let meta = report.meta_mut();
+    if let Some(facts) = meta.facts.as_object_mut() {
+        facts.insert(
+            "emulator".into(),
+            serde_json::json!({
+                "seed": before.seed,
+                "link": before.link,
+                "fidelity": fidelity,
+            }),
+        );
+    }
 }
 
 /// Sets the flag when dropped, including during unwinding.

@@ -62,9 +62,9 @@ impl LabCommand {
 #[derive(Debug, Args)]
 pub struct UpArgs {
     /// pair (client, server), path (client, middle, server), dumbbell (c1..cN, middle, s1..sN),
-    /// star (h1..hN on a switch).
-    #[arg(long, short = 't', default_value = "pair", conflicts_with = "file")]
-    topology: String,
+    /// star (h1..hN on a switch). Default: path when impairments are given, else pair.
+    #[arg(long, short = 't', conflicts_with = "file")]
+    topology: Option<String>,
     /// A TOML lab description instead of flags (see docs/lab.md).
     #[arg(long, short = 'f')]
     file: Option<PathBuf>,
@@ -124,7 +124,11 @@ impl UpArgs {
                 tcplab_lab::file::load(path, self.name.as_deref())?
             }
             None => {
-                let topology: Topology = self.topology.parse()?;
+                let topology: Topology = match &self.topology {
+                    Some(t) => t.parse()?,
+                    None if self.impair.any() => Topology::Path,
+                    None => Topology::Pair,
+                };
                 LabSpec::builtin(&BuiltinOptions {
                     name: self.name.clone().unwrap_or_else(|| topology.to_string()),
                     topology,
