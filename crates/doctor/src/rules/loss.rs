@@ -101,9 +101,29 @@ struct Figures {
     whole: bool,
 }
 
+/// A stream endpoint busier than this share of the run saturated its CPU: the drops then come
+/// from the host's own backlog (the receiver cannot keep up), not from the network.
+pub const CPU_BOUND_SHARE: f64 = 0.9;
+
+/// The busier side's CPU time over the stream's wall time.
+fn cpu_share(ctx: &Context<'_>) -> f64 {
+    ctx.battery.stream.as_ref().map_or(0.0, |s| {
+        let flows = f64::from(s.config.flows.max(1));
+        let wall = s.elapsed_s * flows;
+        if wall <= 0.0 {
+            0.0
+        } else {
+            s.meta.client_cpu_s.max(s.meta.server_cpu_s) / wall
+        }
+    })
+}
+
 fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
     let ratio = view.throughput_bps / x.bound;
-    let severity = if x.rate.is_some_and(|r| view.throughput_bps < 0.5 * r) {
+    let cpu = cpu_share(ctx);
+    let severity = if cpu >= CPU_BOUND_SHARE {
+        Severity::Info
+    } else if x.rate.is_some_and(|r| view.throughput_bps < 0.5 * r) {
         Severity::Error
     } else {
         Severity::Warning
@@ -118,6 +138,15 @@ fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
             x.bound / 1e6
         ),
     );
+    if cpu >= CPU_BOUND_SHARE {
+        f.push(
+            "endpoint_cpu_share",
+            cpu,
+            "fraction",
+            "the busier endpoint's CPU time / wall time: its own backlog drops segments, so this is \
+             reported as info, not as a network loss problem",
+        );
+    }
     f.push(
         "retransmitted_segments",
         x.retrans as f64,
