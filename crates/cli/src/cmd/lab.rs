@@ -356,12 +356,11 @@ impl ExecArgs {
             .command
             .split_first()
             .ok_or_else(|| LabError::invalid("COMMAND", "give a command after --"))?;
-        let status =
-            host.command(program).args(args).status().map_err(|e| {
-                LabError::invalid("COMMAND", format!("cannot run {program:?}: {e}"))
-            })?;
-        let code = status.code().unwrap_or(1);
-        Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+        // Like `ip netns exec`: this process becomes the command (same PID, so signals reach it
+        // and nothing is left behind when the caller ends it). exec only returns on error.
+        use std::os::unix::process::CommandExt;
+        let err = host.command(program).args(args).exec();
+        Err(LabError::invalid("COMMAND", format!("cannot run {program:?}: {err}")).into())
     }
 }
 
