@@ -43,7 +43,9 @@ for lab in p e; do
   echo "stream vs iperf3, $label (median of 3 alternating runs): tcplab $(printf %.3f "$tl") Gbit/s [${tls[*]}], iperf3 $(printf %.3f "$ip3") Gbit/s [${ip3s[*]}], ratio $(ratio "$tl" "$ip3")"
 done
 
-ex p server sockperf sr --tcp -i $S -p 11111 >/dev/null 2>&1 &
+# Started directly (not through the `ex` function, whose subshell would be $!): `lab exec`
+# becomes sockperf, so $! is the server itself and the kill below ends it.
+"$T" lab exec --lab p server -- sockperf sr --tcp -i $S -p 11111 >/dev/null 2>&1 &
 sp_pid=$!
 sleep 0.5
 sp=$(ex p client sockperf pp --tcp -i $S -p 11111 -m 64 -t "$secs" --full-rtt 2>&1 || true)
