@@ -1,6 +1,7 @@
 //! doctor and tune from the command line (as root): a pathology is found with its fix and a
-//! healthy path is not blamed; doctor against `tcplab serve` on another "machine" (two bare
-//! namespaces, no lab); tune races candidates and verifies the winner.
+//! healthy path is not blamed; doctor and tune against `tcplab serve` on another "machine" (a
+//! process in another namespace, reached by address); tune races candidates and verifies the
+//! winner.
 
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
@@ -125,60 +126,77 @@ impl Drop for ServeGuard {
     }
 }
 
+/// Tears the pair down when the test ends, even on failure.
+struct Down(tempfile::TempDir, String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = tcplab_lab::teardown(&tcplab_lab::StateDir::at(self.0.path()), &self.1);
+    }
+}
+
+/// Two namespaces joined by a lab pair stand in for two machines: `tcplab serve` runs in the
+/// server as its own process at 198.18.0.101; commands run from the client with --to, not --lab.
+struct RemotePair {
+    // Field order is drop order: the server ends before its namespace goes.
+    _serve: ServeGuard,
+    down: Down,
+}
+
+impl RemotePair {
+    fn start(tag: &str) -> RemotePair {
+        let state = tempfile::tempdir().unwrap();
+        let name = format!("d{}_{tag}", std::process::id() % 100_000);
+        let up = run(state.path(), &["lab", "up", "--name", &name]);
+        assert!(
+            up.status.success(),
+            "{}",
+            String::from_utf8_lossy(&up.stderr)
+        );
+        let down = Down(state, name);
+        let serve = tcplab(down.0.path())
+            .args(["lab", "exec", "--lab", &down.1, "server", "--"])
+            .args([
+                env!("CARGO_BIN_EXE_tcplab"),
+                "serve",
+                "--listen",
+                "198.18.0.101:5301",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pair = RemotePair {
+            _serve: ServeGuard(serve),
+            down,
+        };
+        std::thread::sleep(Duration::from_millis(500));
+        pair
+    }
+
+    /// `tcplab ARGS` in the client namespace.
+    fn client(&self, args: &[&str]) -> Output {
+        tcplab(self.down.0.path())
+            .args(["lab", "exec", "--lab", &self.down.1, "client", "--"])
+            .arg(env!("CARGO_BIN_EXE_tcplab"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
 #[test]
 fn doctor_against_tcplab_serve_on_another_host() {
     let _serial = serial();
-    // Two namespaces joined by a lab pair stand in for two machines: `tcplab serve` runs in the
-    // server as its own process, doctor runs from the client with --to, not --lab.
-    let state = tempfile::tempdir().unwrap();
-    let name = format!("d{}_srv", std::process::id() % 100_000);
-    let up = run(state.path(), &["lab", "up", "--name", &name]);
-    assert!(up.status.success());
-    struct Down<'a>(&'a Path, String);
-    impl Drop for Down<'_> {
-        fn drop(&mut self) {
-            let _ = tcplab_lab::teardown(&tcplab_lab::StateDir::at(self.0), &self.1);
-        }
-    }
-    let _down = Down(state.path(), name.clone());
-    let exe = env!("CARGO_BIN_EXE_tcplab");
-    let serve = tcplab(state.path())
-        .args([
-            "lab",
-            "exec",
-            "--lab",
-            &name,
-            "server",
-            "--",
-            exe,
-            "serve",
-            "--listen",
-            "198.18.0.101:5301",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _serve = ServeGuard(serve);
-    std::thread::sleep(Duration::from_millis(500));
-    let out = run(
-        state.path(),
-        &[
-            "lab",
-            "exec",
-            "--lab",
-            &name,
-            "client",
-            "--",
-            exe,
-            "doctor",
-            "--to",
-            "198.18.0.101",
-            "--budget",
-            "10s",
-            "--json",
-        ],
-    );
+    let pair = RemotePair::start("srv");
+    let out = pair.client(&[
+        "doctor",
+        "--to",
+        "198.18.0.101",
+        "--budget",
+        "10s",
+        "--json",
+    ]);
     assert!(
         out.status.success(),
         "{}",
@@ -197,6 +215,57 @@ fn doctor_against_tcplab_serve_on_another_host() {
             .unwrap()
             > 10.0
     );
+}
+
+#[test]
+fn tune_against_tcplab_serve_races_socket_options_only() {
+    let _serial = serial();
+    let pair = RemotePair::start("tun");
+    let dir = tempfile::tempdir().unwrap();
+    let out = pair.client(&[
+        "tune",
+        "--to",
+        "198.18.0.101",
+        "--workload",
+        "msgs",
+        "--no-doctor",
+        "--budget",
+        "30s",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scenario = doc["scenario"].as_str().unwrap();
+    assert!(scenario.contains("no lab is built"), "{scenario}");
+    assert!(
+        !scenario.contains("sysctl.") && !scenario.contains("[lab"),
+        "a remote host's sysctls are not tune's to race: {scenario}"
+    );
+    for name in ["socket.nodelay", "socket.quickack", "socket.delack_max_us"] {
+        assert!(scenario.contains(name), "{name} raced: {scenario}");
+    }
+    // Every configuration ran against the server: a rejected or failed run is stored as such.
+    let store = tcplab_study::store::Store::open(std::path::Path::new(doc["db"].as_str().unwrap()))
+        .unwrap();
+    let runs = store.runs().unwrap();
+    assert!(
+        runs.len() >= 24,
+        "8 configurations (the baseline is one of them) x 3 repetitions at least: {}",
+        runs.len()
+    );
+    assert!(
+        runs.iter().all(|r| r.status == "ok"),
+        "{:?}",
+        runs.iter().map(|r| &r.status).collect::<Vec<_>>()
+    );
+    let apply = doc["apply"].to_string();
+    assert!(!apply.contains("\"namespace\""), "{apply}");
 }
 
 #[test]

@@ -102,36 +102,9 @@ impl Executor for LabExecutor {
             _ => return Err(RunError::Rejected("the lab needs two end hosts".into())),
         };
         let before = lab.emulator_status().ok();
-        let mut metrics = BTreeMap::new();
-        let mut samples = Vec::new();
-        let mut facts = serde_json::Value::Null;
-        for (i, w) in run.config.settings.workloads.iter().enumerate() {
-            let report = tcplab_load::lab::run_on(lab, client, server, |target, f| {
-                run_workload(w, target, f)
-            })
-            .map_err(load_error)?;
-            let doc: serde_json::Value = serde_json::from_str(&report.to_json())
-                .map_err(|e| RunError::Failed(format!("decoding the result: {e}")))?;
-            let prefix = if i == 0 {
-                String::new()
-            } else {
-                format!("workload.{i}.")
-            };
-            flatten(&prefix, &doc["summary"], &mut metrics);
-            if doc["complete"] == false {
-                return Err(RunError::Failed(format!(
-                    "incomplete: {}",
-                    doc["incomplete_reason"]
-                        .as_str()
-                        .unwrap_or("peer went away")
-                )));
-            }
-            tcplab_load::samples::write(&mut samples, &report)
-                .map_err(|e| RunError::Failed(format!("writing samples: {e}")))?;
-            if facts.is_null() {
-                facts = doc["facts"].clone();
-            }
-        }
+        let collected = run_workloads(&run.config.settings.workloads, |w| {
+            tcplab_load::lab::run_on(lab, client, server, |target, f| run_workload(w, target, f))
+        })?;
         let fidelity = match (before, lab.emulator_status().ok()) {
             (Some(b), Some(a)) => judge(&b.counters, &a.counters, a.running),
             _ => Fidelity {
@@ -140,17 +113,62 @@ impl Executor for LabExecutor {
             },
         };
         Ok(RunOutcome {
-            metrics,
-            samples,
-            facts,
+            metrics: collected.metrics,
+            samples: collected.samples,
+            facts: collected.facts,
             fidelity,
             wall: start.elapsed(),
         })
     }
 }
 
-/// Runs one workload from the client thread.
-fn run_workload(
+/// What a run's workloads produced, in the store's shape.
+#[derive(Debug, Default)]
+pub(crate) struct Collected {
+    /// Summary figures, flattened (`latency_us.p99`; later workloads prefixed `workload.N.`).
+    pub metrics: BTreeMap<String, f64>,
+    /// Every workload's raw samples, concatenated.
+    pub samples: Vec<u8>,
+    /// The first workload's facts.
+    pub facts: serde_json::Value,
+}
+
+/// Runs `workloads` in order with `run_one` (which places the client and server: a lab's hosts
+/// or a remote `tcplab serve`) and collects their figures; an incomplete workload fails the run.
+pub(crate) fn run_workloads(
+    workloads: &[Workload],
+    mut run_one: impl FnMut(&Workload) -> tcplab_load::Result<Report>,
+) -> Result<Collected, RunError> {
+    let mut out = Collected::default();
+    for (i, w) in workloads.iter().enumerate() {
+        let report = run_one(w).map_err(load_error)?;
+        let doc: serde_json::Value = serde_json::from_str(&report.to_json())
+            .map_err(|e| RunError::Failed(format!("decoding the result: {e}")))?;
+        let prefix = if i == 0 {
+            String::new()
+        } else {
+            format!("workload.{i}.")
+        };
+        flatten(&prefix, &doc["summary"], &mut out.metrics);
+        if doc["complete"] == false {
+            return Err(RunError::Failed(format!(
+                "incomplete: {}",
+                doc["incomplete_reason"]
+                    .as_str()
+                    .unwrap_or("peer went away")
+            )));
+        }
+        tcplab_load::samples::write(&mut out.samples, &report)
+            .map_err(|e| RunError::Failed(format!("writing samples: {e}")))?;
+        if out.facts.is_null() {
+            out.facts = doc["facts"].clone();
+        }
+    }
+    Ok(out)
+}
+
+/// Runs one workload from the client thread against `target`.
+pub(crate) fn run_workload(
     w: &Workload,
     target: SocketAddr,
     facts: serde_json::Value,

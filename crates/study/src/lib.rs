@@ -12,7 +12,7 @@
 //!                  plan::Plan::new ─ factor (names → Target, values/ranges, apply)
 //!                    │ configurations × repetitions, blocked random order (seed)
 //!                    ▼
-//!                  runner::sweep ─► Executor::run (the lead's lab+workloads; mock::MockExecutor)
+//!                  runner::sweep ─► Executor::run (executor::LabExecutor, remote::RemoteExecutor, mock)
 //!                    │   racing rounds (tcplab_stats::race_round)      progress bar (stderr)
 //!                    ▼
 //!                  store::Store (SQLite: study, configuration, run, race) ─► export (CSV, JSON)
@@ -54,6 +54,7 @@ pub mod export;
 pub mod factor;
 pub mod mock;
 pub mod plan;
+pub mod remote;
 pub mod runner;
 pub mod scenario;
 pub mod span;

@@ -122,13 +122,24 @@ impl Candidate {
 /// can still repeat often enough to separate.
 pub const MAX_FACTORS: usize = 3;
 
-/// Candidates for `workload`: the findings' namespace-scoped fixes first (they answer what was
-/// measured), then presets, without duplicates, at most [`MAX_FACTORS`]. `sysctls` are the
-/// client host's current values (from the facts), used as baselines.
+/// Where the candidates will be raced, which decides what can vary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// In labs tune builds: per-namespace sysctls and socket options.
+    Lab,
+    /// Against a remote `tcplab serve`: socket options only (they reach the server in the test's
+    /// parameters); the hosts' sysctls are not tune's to change.
+    Remote,
+}
+
+/// Candidates for `workload`: the findings' fixes that can be tried `place` first (they answer
+/// what was measured), then presets, without duplicates, at most [`MAX_FACTORS`]. `sysctls` are
+/// the client host's current values (from the facts), used as baselines.
 pub fn candidates(
     workload: WorkloadKind,
     findings: &[Finding],
     sysctls: &BTreeMap<String, String>,
+    place: Where,
 ) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     let current = |key: &String, fallback: &str| {
@@ -147,7 +158,7 @@ pub fn candidates(
                     key,
                     value,
                     scope: Scope::Namespace,
-                } => Some(Candidate::single(
+                } if place == Where::Lab => Some(Candidate::single(
                     &format!("sysctl.all.\"{key}\""),
                     vec![current(key, ""), toml::Value::String(value.clone())],
                     &why,
@@ -166,7 +177,11 @@ pub fn candidates(
     }
     // A preset that sets what a finding's fix already sets would fight it for the same sysctl.
     let set_by_findings: Vec<String> = out.iter().map(|c| c.name.clone()).collect();
-    for c in presets(workload, sysctls) {
+    let presets = match place {
+        Where::Lab => presets(workload, sysctls),
+        Where::Remote => remote_presets(workload, sysctls),
+    };
+    for c in presets {
         let targets = c.targets.clone().unwrap_or_else(|| vec![c.name.clone()]);
         if !targets.iter().any(|t| set_by_findings.contains(t)) {
             out.push(c);
@@ -299,6 +314,44 @@ fn presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) -> Vec<Ca
     }
 }
 
+/// Known-good per-socket settings per workload, for a path whose hosts tune cannot configure.
+/// Connection rate has none: its fixes (port range, TIME_WAIT reuse) are host sysctls.
+fn remote_presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) -> Vec<Candidate> {
+    let b = |v: bool| toml::Value::Boolean(v);
+    let s = |v: &str| toml::Value::String(v.into());
+    match workload {
+        WorkloadKind::Msgs | WorkloadKind::Rr => vec![
+            Candidate::single(
+                "socket.nodelay",
+                vec![b(false), b(true)],
+                "preset: Nagle off",
+            ),
+            Candidate::single(
+                "socket.quickack",
+                vec![b(false), b(true)],
+                "preset: immediate ACKs",
+            ),
+            Candidate::single(
+                "socket.delack_max_us",
+                vec![toml::Value::Integer(200_000), toml::Value::Integer(8_000)],
+                "preset: a shorter delayed-ACK timer (two ticks at HZ=250)",
+            ),
+        ],
+        WorkloadKind::Stream => vec![Candidate::single(
+            "socket.congestion",
+            unique(vec![
+                s(sysctls
+                    .get("net.ipv4.tcp_congestion_control")
+                    .map_or("cubic", String::as_str)),
+                s("cubic"),
+                s("bbr"),
+            ]),
+            "preset: congestion control (both ends' sockets)",
+        )],
+        WorkloadKind::Crr => Vec::new(),
+    }
+}
+
 /// The values without repeats, first occurrence kept (the baseline stays first).
 fn unique(values: Vec<toml::Value>) -> Vec<toml::Value> {
     let mut out: Vec<toml::Value> = Vec::new();
@@ -308,4 +361,113 @@ fn unique(values: Vec<toml::Value>) -> Vec<toml::Value> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tcplab_doctor::{Fix, Severity};
+
+    fn rwnd_finding() -> Finding {
+        let mut f = Finding::new("rwnd_limited", Severity::Warning, "receive window");
+        f.fixes.push(Fix::sysctl(
+            "net.ipv4.tcp_rmem",
+            "4096 131072 8738000",
+            Scope::Namespace,
+            "receiver",
+        ));
+        f
+    }
+
+    fn names(c: &[Candidate]) -> Vec<&str> {
+        c.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_findings_namespace_fix_comes_first_with_the_current_value_as_baseline() {
+        let sysctls = BTreeMap::from([(
+            "net.ipv4.tcp_rmem".to_string(),
+            "4096 87380 174760".to_string(),
+        )]);
+        let c = candidates(
+            WorkloadKind::Stream,
+            &[rwnd_finding()],
+            &sysctls,
+            Where::Lab,
+        );
+        assert_eq!(
+            names(&c),
+            ["sysctl.all.\"net.ipv4.tcp_rmem\"", "socket.congestion"],
+            "the buffers preset moves tcp_rmem too, so it gives way to the finding's fix"
+        );
+        assert_eq!(c[0].values[0].as_str(), Some("4096 87380 174760"));
+        assert_eq!(c[0].values[1].as_str(), Some("4096 131072 8738000"));
+    }
+
+    #[test]
+    fn a_finding_about_another_workload_is_not_raced() {
+        let c = candidates(
+            WorkloadKind::Msgs,
+            &[rwnd_finding()],
+            &BTreeMap::new(),
+            Where::Lab,
+        );
+        assert_eq!(
+            names(&c),
+            [
+                "socket.nodelay",
+                "sysctl.all.\"net.ipv4.tcp_autocorking\"",
+                "socket.quickack"
+            ]
+        );
+    }
+
+    #[test]
+    fn against_a_remote_host_only_socket_options_are_raced() {
+        let c = candidates(
+            WorkloadKind::Stream,
+            &[rwnd_finding()],
+            &BTreeMap::new(),
+            Where::Remote,
+        );
+        assert_eq!(names(&c), ["socket.congestion"]);
+        let c = candidates(WorkloadKind::Rr, &[], &BTreeMap::new(), Where::Remote);
+        assert_eq!(
+            names(&c),
+            ["socket.nodelay", "socket.quickack", "socket.delack_max_us"]
+        );
+        assert!(candidates(WorkloadKind::Crr, &[], &BTreeMap::new(), Where::Remote).is_empty());
+    }
+
+    #[test]
+    fn a_preset_equal_to_the_current_value_is_dropped() {
+        let sysctls = BTreeMap::from([("net.ipv4.tcp_tw_reuse".to_string(), "1".to_string())]);
+        let c = candidates(WorkloadKind::Crr, &[], &sysctls, Where::Lab);
+        assert_eq!(
+            names(&c),
+            ["sysctl.all.\"net.ipv4.ip_local_port_range\""],
+            "tw_reuse is already 1"
+        );
+    }
+
+    #[test]
+    fn at_most_max_factors_are_raced() {
+        let mut f = Finding::new("delayed_ack_stall", Severity::Warning, "stall");
+        f.fixes.push(Fix {
+            kind: FixKind::SetSockOpt {
+                option: "TCP_DELACK_MAX_US".into(),
+                value: "4000".into(),
+            },
+            applies_to: "receiver".into(),
+            lines: Vec::new(),
+        });
+        let c = candidates(WorkloadKind::Msgs, &[f], &BTreeMap::new(), Where::Lab);
+        assert_eq!(c.len(), MAX_FACTORS);
+        assert_eq!(c[0].name, "socket.delack_max_us");
+        assert_eq!(
+            c[0].values[1].as_integer(),
+            Some(8_000),
+            "raised to two ticks: the kernel refuses less"
+        );
+    }
 }

@@ -3,6 +3,7 @@
 //! repetitions, and say exactly what to apply and where.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -14,11 +15,13 @@ use tcplab_report::{ReportInput, Table};
 use tcplab_stats::{Bootstrap, ConfidenceInterval, Objective};
 use tcplab_study::executor::LabExecutor;
 use tcplab_study::plan::{Plan, PlanOptions};
+use tcplab_study::remote::RemoteExecutor;
+use tcplab_study::runner::Executor;
 use tcplab_study::runner::{SweepOptions, sweep};
 use tcplab_study::scenario::ScenarioFile;
 use tcplab_study::store::Store;
 
-use crate::candidates::{Candidate, WorkloadKind, candidates};
+use crate::candidates::{Candidate, Where, WorkloadKind, candidates};
 use crate::error::{Result, TuneError};
 
 /// What to tune and where.
@@ -27,7 +30,10 @@ pub struct TuneOptions {
     /// The workload whose objective is optimised.
     pub workload: WorkloadKind,
     /// The scenario's `[lab]` section (topology, `[lab.link]` impairments, sysctls), as TOML.
+    /// Unused with `remote`.
     pub lab_toml: String,
+    /// Race against this `tcplab serve` instead of labs: socket options only.
+    pub remote: Option<SocketAddr>,
     /// Wall-time budget for the race and the verification.
     pub budget: Duration,
     /// Findings whose fixes become candidates.
@@ -122,7 +128,12 @@ fn scenario_text(
         opts.seed,
         toml::Value::Table(baseline)
     );
-    text.push_str(&opts.lab_toml);
+    match opts.remote {
+        Some(addr) => text.push_str(&format!(
+            "# Every run goes to `tcplab serve` at {addr} (tcplab tune --to): no lab is built.\n"
+        )),
+        None => text.push_str(&opts.lab_toml),
+    }
     text.push_str("\n[[workload]]\n");
     text.push_str(&opts.workload.workload_toml(run_seconds(opts.workload)));
     for f in factors {
@@ -137,7 +148,7 @@ fn run_study(
     text: &str,
     db: &Path,
     race: bool,
-    state: &StateDir,
+    opts: &TuneOptions,
     stop: &AtomicBool,
 ) -> Result<Store> {
     let file =
@@ -151,14 +162,17 @@ fn run_study(
         })?;
     }
     let store = Store::create(db, &plan).map_err(tcplab_study::error::StudyError::from)?;
-    let mut exec = LabExecutor::new(
-        state.clone(),
-        &format!("tn{}", std::process::id() % 100_000),
-    );
+    let mut exec: Box<dyn Executor> = match opts.remote {
+        Some(addr) => Box::new(RemoteExecutor::new(addr)),
+        None => Box::new(LabExecutor::new(
+            opts.state.clone(),
+            &format!("tn{}", std::process::id() % 100_000),
+        )),
+    };
     sweep(
         &plan,
         &store,
-        &mut exec,
+        exec.as_mut(),
         SweepOptions {
             race,
             progress: true,
@@ -171,11 +185,22 @@ fn run_study(
 
 /// Runs the race and the verification.
 pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> Result<TuneOutcome> {
-    let factors = candidates(opts.workload, &opts.findings, &opts.sysctls);
+    let place = if opts.remote.is_some() {
+        Where::Remote
+    } else {
+        Where::Lab
+    };
+    let factors = candidates(opts.workload, &opts.findings, &opts.sysctls, place);
     if factors.is_empty() {
+        let problem = match place {
+            Where::Remote => {
+                "no candidate settings can be tried against a remote host for this workload (its fixes are host sysctls: see `tcplab doctor --to`, or tune a lab that models the path)"
+            }
+            Where::Lab => "no candidate settings to try",
+        };
         return Err(TuneError::Invalid {
             field: "--workload".into(),
-            problem: "no candidate settings to try".into(),
+            problem: problem.into(),
         });
     }
     let configs: usize = factors.iter().map(|f| f.values.len()).product::<usize>() + 1;
@@ -193,7 +218,7 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
             .join(", ")
     ));
     let db = opts.dir.join("tune.db");
-    let store = run_study(&text, &db, true, &opts.state, stop)?;
+    let store = run_study(&text, &db, true, opts, stop)?;
     let input = tcplab_study::to_report::report_input(&store)?;
     let table = Table::from_input(&input).map_err(|e| TuneError::Scenario(e.to_string()))?;
     let best = table.best().cloned();
@@ -236,7 +261,7 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
         let reps = repetitions.max(5);
         let text = scenario_text("tune-verify", opts, &changed, reps, "zip");
         let vdb = opts.dir.join("tune-verify.db");
-        let vstore = run_study(&text, &vdb, false, &opts.state, stop)?;
+        let vstore = run_study(&text, &vdb, false, opts, stop)?;
         outcome.verification = verify(&vstore, opts.workload)?;
         outcome.verify_db = Some(vdb);
     }

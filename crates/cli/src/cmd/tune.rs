@@ -13,7 +13,7 @@ use tcplab_tune::battery::{self, Target};
 use tcplab_tune::candidates::WorkloadKind;
 use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
 
-use super::doctor::parse_budget;
+use super::doctor::{parse_budget, remote};
 use super::impair::ImpairArgs;
 use super::path::{PathArgs, path_info};
 use crate::output;
@@ -53,9 +53,15 @@ impl TuneArgs {
 
     fn run_inner(self) -> anyhow::Result<ExitCode> {
         tcplab_lab::require_root("tuning")?;
-        if self.path.to.is_some() || self.path.lab.is_some() {
+        if self.path.lab.is_some() {
             anyhow::bail!(
-                "--to/--lab: tune builds a fresh lab per configuration; describe the path with --topology and the impairment flags instead"
+                "--lab: tune builds a fresh lab per configuration; describe the path with --topology and the impairment flags, or race socket options against a host running `tcplab serve` with --to"
+            );
+        }
+        let remote = self.path.to.as_deref().map(remote).transpose()?;
+        if remote.is_some() && (self.path.topology.is_some() || self.path.impair.any()) {
+            anyhow::bail!(
+                "--to: a remote path is measured as it is; drop --topology and the impairment flags"
             );
         }
         let workload: WorkloadKind = self
@@ -71,19 +77,24 @@ impl TuneArgs {
                 eprintln!("tcplab tune: {m}");
             }
         };
-        let (findings, sysctls) = if self.no_doctor {
-            (Vec::new(), Default::default())
+        let diagnosis = if self.no_doctor {
+            Diagnosis::default()
         } else if let Some(file) = &self.findings {
-            (read_findings(file)?, Default::default())
+            Diagnosis {
+                findings: read_findings(file)?,
+                sysctls: Default::default(),
+            }
+        } else if let Some(addr) = remote {
+            diagnose_remote(addr, budget.mul_f64(0.2), &say)?
         } else {
             diagnose(&self.path, budget.mul_f64(0.2), &say)?
         };
         let outcome = run_tune(
             &self.path,
+            remote,
             workload,
             budget.mul_f64(0.8),
-            findings,
-            sysctls,
+            diagnosis,
             &self.dir,
             &say,
         )?;
@@ -94,6 +105,13 @@ impl TuneArgs {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// What the battery found and what the client host has now (the candidates' baselines).
+#[derive(Debug, Default)]
+struct Diagnosis {
+    findings: Vec<tcplab_doctor::Finding>,
+    sysctls: std::collections::BTreeMap<String, String>,
 }
 
 /// Findings from `tcplab doctor --json` output.
@@ -111,10 +129,7 @@ fn diagnose(
     path: &PathArgs,
     budget: std::time::Duration,
     say: &dyn Fn(&str),
-) -> anyhow::Result<(
-    Vec<tcplab_doctor::Finding>,
-    std::collections::BTreeMap<String, String>,
-)> {
+) -> anyhow::Result<Diagnosis> {
     let path = PathArgs {
         topology: Some(path.topology.clone().unwrap_or_else(|| {
             if path.impair.any() {
@@ -154,24 +169,57 @@ fn diagnose(
         .and_then(|f| f.hosts.get(&client))
         .map(|h| h.sysctls.clone())
         .unwrap_or_default();
-    Ok((findings, sysctls))
+    Ok(Diagnosis { findings, sysctls })
+}
+
+/// The battery against a remote `tcplab serve`: the findings and this machine's sysctls (the
+/// client end's baselines).
+fn diagnose_remote(
+    addr: std::net::SocketAddr,
+    budget: std::time::Duration,
+    say: &dyn Fn(&str),
+) -> anyhow::Result<Diagnosis> {
+    say(&format!(
+        "diagnosing the path to {addr} ({} s battery)",
+        budget.as_secs()
+    ));
+    let b = battery::run(
+        &Target::Remote(addr),
+        battery::Plan::for_budget(budget),
+        path_info(None),
+        &|w| say(w),
+    )?;
+    let findings = tcplab_doctor::diagnose(&b);
+    for f in &findings {
+        say(&format!("finding: [{}] {} ({})", f.severity, f.title, f.id));
+    }
+    let sysctls = b
+        .facts
+        .as_ref()
+        .and_then(|f| f.hosts.values().next())
+        .map(|h| h.sysctls.clone())
+        .unwrap_or_default();
+    Ok(Diagnosis { findings, sysctls })
 }
 
 fn run_tune(
     path: &PathArgs,
+    remote: Option<std::net::SocketAddr>,
     workload: WorkloadKind,
     budget: std::time::Duration,
-    findings: Vec<tcplab_doctor::Finding>,
-    sysctls: std::collections::BTreeMap<String, String>,
+    diagnosis: Diagnosis,
     dir: &Path,
     say: &dyn Fn(&str),
 ) -> anyhow::Result<TuneOutcome> {
+    let Diagnosis {
+        findings,
+        mut sysctls,
+    } = diagnosis;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
     // The lab's own --sysctl values are what the hosts have now: candidates start from them.
-    let mut sysctls = sysctls;
     for s in &path.sysctls {
         let s = tcplab_lab::SysctlSetting::parse("--sysctl", s)?;
         if s.host == "all" || s.host == "client" {
@@ -181,6 +229,7 @@ fn run_tune(
     let opts = TuneOptions {
         workload,
         lab_toml: path.lab_toml()?,
+        remote,
         budget,
         findings,
         sysctls,
@@ -262,13 +311,14 @@ impl DemoArgs {
              doctor finds what limits TCP there, tune races the fixes and verifies the winner."
         );
         let say = |m: &str| eprintln!("tcplab demo: {m}");
-        let (findings, sysctls) = diagnose(&path, budget.mul_f64(0.3), &say)?;
+        let diagnosis = diagnose(&path, budget.mul_f64(0.3), &say)?;
+        let findings = diagnosis.findings.clone();
         let mut outcome = run_tune(
             &path,
+            None,
             WorkloadKind::Stream,
             budget.mul_f64(0.7),
-            findings.clone(),
-            sysctls,
+            diagnosis,
             &self.dir,
             &say,
         )?;
