@@ -62,22 +62,46 @@ wait
 "$T" lab status d10 --json | pyjson '"emulator lateness: " + json.dumps({k: d["emulators"]["d10"]["counters"][k].get("lateness") for k in ("forward","reverse")})' || true
 down d10
 
-echo "## rate conformance (iperf3 UDP offered above the rate; delivered L2 rate from the receiver)"
+# The emulator's own counters for one lab (elapsed_ns and per-direction frames/bytes/drops).
+snap() { "$T" lab status "$1" --json | pyjson 'json.dumps(d["emulators"]["'"$1"'"]["counters"])'; }
+# Between two snapshots: the forward direction's delivered rate and its loss-model drops.
+delta() { python3 -c '
+import json,sys
+a,b=json.loads(sys.argv[1]),json.loads(sys.argv[2])
+f=lambda k: b["forward"][k]-a["forward"][k]
+dt=(b["elapsed_ns"]-a["elapsed_ns"])/1e9
+lost=b["forward"]["drops"]["loss"]-a["forward"]["drops"]["loss"]
+print(json.dumps({"seconds":round(dt,3),"frames_in":f("frames_in"),"frames_out":f("frames_out"),
+  "mbit_out":round(f("bytes_out")*8/dt/1e6,2),"lost":lost,
+  "queue_full":b["forward"]["drops"]["queue_full"]-a["forward"]["drops"]["queue_full"]}))' "$1" "$2"; }
+
+echo "## rate conformance (iperf3 UDP offered above the rate; delivered L2 rate from the emulator's counters over 4 s of saturation, and at the receiver)"
 for rate in 100mbit 1gbit; do
   up r --rate "$rate" --queue 1000
   serve r
-  offered=$([ "$rate" = 100mbit ] && echo 200M || echo 1500M)
-  ex r client iperf3 -c $SERVER -u -b "$offered" -l 1472 -t 5 -J |
-    pyjson "'$rate: delivered ' + str(round(d['end']['sum']['packets']*(1-d['end']['sum']['lost_percent']/100)*1514*8/d['end']['sum']['seconds']/1e6,2)) + ' Mbit/s of L2 frames (1514 B each, overhead 0)'"
-  wait; down r
+  offered=$([ "$rate" = 100mbit ] && echo 200M || echo 1300M)
+  ex r client iperf3 -c $SERVER -u -b "$offered" -l 1472 -t 6 -J > "$TCPLAB_STATE_DIR/udp.json" &
+  sleep 1.5; a=$(snap r); sleep 4; b=$(snap r)
+  wait
+  echo "$rate: emulator $(delta "$a" "$b") (L2 frame bytes, overhead 0)"
+  pyjson "'$rate: receiver ' + str(round(d['end']['sum']['packets']*(1-d['end']['sum']['lost_percent']/100)*1514*8/d['end']['sum']['seconds']/1e6,2)) + ' Mbit/s of L2 frames (1514 B each; iperf3 also counts its own receive-buffer drops)'" < "$TCPLAB_STATE_DIR/udp.json"
+  down r
 done
 
-echo "## loss: --loss 1% Bernoulli, 100,000 UDP packets"
-up l --loss 1%
-serve l
-ex l client iperf3 -c $SERVER -u -b 8M -l 100 -n 10000000 -J |
-  pyjson '"lost " + str(d["end"]["sum"]["lost_packets"]) + " of " + str(d["end"]["sum"]["packets"]) + " (" + str(round(d["end"]["sum"]["lost_percent"],3)) + "%); 99% binomial interval for 1% of 100000: [917, 1083]"'
-wait; down l
+echo "## loss: --loss 1% Bernoulli, 100,000 UDP packets x 5 labs (the emulator's counters, and iperf3's count)"
+echo "99% binomial interval for 1% of 100000: [920, 1082] (scipy binom.ppf 0.005, 0.995): expect about 1 run in 100 outside"
+for i in 1 2 3 4 5; do
+  up l --loss 1%
+  serve l
+  seed=$("$T" lab status l --json | pyjson 'd["emulators"]["l"]["seed"]')
+  a=$(snap l)
+  got=$(ex l client iperf3 -c $SERVER -u -b 8M -l 100 -n 10000000 -J |
+    pyjson 'str(d["end"]["sum"]["lost_packets"]) + " of " + str(d["end"]["sum"]["packets"])')
+  b=$(snap l)
+  wait
+  echo "seed $seed: emulator $(delta "$a" "$b" | pyjson '"dropped " + str(d["lost"]) + " of " + str(d["frames_in"]) + " frames (" + str(round(100*d["lost"]/max(d["frames_in"],1),3)) + "%)" + (" inside" if 920 <= d["lost"] <= 1082 else " OUTSIDE")'); iperf3 lost $got"
+  down l
+done
 
 echo "## jitter: --delay 10ms/0 --jitter 2ms/0 --jitter-dist normal (sd 2 ms one way)"
 up j --delay 10ms/0 --jitter 2ms/0 --jitter-dist normal

@@ -1,7 +1,10 @@
 //! `connection_trouble` (seed 003): what connection-per-request workloads hit.
 //! - `connection_trouble.port_exhaustion`: connects failed with EADDRNOTAVAIL.
 //! - `connection_trouble.time_wait`: TIME_WAIT sockets filled most of the local port range,
-//!   which caps the connection rate at ports / 60 s (seed 003's 2.2-kernel client).
+//!   which caps the connection rate at ports / 60 s (seed 003's 2.2-kernel client). A warning
+//!   when the run's own rate collapsed once they did (on 6.x connect() prefers even ports, so
+//!   past half the range every connect searches the other half: measured 14.5k/s → 1.1k/s on a
+//!   veth pair with the default range), info when the rate held.
 //! - `connection_trouble.syn_retransmits`: connects that took ~1 s or ~3 s (the initial RTO
 //!   and its doubling): SYNs were lost or ignored (listen queue overflow, a SYN meeting a
 //!   TIME_WAIT socket as in seed 003).
@@ -15,6 +18,25 @@ use crate::rules::fixes::{TIME_WAIT_S, port_fixes};
 /// TIME_WAIT sockets above this share of the local port range are a build-up: new connects
 /// must hunt for free ports (the connect() port search gets slower) and exhaustion is near.
 pub const TIME_WAIT_SHARE: f64 = 0.5;
+
+/// The rate after the build-up below this share of the rate before it is a collapse.
+pub const COLLAPSE_SHARE: f64 = 0.5;
+
+/// The connection rate before and after TIME_WAIT sockets first reached `threshold`, from the
+/// sampled TIME_WAIT counts (the client closes first, so each connection adds one socket and
+/// their slope is the connection rate): (seconds at the crossing, rate before, rate after).
+/// None when the crossing is not sampled or less than half a second follows it.
+pub fn rate_around_build_up(samples: &[(f64, u64)], threshold: f64) -> Option<(f64, f64, f64)> {
+    let (first, last) = (samples.first()?, samples.last()?);
+    let cross = samples.iter().find(|(_, n)| *n as f64 >= threshold)?;
+    let (before_s, after_s) = (cross.0 - first.0, last.0 - cross.0);
+    if before_s <= 0.0 || after_s < 0.5 {
+        return None;
+    }
+    let before = cross.1.saturating_sub(first.1) as f64 / before_s;
+    let after = last.1.saturating_sub(cross.1) as f64 / after_s;
+    Some((cross.0, before, after))
+}
 
 /// A connect this slow waited for at least one SYN retransmission (initial RTO 1 s); the
 /// lower bound leaves room for a slow LAN handshake. Matches tcplab-load's 0.8 s.
@@ -114,9 +136,16 @@ fn port_exhaustion(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)
 }
 
 fn time_wait(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)) -> Finding {
+    let around = rate_around_build_up(&crr.time_wait.samples, TIME_WAIT_SHARE * ports(range));
+    // Unsampled (no slope to read): the build-up alone is reason enough to look.
+    let collapsed = around.is_none_or(|(_, before, after)| after < COLLAPSE_SHARE * before);
     let mut f = Finding::new(
         "connection_trouble.time_wait",
-        Severity::Warning,
+        if collapsed {
+            Severity::Warning
+        } else {
+            Severity::Info
+        },
         format!(
             "{} TIME_WAIT sockets fill {:.0}% of the local port range",
             crr.time_wait.max,
@@ -124,7 +153,27 @@ fn time_wait(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)) -> F
         ),
     );
     push_ports(&mut f, crr, range);
-    f.explanation = "TIME_WAIT sockets built up to most of the client's local ports: connect() spends longer finding a free port and the run is close to failing with EADDRNOTAVAIL; its connection rate cannot stay above ports / 60 s.".into();
+    if let Some((at, before, after)) = around {
+        let share = TIME_WAIT_SHARE * 100.0;
+        f.push(
+            "rate_before_build_up",
+            before,
+            "connections/s",
+            format!("until TIME_WAIT reached {share:.0}% of the ports at {at:.2} s"),
+        );
+        f.push(
+            "rate_after_build_up",
+            after,
+            "connections/s",
+            "from then to the end of the run",
+        );
+    }
+    f.explanation = if collapsed {
+        "TIME_WAIT sockets built up to most of the client's local ports and the connection rate collapsed: connect() must search past ports still in TIME_WAIT (on 6.x it tries even ports first, so past half the range every connect searches the other half), and the run is close to failing with EADDRNOTAVAIL. A client this fast to one server port cannot stay above ports / 60 s without tcp_tw_reuse or a wider range."
+    } else {
+        "TIME_WAIT sockets built up to most of the client's local ports, but the connection rate held: worth knowing for a longer run, which cannot stay above ports / 60 s without tcp_tw_reuse or a wider range."
+    }
+    .into();
     f.fixes = port_fixes(ctx, range.0);
     f
 }
@@ -260,7 +309,7 @@ mod tests {
     }
 
     #[test]
-    fn time_wait_build_up_without_failures_is_a_warning() {
+    fn time_wait_build_up_without_samples_is_a_warning() {
         let mut r = synth::crr(20_000, 400.0, |_| 100 * US);
         r.time_wait.max = 20_000;
         let f = check(&Context::new(&battery(r)));
@@ -269,6 +318,53 @@ mod tests {
         assert_eq!(f[0].severity, Severity::Warning);
         let share = f[0].figure("time_wait_max").unwrap() / f[0].figure("local_ports").unwrap();
         assert!((share - 20_000.0 / 28_232.0).abs() < 1e-12);
+    }
+
+    /// TIME_WAIT counts every 0.1 s: `fast` connections/s until `knee` sockets, `slow` after.
+    fn tw_samples(fast: f64, knee: u64, slow: f64, seconds: f64) -> Vec<(f64, u64)> {
+        let mut out = Vec::new();
+        let (mut t, mut n) = (0.0, 0.0_f64);
+        while t <= seconds + 1e-9 {
+            out.push((t, n.round() as u64));
+            n += if n < knee as f64 { fast } else { slow } * 0.1;
+            t += 0.1;
+        }
+        out
+    }
+
+    #[test]
+    fn a_rate_collapse_at_the_build_up_is_a_warning_with_both_rates() {
+        // The measured shape (6.18, veth pair, default range): 14.5k/s, then 1.1k/s past half.
+        let mut r = synth::crr(23_000, 2_500.0, |_| 100 * US);
+        r.time_wait.samples = tw_samples(14_500.0, 14_500, 1_100.0, 9.0);
+        r.time_wait.max = r.time_wait.samples.last().unwrap().1;
+        let f = check(&Context::new(&battery(r)));
+        assert_eq!(f[0].id, "connection_trouble.time_wait");
+        assert_eq!(f[0].severity, Severity::Warning);
+        let before = f[0].figure("rate_before_build_up").unwrap();
+        let after = f[0].figure("rate_after_build_up").unwrap();
+        assert!((before - 14_500.0).abs() < 200.0, "{before}");
+        assert!((after - 1_100.0).abs() < 100.0, "{after}");
+    }
+
+    #[test]
+    fn a_build_up_whose_rate_held_is_info() {
+        let mut r = synth::crr(20_000, 2_000.0, |_| 100 * US);
+        r.time_wait.samples = tw_samples(2_000.0, 14_000, 2_000.0, 10.0);
+        r.time_wait.max = r.time_wait.samples.last().unwrap().1;
+        let f = check(&Context::new(&battery(r)));
+        assert_eq!(f[0].id, "connection_trouble.time_wait");
+        assert_eq!(f[0].severity, Severity::Info);
+    }
+
+    #[test]
+    fn rates_around_the_build_up_need_time_on_both_sides() {
+        assert_eq!(rate_around_build_up(&[], 10.0), None);
+        let s = [(0.0, 0), (1.0, 100), (1.2, 120)];
+        assert_eq!(rate_around_build_up(&s, 100.0), None, "0.2 s after");
+        let s = [(0.0, 0), (1.0, 100), (2.0, 150)];
+        assert_eq!(rate_around_build_up(&s, 100.0), Some((1.0, 100.0, 50.0)));
+        assert_eq!(rate_around_build_up(&s, 1_000.0), None, "never reached");
     }
 
     #[test]
