@@ -320,6 +320,43 @@ fn tune_races_buffers_and_verifies_the_winner() {
     );
 }
 
+#[test]
+fn sweep_against_tcplab_serve_runs_every_configuration_there() {
+    let _serial = serial();
+    let pair = RemotePair::start("swp");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("remote.toml");
+    std::fs::write(
+        &file,
+        "name = \"remote\"\nrepetitions = 2\nobjective = { metric = \"per_message_us.mean\", goal = \"minimise\" }\n\
+         [[workload]]\nkind = \"msgs\"\ncount = 5000\nsize = 1\n\
+         [[factor]]\nname = \"socket.nodelay\"\nvalues = [false, true]\n",
+    )
+    .unwrap();
+    let db = dir.path().join("remote.db");
+    let out = pair.client(&[
+        "sweep",
+        file.to_str().unwrap(),
+        "--to",
+        "198.18.0.101",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = tcplab_study::store::Store::open(&db).unwrap();
+    let runs = store.runs().unwrap();
+    assert_eq!(runs.len(), 4, "2 configurations x 2 repetitions");
+    for r in &runs {
+        assert_eq!(r.status, "ok");
+        let per_msg = r.metrics["per_message_us.mean"];
+        assert!(per_msg > 0.0 && per_msg < 1_000.0, "{per_msg}");
+    }
+}
+
 /// Ids of the findings at warning severity or above.
 fn serious(out: &Output) -> Vec<String> {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

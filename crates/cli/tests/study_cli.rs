@@ -142,6 +142,27 @@ fn a_bad_scenario_is_refused_with_file_line_and_field() {
     );
 }
 
+#[test]
+fn a_sweep_against_a_remote_host_refuses_settings_that_need_a_lab() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tcplab(
+        dir.path(),
+        &[
+            "sweep",
+            scenario("timewait.toml").to_str().unwrap(),
+            "--to",
+            "198.18.0.101",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--to: configuration 0") && err.contains("needs a lab"),
+        "{err}"
+    );
+}
+
 /// Mean objective of the configurations whose factors contain every `needle`.
 fn mean_where(doc: &serde_json::Value, needles: &[&str]) -> f64 {
     let v: Vec<f64> = doc["summaries"]

@@ -1,6 +1,7 @@
 //! `tcplab sweep`, `tcplab run` and `tcplab report`: studies from scenario files, stored in one
 //! SQLite file per study, and the reports made from that file.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,7 +11,8 @@ use anyhow::Context;
 use clap::Args;
 use tcplab_study::executor::LabExecutor;
 use tcplab_study::plan::{Plan, PlanOptions};
-use tcplab_study::runner::{SweepOptions, SweepReport, sweep};
+use tcplab_study::remote::RemoteExecutor;
+use tcplab_study::runner::{Executor, SweepOptions, SweepReport, sweep};
 use tcplab_study::scenario::ScenarioFile;
 use tcplab_study::store::Store;
 
@@ -42,6 +44,10 @@ pub struct SweepArgs {
     /// Write the HTML report here (default: the database's path with .html).
     #[arg(long)]
     html: Option<PathBuf>,
+    /// Run every configuration against a host running `tcplab serve` (ADDRESS[:PORT]) instead of
+    /// labs: only socket options and workload parameters may vary.
+    #[arg(long, value_name = "ADDRESS")]
+    to: Option<String>,
 }
 
 /// Arguments of `tcplab run`.
@@ -58,6 +64,9 @@ pub struct RunArgs {
     /// Reduced size (the scenario's [quick] section).
     #[arg(long)]
     quick: bool,
+    /// Run against a host running `tcplab serve` instead of a lab (see `sweep --to`).
+    #[arg(long, value_name = "ADDRESS")]
+    to: Option<String>,
 }
 
 /// Arguments of `tcplab report`.
@@ -84,21 +93,46 @@ fn load_plan(file: &Path, seed: Option<u64>, quick: bool) -> anyhow::Result<Plan
     Ok(Plan::new(&scenario, PlanOptions { seed, quick })?)
 }
 
-/// Runs a plan into a store with the real executor; Ctrl-C/SIGTERM stop after the run in flight.
-fn execute(plan: &Plan, store: &Store, race: bool) -> anyhow::Result<SweepReport> {
-    tcplab_lab::require_root("running a study")?;
+/// The remote address of `--to`, after checking that no configuration needs a lab.
+fn remote_target(to: Option<&str>, plan: &Plan) -> anyhow::Result<Option<SocketAddr>> {
+    let Some(to) = to else {
+        return Ok(None);
+    };
+    let addr = super::doctor::remote(to)?;
+    for c in &plan.configurations {
+        if let Some(why) = tcplab_study::remote::needs_lab(&c.settings.lab) {
+            anyhow::bail!("--to: configuration {} ({}): {why}", c.id, c.label);
+        }
+    }
+    Ok(Some(addr))
+}
+
+/// Runs a plan into a store in labs, or against `remote`; Ctrl-C/SIGTERM stop after the run in
+/// flight.
+fn execute(
+    plan: &Plan,
+    store: &Store,
+    race: bool,
+    remote: Option<SocketAddr>,
+) -> anyhow::Result<SweepReport> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
-    let mut executor = LabExecutor::new(
-        tcplab_lab::StateDir::from_env(),
-        &format!("st{}", std::process::id() % 100_000),
-    );
+    let mut executor: Box<dyn Executor> = match remote {
+        Some(addr) => Box::new(RemoteExecutor::new(addr)),
+        None => {
+            tcplab_lab::require_root("running a study in labs")?;
+            Box::new(LabExecutor::new(
+                tcplab_lab::StateDir::from_env(),
+                &format!("st{}", std::process::id() % 100_000),
+            ))
+        }
+    };
     let report = sweep(
         plan,
         store,
-        &mut executor,
+        executor.as_mut(),
         SweepOptions {
             race,
             progress: true,
@@ -154,6 +188,7 @@ impl SweepArgs {
 
     fn run_inner(self) -> anyhow::Result<ExitCode> {
         let plan = load_plan(&self.file, self.seed, self.quick)?;
+        let remote = remote_target(self.to.as_deref(), &plan)?;
         if self.dry_run {
             print!("{}", plan.dry_run());
             return Ok(ExitCode::SUCCESS);
@@ -173,7 +208,7 @@ impl SweepArgs {
             }
             Store::create(&db, &plan)?
         };
-        let report = execute(&plan, &store, self.race)?;
+        let report = execute(&plan, &store, self.race, remote)?;
         let html = self.html.unwrap_or_else(|| db.with_extension("html"));
         summarise(&store, &html, &report)?;
         Ok(ExitCode::SUCCESS)
@@ -197,6 +232,7 @@ impl RunArgs {
                 "--config {id}: no such configuration; `tcplab sweep FILE --dry-run` lists them"
             )
         })?;
+        let remote = remote_target(self.to.as_deref(), &one)?;
         let db = self
             .db
             .unwrap_or_else(|| PathBuf::from(format!("{}-run.db", plan.name)));
@@ -204,7 +240,7 @@ impl RunArgs {
             std::fs::remove_file(&db).with_context(|| format!("replacing {}", db.display()))?;
         }
         let store = Store::create(&db, &one)?;
-        let report = execute(&one, &store, false)?;
+        let report = execute(&one, &store, false, remote)?;
         summarise(&store, &db.with_extension("html"), &report)?;
         Ok(ExitCode::SUCCESS)
     }
