@@ -51,13 +51,18 @@ kb_base=$(ping_stats kb 200 0.01); eb_base=$(ping_stats eb 200 0.01)
 echo "base RTT (ping median p99): kernel ${kb_base}; emulator ${eb_base}"
 down kb; down eb
 
+rr_stats() { # lab -> TCP request/response (64 B each way, NODELAY) "median p99" in ms, 3 s
+  "$T" rr --lab "$1" --req 64 --resp 64 --nodelay --duration 3 --json |
+    pyjson '"rr median %.3f p99 %.3f n=%d" % (d["summary"]["latency_us"]["p50"]/1e3, d["summary"]["latency_us"]["p99"]/1e3, d["summary"]["transactions"])'
+}
+
 echo "## delay accuracy: --delay 10ms each way (expect 20 ms + base RTT)"
 up d10 --delay 10ms
-echo "idle:           $(ping_stats d10 300 0.01)"
+echo "idle:           ping $(ping_stats d10 300 0.01); $(rr_stats d10)"
 serve d10
-ex d10 client iperf3 -c $SERVER -R -t 6 >/dev/null &
+ex d10 client iperf3 -c $SERVER -R -t 10 >/dev/null &
 sleep 1
-echo "reverse bulk:   $(ping_stats d10 300 0.01)"
+echo "reverse bulk:   ping $(ping_stats d10 300 0.01); $(rr_stats d10)"
 wait
 "$T" lab status d10 --json | pyjson '"emulator lateness: " + json.dumps({k: d["emulators"]["d10"]["counters"][k].get("lateness") for k in ("forward","reverse")})' || true
 down d10
