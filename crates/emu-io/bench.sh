@@ -5,6 +5,8 @@
 #   crates/emu-io/bench.sh [SECONDS] [-- extra emu_bridge flags for one extra row]
 #   EMU_ROWS="--rt 10;--batch 64 --rt 10" crates/emu-io/bench.sh 5   # custom rows only
 #   EMU_UDP_FLAGS="--no-rt" ...   # emulator flags for the 64-byte packet-rate run
+#   SKIP_GSO=1 ...                 # skip the offloads-on table (kernel bridge vs --gso)
+#   SKIP_EXTRA=1 ...               # skip the packet-rate and delay tables
 #
 # Prints one markdown row per configuration: TCP throughput (iperf3, 1 flow), and the
 # emulator's lateness/verdict. Namespaces are named tlx-bench-<pid>-*, removed on exit.
@@ -30,9 +32,15 @@ for n in "$C" "$M" "$S"; do
 done
 ip link add c0 netns "$C" type veth peer name m0 netns "$M"
 ip link add s0 netns "$S" type veth peer name m1 netns "$M"
+offloads() {  # on|off on every veth end
+  for nd in "$C c0" "$M m0" "$M m1" "$S s0"; do
+    set -- $nd
+    ip netns exec "$1" ethtool -K "$2" tso "$OFFL" gso "$OFFL" gro "$OFFL" tx "$OFFL" rx "$OFFL" >/dev/null
+  done
+}
+OFFL=off offloads
 for nd in "$C c0" "$M m0" "$M m1" "$S s0"; do
   set -- $nd
-  ip netns exec "$1" ethtool -K "$2" tso off gso off gro off tx off rx off >/dev/null
   ip -n "$1" link set "$2" up
 done
 ip -n "$C" addr add 198.18.0.1/24 dev c0
@@ -46,17 +54,22 @@ iperf() {  # prints receiver Mbit/s of a 1-flow TCP test
     | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % (d["end"]["sum_received"]["bits_per_second"]/1e6))'
 }
 
+kernel_bridge() {  # prints the kernel bridge's TCP Mbit/s
+  ip -n "$M" link add br0 type bridge
+  ip -n "$M" link set m0 master br0
+  ip -n "$M" link set m1 master br0
+  ip -n "$M" link set br0 up
+  sleep 1
+  iperf
+  ip -n "$M" link del br0
+  sleep 0.5
+}
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
 echo "| path | TCP Mbit/s (1 flow, ${SECS}s) | ratio | emulator notes |"
 echo "|---|---|---|---|"
-ip -n "$M" link add br0 type bridge
-ip -n "$M" link set m0 master br0
-ip -n "$M" link set m1 master br0
-ip -n "$M" link set br0 up
-sleep 1
-KERNEL=$(iperf)
+KERNEL=$(kernel_bridge)
 echo "| kernel bridge | $KERNEL | 1.00 | |"
-ip -n "$M" link del br0
-sleep 0.5
 
 emu_row() {  # $1 = label, rest = emu_bridge flags
   local label=$1; shift
@@ -73,10 +86,10 @@ d = json.load(open(sys.argv[1]))
 r, v = d["report"], d["verdict"]
 f = r["forward"]
 cpu = ", ".join("%s %.0f%%" % (t["name"], 100 * t["cpu_ns"] / max(t["wall_ns"], 1)) for t in r["threads"])
-print("a->b %d frames, lateness p50/p99/max %d/%d/%d us, ring overflow %d, CPU %s, %s" % (
-    f["frames_out"], f["lateness"]["p50_ns"] // 1000, f["lateness"]["p99_ns"] // 1000,
-    f["lateness"]["max_ns"] // 1000, f["drops"]["ring_overflow"], cpu,
-    "trustworthy" if v["trustworthy"] else "untrustworthy"))
+print("a->b %d frames (%d segments, %d direct), lateness p50/p99/max %d/%d/%d us, ring overflow %d, CPU %s, %s" % (
+    f["frames_out"], f["segments_in"], f["direct"], f["lateness"]["p50_ns"] // 1000,
+    f["lateness"]["p99_ns"] // 1000, f["lateness"]["max_ns"] // 1000,
+    f["drops"]["ring_overflow"], cpu, "trustworthy" if v["trustworthy"] else "untrustworthy"))
 PY
 )
   rm -f "$out"
@@ -88,14 +101,34 @@ if [ -n "${EMU_ROWS:-}" ]; then
   IFS=';' read -ra rows <<<"$EMU_ROWS"
   for r in "${rows[@]}"; do emu_row "$r" $r; done
 else
-  emu_row "default (V2 RX, thread per direction, SCHED_FIFO 10, spin 100us)"
-  emu_row "per-direction, SCHED_OTHER" --no-rt
-  emu_row "one thread, SCHED_FIFO 10" --threads single
-  emu_row "one thread, SCHED_OTHER" --threads single --no-rt
-  emu_row "V3 RX ring" --rx v3
-  emu_row "busy-poll (SCHED_OTHER)" --busy
+  # Interleaved twice: the default egress (sendmmsg + direct from the RX ring) and the TX ring.
+  for pass in 1 2; do
+    emu_row "default (sendmmsg, V2 RX, thread per direction, SCHED_FIFO 10), pass $pass"
+    emu_row "TX ring (--tx ring), pass $pass" --tx ring
+  done
+  KERNEL2=$(kernel_bridge)
+  echo "| kernel bridge (again) | $KERNEL2 | $(python3 -c "print('%.2f' % ($KERNEL2 / max($KERNEL, 1)))") | |"
 fi
 if [ ${#EXTRA[@]} -gt 0 ]; then emu_row "${EXTRA[*]}" "${EXTRA[@]}"; fi
+
+if [ -z "${SKIP_GSO:-}" ]; then
+  # --- Offloads ON (TSO/GSO/GRO/checksum) on every veth end: kernel bridge vs GSO mode ---
+  OFFL=on offloads
+  echo
+  echo "Offloads on (tso gso gro tx rx on every veth end):"
+  echo
+  echo "| path | TCP Mbit/s (1 flow, ${SECS}s) | ratio | emulator notes |"
+  echo "|---|---|---|---|"
+  KERNEL_OFF=$KERNEL
+  KERNEL=$(kernel_bridge)
+  echo "| kernel bridge, offloads on | $KERNEL | 1.00 | |"
+  emu_row "--gso, offloads on" --gso
+  emu_row "--gso --rate 1gbit, offloads on" --gso --rate 1gbit
+  emu_row "--gso, offloads on, pass 2" --gso
+  echo "| (kernel bridge offloads off, from the first table) | $KERNEL_OFF | $(python3 -c "print('%.2f' % ($KERNEL_OFF / max($KERNEL, 1)))") | |"
+  OFFL=off offloads
+  KERNEL=$KERNEL_OFF
+fi
 
 [ -n "${SKIP_EXTRA:-}" ] && exit 0
 
@@ -126,34 +159,41 @@ rm -f "$UOUT"
 echo "| emu ${EMU_UDP_FLAGS:-default} | $pps | $loss | $NOTE |"
 
 # --- Delay accuracy: 10 ms each way, ping RTT vs 20 ms + base, idle and under a bulk flow ---
-ping_stats() {  # avg, mdev, max of 200 pings at 10 ms intervals (ms, µs resolution), replies
-  ip netns exec "$C" ping -n -q -c 200 -i 0.01 198.18.0.2 \
+ping_stats() {  # avg (µs resolution, from ping's summary), median, p99, max of 200 pings at
+  # 10 ms intervals (ms; ping prints single RTTs >= 10 ms with 0.1 ms resolution), replies
+  ip netns exec "$C" ping -n -c 200 -i 0.01 198.18.0.2 \
     | python3 -c 'import sys
-t = sys.stdin.read()
-mn, avg, mx, mdev = t.split("rtt min/avg/max/mdev = ")[1].split()[0].split("/")
-n = t.split(" received")[0].split(", ")[-1]
-print(avg, mdev, mx, n)'
+t = sys.stdin.read().splitlines()
+r = sorted(float(l.split("time=")[1].split()[0]) for l in t if "time=" in l)
+avg = [l.split(" = ")[1].split("/")[1] for l in t if l.startswith("rtt ")]
+n = len(r)
+print("%s %.3f %.3f %.3f %d" % (avg[0], r[n // 2], r[min(n - 1, int(n * 0.99))], r[-1], n) if n else "- - - - 0")'
+}
+ping_row() {  # $1 = label, $2 = bulk|idle, rest = emu_bridge flags
+  local label=$1 mode=$2; shift 2
+  local out; out=$(mktemp)
+  ip netns exec "$M" "$EMU" m0 m1 --seconds 10 "$@" >"$out" 2>/dev/null &
+  local epid=$!; PIDS+=($epid); sleep 1
+  local ipid=
+  if [ "$mode" = bulk ]; then
+    ip netns exec "$C" iperf3 -c 198.18.0.2 -p 5201 -R -t 6 >/dev/null 2>&1 &
+    ipid=$!; PIDS+=($ipid); sleep 1
+  fi
+  read -r avg med p99 mx n <<<"$(ping_stats)"
+  [ -n "$ipid" ] && { wait "$ipid" || true; }
+  wait "$epid" || true
+  local late; late=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["report"]["reverse"]; l=r["lateness"]; print("%d/%d/%d us, %d frames" % (l["p50_ns"]//1000, l["p99_ns"]//1000, l["max_ns"]//1000, r["frames_out"]))' "$out")
+  rm -f "$out"
+  echo "| $label | $avg | $med | $p99 | $mx | $n | $late |"
+  LAST_MED=$avg
 }
 echo
-echo "| emu, ping client->server (200 x 10 ms) | avg ms | mdev ms | max ms | replies |"
-echo "|---|---|---|---|---|"
-ip netns exec "$M" "$EMU" m0 m1 --seconds 6 >/dev/null 2>&1 &
-EPID=$!; PIDS+=($EPID); sleep 1
-read -r med sd mx n <<<"$(ping_stats)"
-wait "$EPID" || true
-echo "| 0 ms (base) | $med | $sd | $mx | $n |"
-BASE=$med
-ip netns exec "$M" "$EMU" m0 m1 --delay 10ms --seconds 6 >/dev/null 2>&1 &
-EPID=$!; PIDS+=($EPID); sleep 1
-read -r med sd mx n <<<"$(ping_stats)"
-wait "$EPID" || true
-echo "| 10 ms/10 ms, idle | $med | $sd | $mx | $n |"
-ip netns exec "$M" "$EMU" m0 m1 --delay 10ms --seconds 10 >/dev/null 2>&1 &
-EPID=$!; PIDS+=($EPID); sleep 1
-ip netns exec "$C" iperf3 -c 198.18.0.2 -p 5201 -R -t 6 >/dev/null 2>&1 &
-IPID=$!; PIDS+=($IPID); sleep 1
-read -r med sd mx n <<<"$(ping_stats)"
-wait "$IPID" || true
-wait "$EPID" || true
-echo "| 10 ms/10 ms, bulk TCP server->client | $med | $sd | $mx | $n |"
-echo "(target: 20 ms + base $BASE ms, within 0.1 ms)"
+echo "| emu, ping client->server (200 x 10 ms) | avg ms | median ms | p99 ms | max ms | replies | b->a lateness p50/p99/max |"
+echo "|---|---|---|---|---|---|---|"
+ping_row "0 ms (base)" idle
+BASE=$LAST_MED
+ping_row "10 ms/10 ms, idle" idle --delay 10ms
+ping_row "10 ms/10 ms, bulk TCP server->client" bulk --delay 10ms
+ping_row "10 ms/10 ms + 1 Gbit/s, bulk TCP server->client" bulk --delay 10ms --rate 1gbit
+ping_row "10 ms/10 ms, bulk, TX ring" bulk --delay 10ms --tx ring
+echo "(target: 20 ms + base $BASE ms, within 0.1 ms; load average at end: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -3,13 +3,14 @@
 //!
 //! `emu_bridge IFACE_A IFACE_B [--delay 10ms] [--jitter ..] [--loss 1%] [--rate 1gbit]
 //!  [--queue 1000] [--seed N] [--seconds S] [--threads single|per] [--rx v2|v3] [--busy]
-//!  [--spin-ns N] [--rt PRIO|--no-rt] [--no-ring-ts] [--batch N] [--cpus 0,1]`
+//!  [--spin-ns N] [--rt PRIO|--no-rt] [--no-ring-ts] [--batch N] [--cpus 0,1]
+//!  [--ring-frames N] [--tx ring|sendmmsg] [--gso]`
 //! (impairment values as `tcplab emu` takes them, "A/B" for per-direction.)
 
 use std::time::{Duration, Instant};
 
 use tcplab_emu::ImpairmentFlags;
-use tcplab_emu_io::{EmuBridge, IoOptions, RxRingKind, Threads, Thresholds};
+use tcplab_emu_io::{EmuBridge, IoOptions, RxRingKind, Threads, Thresholds, TxKind};
 
 fn value<T: std::str::FromStr>(args: &mut impl Iterator<Item = String>, flag: &str) -> T {
     let v = args
@@ -64,6 +65,15 @@ fn main() {
             "--no-rt" => opts.rt_priority = None,
             "--no-ring-ts" => opts.ring_timestamps = false,
             "--batch" => opts.batch = value(&mut args, &flag),
+            "--ring-frames" => opts.ring_frames = value(&mut args, &flag),
+            "--tx" => {
+                opts.tx = match value::<String>(&mut args, &flag).as_str() {
+                    "ring" => TxKind::Ring,
+                    "sendmmsg" => TxKind::Sendmmsg,
+                    other => fail(&format!("--tx {other}: use ring or sendmmsg")),
+                }
+            }
+            "--gso" => opts.gso = true,
             "--cpus" => {
                 opts.cpus = value::<String>(&mut args, &flag)
                     .split(',')

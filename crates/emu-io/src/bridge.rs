@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::counters::{DirCounters, DirSnapshot};
-use crate::direction::{Direction, ReconfigRequest};
+use crate::direction::{DirSettings, Direction, ReconfigRequest};
 use crate::error::IoError;
 use crate::model::Model;
 use crate::options::{IoOptions, Threads};
@@ -44,6 +44,8 @@ pub struct Bridge<M: Model> {
     errors: Mutex<Vec<String>>,
     started: u64,
     busy_poll: bool,
+    /// GSO mode (reconfigurations are checked against it).
+    pub(crate) gso: bool,
     /// The models' seed, when the bridge built them (see `EmuBridge::start`).
     pub(crate) seed: Option<u64>,
 }
@@ -82,6 +84,13 @@ impl<M: Model> Bridge<M> {
             });
         }
         let (a, b) = (check_iface(iface_a)?, check_iface(iface_b)?);
+        if opts.gso {
+            if let Some(off) = [&a, &b].into_iter().find(|i| !(i.tso && i.tx_csum)) {
+                return Err(IoError::GsoOffloadsOff {
+                    iface: off.name.clone(),
+                });
+            }
+        }
         let ports_ab = (open_rx(&a, opts)?, open_tx(&b, opts)?);
         let ports_ba = (open_rx(&b, opts)?, open_tx(&a, opts)?);
         let counters = [
@@ -95,7 +104,12 @@ impl<M: Model> Bridge<M> {
                 NAMES[i],
                 ports,
                 model,
-                (opts.slab_slots, opts.batch, opts.ring_timestamps),
+                DirSettings {
+                    slab_slots: opts.effective_slab_slots(),
+                    batch: opts.batch,
+                    ring_timestamps: opts.ring_timestamps,
+                    gso: opts.gso,
+                },
                 Arc::clone(&counters[i]),
                 rx,
             )
@@ -150,6 +164,7 @@ impl<M: Model> Bridge<M> {
             errors: Mutex::new(Vec::new()),
             started,
             busy_poll: opts.busy_poll,
+            gso: opts.gso,
             seed: None,
         })
     }

@@ -34,6 +34,8 @@ pub struct DirCounters {
     pub(crate) wakeups: AtomicU64,
     pub(crate) queued: AtomicU64,
     pub(crate) order_clamped: AtomicU64,
+    pub(crate) direct: AtomicU64,
+    pub(crate) segments_in: AtomicU64,
     pub(crate) lateness: LatenessHistogram,
 }
 
@@ -95,6 +97,12 @@ pub struct DirSnapshot {
     pub queued: u64,
     /// Departures held back to keep FIFO order (model said it never reorders, but did).
     pub order_clamped: u64,
+    /// Frames sent straight from the RX ring (due on arrival, nothing queued ahead): no
+    /// user-space copy.
+    pub direct: u64,
+    /// Wire packets the model was charged for `frames_in` (more than `frames_in` only in GSO
+    /// mode, where a super-packet counts its segments).
+    pub segments_in: u64,
     /// Lateness of released frames.
     pub lateness: LatenessSummary,
 }
@@ -133,6 +141,8 @@ impl DirCounters {
             wakeups: l(&self.wakeups),
             queued: l(&self.queued),
             order_clamped: l(&self.order_clamped),
+            direct: l(&self.direct),
+            segments_in: l(&self.segments_in),
             lateness: self.lateness.summary(),
         }
     }

@@ -2,19 +2,29 @@
 //! TX ring on the egress interface, with its counters.
 //!
 //! [`Direction::receive`] drains up to a batch of frames, asks the model for each and stores
-//! what it keeps; [`Direction::release`] moves every frame due at `now` into the TX ring and
-//! kicks it once. Neither sleeps: waiting is the worker's job.
+//! what it keeps; [`Direction::release`] moves every frame due at `now` to the egress port
+//! (TX ring + one kick, or one `sendmmsg`). Neither sleeps: waiting is the worker's job.
+//!
+//! Direct path (`sendmmsg` egress, V2 RX ring): a frame that is due on arrival with nothing
+//! queued ahead of it, needs no rewriting (VLAN tag, checksum, corruption) and is not
+//! duplicated is not copied at all: the RX ring entry is held, sent from the ring with the
+//! other such frames of the batch in one `sendmmsg`, then given back.
+//!
+//! GSO mode: each RX entry starts with a virtio-net header ([`crate::gso`]), which travels
+//! with the frame (in the slab slot, or straight from the ring) to the egress socket; the
+//! model is charged the wire packets a super-packet stands for.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
 
 use crate::counters::DirCounters;
+use crate::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
 use crate::model::{Decision, Departure, Model, ModelDrop};
 use crate::port::{RxPort, TxPort};
 use crate::ring::tx_v2::TxPush;
 use crate::ring::{PACKET_OUTGOING, RxFrame, RxNext, TP_STATUS_CSUMNOTREADY};
-use crate::schedule::Schedule;
+use crate::schedule::{Entry, Schedule};
 use crate::slab::Slab;
 use crate::sys::clock::{Nanos, monotonic_ns, realtime_ns};
 
@@ -33,6 +43,30 @@ pub fn arrival_time(ts_real: Nanos, real_now: Nanos, mono_now: Nanos) -> Nanos {
     }
 }
 
+/// A frame held in the RX ring for the direct path.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    /// Offset of the bytes to send (virtio-net header first in GSO mode).
+    off: usize,
+    /// Their length.
+    len: usize,
+    /// Scheduled departure.
+    at: Nanos,
+}
+
+/// Per-direction settings fixed at start.
+#[derive(Debug, Clone, Copy)]
+pub struct DirSettings {
+    /// Slab slots.
+    pub slab_slots: u32,
+    /// Most frames per ring per loop turn.
+    pub batch: u32,
+    /// Arrival time from the kernel's receive timestamp.
+    pub ring_timestamps: bool,
+    /// GSO mode (virtio-net headers on both sockets).
+    pub gso: bool,
+}
+
 /// One direction's state, owned by its worker thread.
 #[derive(Debug)]
 pub struct Direction<M: Model> {
@@ -45,12 +79,17 @@ pub struct Direction<M: Model> {
     sched: Schedule,
     counters: Arc<DirCounters>,
     reconfig: Receiver<ReconfigRequest<M::Config>>,
-    /// Departure times of the frames in the current TX batch (preallocated).
+    /// Departure times of the frames in the current TX-ring batch (preallocated).
     batch_at: Vec<Nanos>,
+    /// Schedule entries of the current `sendmmsg` batch (preallocated).
+    due: Vec<Entry>,
+    /// Frames held in the RX ring for the direct path (preallocated).
+    held: Vec<Held>,
     batch: usize,
     /// A due frame found the TX ring full; retry soon instead of sleeping.
     pub tx_blocked: bool,
     ring_timestamps: bool,
+    gso: bool,
 }
 
 impl<M: Model> Direction<M> {
@@ -59,25 +98,29 @@ impl<M: Model> Direction<M> {
         name: &'static str,
         (rx, tx): (RxPort, TxPort),
         model: M,
-        (slab_slots, batch, ring_timestamps): (u32, u32, bool),
+        settings: DirSettings,
         counters: Arc<DirCounters>,
         reconfig: Receiver<ReconfigRequest<M::Config>>,
     ) -> Self {
-        let slot = tx.ring.max_frame();
+        let slot = tx.max_frame();
         let reorder = model.may_reorder();
+        let batch = settings.batch as usize;
         Self {
             name,
             rx,
             tx,
             model,
-            slab: Slab::new(slab_slots, slot),
-            sched: Schedule::new(slab_slots as usize, reorder),
+            slab: Slab::new(settings.slab_slots, slot),
+            sched: Schedule::new(settings.slab_slots as usize, reorder),
             counters,
             reconfig,
-            batch_at: Vec::with_capacity(batch as usize),
-            batch: batch as usize,
+            batch_at: Vec::with_capacity(batch),
+            due: Vec::with_capacity(batch),
+            held: Vec::with_capacity(batch),
+            batch,
             tx_blocked: false,
-            ring_timestamps,
+            ring_timestamps: settings.ring_timestamps,
+            gso: settings.gso,
         }
     }
 
@@ -112,40 +155,67 @@ impl<M: Model> Direction<M> {
         let c = Arc::clone(&self.counters);
         let mut seen = 0;
         while seen < self.batch {
-            match self.rx.ring.peek() {
-                RxNext::Empty => break,
-                RxNext::Malformed => DirCounters::add(&c.malformed, 1),
-                RxNext::Frame(f) => {
-                    if f.pkttype != PACKET_OUTGOING {
-                        let now = if self.ring_timestamps {
-                            arrival_time(f.ts_ns, real_now, mono_now)
-                        } else {
-                            mono_now
-                        };
-                        self.admit(&f, now, &c);
-                    }
+            seen += 1;
+            let f = match self.rx.ring.peek() {
+                RxNext::Empty => {
+                    seen -= 1;
+                    break;
+                }
+                RxNext::Malformed => {
+                    DirCounters::add(&c.malformed, 1);
+                    None
+                }
+                RxNext::Frame(f) if f.pkttype == PACKET_OUTGOING => None,
+                RxNext::Frame(f) => Some(f),
+            };
+            if let Some(f) = f {
+                let now = if self.ring_timestamps {
+                    arrival_time(f.ts_ns, real_now, mono_now)
+                } else {
+                    mono_now
+                };
+                if self.admit(&f, now, mono_now, &c) {
+                    continue;
                 }
             }
+            // Held frames must go back before the cursor gives back a later one.
+            self.flush_held();
             self.rx.ring.consume();
-            seen += 1;
         }
+        self.flush_held();
         DirCounters::set(&c.queued, self.sched.len() as u64);
         seen
     }
 
-    fn admit(&mut self, f: &RxFrame, now: Nanos, c: &DirCounters) {
+    /// Runs one frame through the model; true if it was held in the ring for the direct path
+    /// (not to be consumed yet).
+    fn admit(&mut self, f: &RxFrame, now: Nanos, mono_now: Nanos, c: &DirCounters) -> bool {
         DirCounters::add(&c.frames_in, 1);
         DirCounters::add(&c.bytes_in, u64::from(f.out_wire_len()));
         if f.status & TP_STATUS_CSUMNOTREADY != 0 {
             DirCounters::add(&c.csum_partial, 1);
         }
-        if f.wire_len > f.snaplen || f.out_len() > self.slab.slot_size() {
+        let prefix = if self.gso { VNET_HDR_LEN } else { 0 };
+        if f.wire_len > f.snaplen || f.out_len() + prefix > self.slab.slot_size() {
             DirCounters::add(&c.drop_oversize, 1);
-            return;
+            return false;
         }
-        match self.model.arrive(f.out_wire_len(), now) {
+        let cost = self.wire_cost(f);
+        DirCounters::add(&c.segments_in, u64::from(cost.segments));
+        match self.model.arrive_train(cost.bytes, cost.segments, now) {
             Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
             Decision::Drop(ModelDrop::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
+            Decision::Send {
+                first,
+                second: None,
+            } if self.direct_ok(f, first, mono_now) && self.rx.ring.hold() => {
+                self.held.push(Held {
+                    off: f.data_off - prefix,
+                    len: f.snaplen as usize + prefix,
+                    at: first.at,
+                });
+                return true;
+            }
             Decision::Send { first, second } => {
                 self.store(f, first, c);
                 if let Some(dup) = second {
@@ -154,26 +224,97 @@ impl<M: Model> Direction<M> {
                 }
             }
         }
+        false
     }
 
-    /// Copies the frame into a slab slot and schedules it.
+    /// What the model is charged for `f`: itself, or in GSO mode the wire packets it stands
+    /// for.
+    fn wire_cost(&self, f: &RxFrame) -> WireCost {
+        let own = WireCost {
+            segments: 1,
+            bytes: f.out_wire_len(),
+        };
+        if !self.gso {
+            return own;
+        }
+        let mem = self.rx.ring.mem();
+        let hdr = f
+            .data_off
+            .checked_sub(VNET_HDR_LEN)
+            .and_then(|off| mem.slice(off, VNET_HDR_LEN))
+            .and_then(VnetHdr::parse);
+        match (hdr, mem.slice(f.data_off, f.snaplen as usize)) {
+            (Some(h), Some(frame)) => wire_cost(&h, frame, f.out_len() as u32 - f.snaplen),
+            _ => own,
+        }
+    }
+
+    /// True if `f` can leave straight from the RX ring: `sendmmsg` egress, due now, nothing
+    /// queued ahead, and no rewriting needed.
+    fn direct_ok(&self, f: &RxFrame, dep: Departure, mono_now: Nanos) -> bool {
+        matches!(self.tx, TxPort::Send { .. })
+            && dep.at <= mono_now
+            && dep.corrupt.is_none()
+            && self.sched.is_empty()
+            && self.held.len() < self.batch
+            && f.vlan.is_none()
+            && (self.gso || f.status & TP_STATUS_CSUMNOTREADY == 0)
+    }
+
+    /// Sends the held frames from the RX ring in one `sendmmsg` and gives them back.
+    fn flush_held(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        let c = &self.counters;
+        let sent_at = monotonic_ns();
+        if let TxPort::Send { batch, sock, .. } = &mut self.tx {
+            let mem = self.rx.ring.mem();
+            let out = batch.send(
+                sock,
+                self.held
+                    .iter()
+                    .map(|h| (&[][..], mem.slice(h.off, h.len).unwrap_or(&[]))),
+            );
+            let prefix = if self.gso { VNET_HDR_LEN as u64 } else { 0 };
+            DirCounters::add(&c.frames_out, u64::from(out.sent));
+            DirCounters::add(&c.direct, u64::from(out.sent));
+            DirCounters::add(&c.bytes_out, out.sent_bytes - prefix * u64::from(out.sent));
+            DirCounters::add(&c.drop_tx_failed, u64::from(out.failed));
+            DirCounters::add(&c.kicks, u64::from(out.calls));
+        }
+        for h in &self.held {
+            c.lateness.record(sent_at.saturating_sub(h.at));
+        }
+        self.held.clear();
+        self.rx.ring.release_held();
+    }
+
+    /// Copies the frame (after its virtio-net header in GSO mode) into a slab slot and
+    /// schedules it.
     fn store(&mut self, f: &RxFrame, dep: Departure, c: &DirCounters) {
         let Some(slot) = self.slab.alloc() else {
             DirCounters::add(&c.drop_slab_full, 1);
             return;
         };
-        let len = f.out_len();
+        let prefix = if self.gso { VNET_HDR_LEN } else { 0 };
+        let len = f.out_len() + prefix;
+        let mem = self.rx.ring.mem();
         let buf = &mut self.slab.slot_mut(slot)[..len];
-        if !self.rx.ring.mem().copy_frame(f, buf) {
+        let (hdr, frame) = buf.split_at_mut(prefix);
+        let hdr_ok = prefix == 0 || mem.copy_out(f.data_off - prefix, hdr);
+        if !hdr_ok || !mem.copy_frame(f, frame) {
             DirCounters::add(&c.malformed, 1);
             self.slab.release(slot);
             return;
         }
-        if f.status & TP_STATUS_CSUMNOTREADY != 0 {
-            crate::csum::complete(buf);
+        if self.gso {
+            fix_vnet_for_vlan(hdr, f);
+        } else if f.status & TP_STATUS_CSUMNOTREADY != 0 {
+            crate::csum::complete(frame);
         }
         if let Some(k) = dep.corrupt {
-            if let Some(b) = buf.get_mut(k.offset as usize) {
+            if let Some(b) = frame.get_mut(k.offset as usize) {
                 *b ^= k.mask;
                 DirCounters::add(&c.corrupted, 1);
             }
@@ -181,15 +322,20 @@ impl<M: Model> Direction<M> {
         self.sched.push(dep.at, slot, len as u32);
     }
 
-    /// Moves every frame due at `now` into the TX ring (batches of at most `batch`) and kicks.
+    /// Moves every frame due at `now` to the egress port (batches of at most `batch`).
     pub fn release(&mut self, now: Nanos) {
         self.tx_blocked = false;
         loop {
-            let moved = self.fill_tx_batch(now);
-            if moved == 0 {
-                break;
-            }
-            self.kick();
+            let moved = match self.tx {
+                TxPort::Ring { .. } => {
+                    let moved = self.fill_tx_batch(now);
+                    if moved > 0 {
+                        self.kick();
+                    }
+                    moved
+                }
+                TxPort::Send { .. } => self.send_due(now),
+            };
             if moved < self.batch || self.tx_blocked {
                 break;
             }
@@ -198,15 +344,56 @@ impl<M: Model> Direction<M> {
         DirCounters::set(&self.counters.order_clamped, self.sched.clamped());
     }
 
+    /// `sendmmsg` egress: sends up to a batch of due frames from their slab slots.
+    fn send_due(&mut self, now: Nanos) -> usize {
+        self.due.clear();
+        while self.due.len() < self.batch {
+            let Some(e) = self.sched.pop_due(now) else {
+                break;
+            };
+            self.due.push(e);
+        }
+        if self.due.is_empty() {
+            return 0;
+        }
+        let c = &self.counters;
+        let sent_at = monotonic_ns();
+        if let TxPort::Send { batch, sock, .. } = &mut self.tx {
+            let slab = &self.slab;
+            let out = batch.send(
+                sock,
+                self.due.iter().map(|e| {
+                    (
+                        &[][..],
+                        slab.slot(e.slot).get(..e.len as usize).unwrap_or(&[]),
+                    )
+                }),
+            );
+            let prefix = if self.gso { VNET_HDR_LEN as u64 } else { 0 };
+            DirCounters::add(&c.frames_out, u64::from(out.sent));
+            DirCounters::add(&c.bytes_out, out.sent_bytes - prefix * u64::from(out.sent));
+            DirCounters::add(&c.drop_tx_failed, u64::from(out.failed));
+            DirCounters::add(&c.kicks, u64::from(out.calls));
+        }
+        for e in &self.due {
+            c.lateness.record(sent_at.saturating_sub(e.at));
+            self.slab.release(e.slot);
+        }
+        self.due.len()
+    }
+
     fn fill_tx_batch(&mut self, now: Nanos) -> usize {
         let c = Arc::clone(&self.counters);
         self.batch_at.clear();
+        let TxPort::Ring { ring, .. } = &mut self.tx else {
+            return 0;
+        };
         while self.batch_at.len() < self.batch {
             let Some(e) = self.sched.pop_due(now) else {
                 break;
             };
             let frame = self.slab.slot(e.slot).get(..e.len as usize).unwrap_or(&[]);
-            match self.tx.ring.push(frame) {
+            match ring.push(frame) {
                 TxPush::Queued => {
                     DirCounters::add(&c.bytes_out, u64::from(e.len));
                     self.batch_at.push(e.at);
@@ -227,12 +414,15 @@ impl<M: Model> Direction<M> {
         self.batch_at.len()
     }
 
-    /// Transmits the marked frames and records each one's lateness against the kick time.
+    /// Transmits the marked TX-ring frames and records each one's lateness against the kick.
     fn kick(&mut self) {
         let c = &self.counters;
         let sent_at = monotonic_ns();
-        let n = self.tx.ring.take_pending();
-        if self.tx.sock.kick_tx().is_err() {
+        let TxPort::Ring { ring, sock, .. } = &mut self.tx else {
+            return;
+        };
+        let n = ring.take_pending();
+        if sock.kick_tx().is_err() {
             // The kernel stops at the frame it failed on and drops it; the rest stay marked
             // and go with the next kick.
             DirCounters::add(&c.drop_tx_failed, 1);
@@ -240,7 +430,7 @@ impl<M: Model> Direction<M> {
         } else {
             DirCounters::add(&c.frames_out, u64::from(n));
         }
-        DirCounters::add(&c.drop_tx_failed, self.tx.ring.take_refused());
+        DirCounters::add(&c.drop_tx_failed, ring.take_refused());
         DirCounters::add(&c.kicks, 1);
         for &at in &self.batch_at {
             c.lateness.record(sent_at.saturating_sub(at));
@@ -257,6 +447,20 @@ impl<M: Model> Direction<M> {
     /// Counts a wake-up from poll.
     pub fn count_wakeup(&self) {
         DirCounters::add(&self.counters.wakeups, 1);
+    }
+}
+
+/// A VLAN tag re-inserted after the MAC addresses moves the L4 header 4 bytes on: so must the
+/// header's checksum start (the kernel measured it on the untagged frame).
+fn fix_vnet_for_vlan(hdr: &mut [u8], f: &RxFrame) {
+    if f.vlan.is_none() {
+        return;
+    }
+    if let Some(mut h) = VnetHdr::parse(hdr) {
+        if h.flags & F_NEEDS_CSUM != 0 {
+            h.csum_start += 4;
+            h.write(hdr);
+        }
     }
 }
 

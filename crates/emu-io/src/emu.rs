@@ -30,7 +30,11 @@ impl Model for DirectionModel {
     type Config = DirectionConfig;
 
     fn arrive(&mut self, len: u32, now: Nanos) -> Decision {
-        match DirectionModel::arrive(self, len, now) {
+        Model::arrive_train(self, len, 1, now)
+    }
+
+    fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Decision {
+        match DirectionModel::arrive_train(self, len, segments, now) {
             Verdict::Drop(DropCause::Loss) => Decision::Drop(ModelDrop::Loss),
             Verdict::Drop(DropCause::QueueFull) => Decision::Drop(ModelDrop::QueueFull),
             Verdict::Send(d) => Decision::Send {
@@ -59,6 +63,14 @@ pub fn fresh_seed() -> u64 {
     x ^ (x >> 31)
 }
 
+/// In GSO mode, refuses a link with an element that needs single packets.
+fn refuse_per_packet(cfg: &LinkConfig, gso: bool) -> Result<(), IoError> {
+    match cfg.needs_per_packet() {
+        Some(element) if gso => Err(IoError::NeedsPerPacket { element }),
+        _ => Ok(()),
+    }
+}
+
 impl Bridge<DirectionModel> {
     /// Bridges `iface_a` (client side) and `iface_b` (server side) with the link `cfg`. The
     /// seed is `cfg.seed` or a fresh one; read it back with [`Bridge::seed`].
@@ -68,6 +80,7 @@ impl Bridge<DirectionModel> {
         cfg: &LinkConfig,
         opts: &IoOptions,
     ) -> Result<Self, IoError> {
+        refuse_per_packet(cfg, opts.gso)?;
         let link = LinkModel::new(cfg, fresh_seed()).map_err(|e| IoError::Config(e.to_string()))?;
         let seed = link.seed();
         let mut bridge = Self::with_models(iface_a, iface_b, link.forward, link.reverse, opts)?;
@@ -78,6 +91,7 @@ impl Bridge<DirectionModel> {
     /// Changes the impairments of the running link; queued frames keep their departures.
     pub fn reconfigure_link(&self, cfg: &LinkConfig) -> Result<(), IoError> {
         cfg.validate().map_err(|e| IoError::Config(e.to_string()))?;
+        refuse_per_packet(cfg, self.gso)?;
         self.reconfigure(cfg.forward.clone(), cfg.reverse.clone())
     }
 }
@@ -99,6 +113,30 @@ mod tests {
         };
         assert_eq!(first.at, 1_000);
         assert_eq!(first.corrupt, None);
+    }
+
+    #[test]
+    fn gso_mode_refuses_per_packet_elements_by_name() {
+        let mut cfg = LinkConfig::default();
+        cfg.reverse.duplicate = 0.01;
+        assert!(refuse_per_packet(&cfg, false).is_ok());
+        let e = refuse_per_packet(&cfg, true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "reverse.duplicate needs per-packet granularity, which GSO mode (offloads on) does not have: turn offloads off (`offloads off`) or remove reverse.duplicate"
+        );
+        // Rejected before any interface is looked up.
+        let opts = IoOptions {
+            gso: true,
+            ..Default::default()
+        };
+        let e = EmuBridge::start("nonexistent0", "nonexistent1", &cfg, &opts).unwrap_err();
+        assert!(matches!(
+            e,
+            IoError::NeedsPerPacket {
+                element: "reverse.duplicate"
+            }
+        ));
     }
 
     #[test]

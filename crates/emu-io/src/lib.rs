@@ -4,16 +4,22 @@
 //!
 //! # Map
 //! ```text
-//!  iface A ──RX ring (V2|V3)──► Direction a->b ──► model.arrive(len, now) ─► Drop(cause)
-//!                               │                  └─► Send{at}: copy into slab, schedule
-//!                               └── release(now): due frames ─► TX ring (V2) on B ─► one kick
-//!  iface B ──RX ring──► Direction b->a ── … ──► TX ring on A
+//!  iface A ──RX ring (V2|V3)──► Direction a->b ──► model.arrive_train(bytes, segments, now)
+//!                               │                   ├─► Drop(cause)
+//!                               │                   ├─► due now, nothing queued: hold the RX
+//!                               │                   │   entry, sendmmsg straight from the ring
+//!                               │                   └─► Send{at}: copy into slab, schedule
+//!                               └── release(now): due frames ─► one sendmmsg on B
+//!                                                               (or TX ring + one kick)
+//!  iface B ──RX ring──► Direction b->a ── … ──► A
 //! ```
-//! * [`sys`] — kernel objects, one module each (socket, mmap, iface, clock, wake). The only
-//!   place with system calls; every `unsafe` block says why it is sound.
+//! * [`sys`] — kernel objects, one module each (socket, mmap, iface, clock, wake, `batch`:
+//!   `sendmmsg`). The only place with system calls; every `unsafe` block says why it is sound.
 //! * [`ring`] — TPACKET_V2/V3 RX and V2 TX ring layouts parsed over raw memory; tested on
 //!   synthetic memory without root. Re-inserts VLAN tags the kernel moved into metadata.
 //! * [`csum`] — completes partial TCP/UDP checksums of frames sent with checksum offload on.
+//! * [`gso`] — GSO mode: the virtio-net header carried with each frame, and the wire
+//!   packets (segments, bytes) a TSO/GSO super-packet stands for. Pure.
 //! * [`slab`], [`schedule`] — preallocated frame storage and the departure queue (FIFO, or a
 //!   heap when the model may reorder). Pure.
 //! * [`lateness`], [`counters`] — single-writer atomic counters and a log-linear lateness
@@ -22,8 +28,11 @@
 //!   `may_reorder`, `reconfigure`) and [`BasicModel`] (fixed delay + seeded Bernoulli loss).
 //!   `tcplab_emu::DirectionModel` has the same shape (departures computed at arrival).
 //! * `direction`, `worker` — the packet path and the wait loop (ppoll with an absolute
-//!   deadline minus a spin margin, then spin; or busy-poll). Workers run SCHED_FIFO by
-//!   default, one per direction ([`IoOptions`] documents each default and its measurement).
+//!   deadline minus a spin margin, then spin, within a spin budget of 25 % of each 10 ms so
+//!   a SCHED_FIFO worker never runs into RT throttling; or busy-poll). Workers run SCHED_FIFO
+//!   by default, one per direction ([`IoOptions`] documents each default and its measurement).
+//!   Egress is `sendmmsg` by default ([`TxKind`]): one copy per frame instead of the TX ring's
+//!   two (the kernel re-copies zero-copy ring skbs that veth hands to another namespace).
 //! * [`Bridge`] — start / stats / reconfigure / stop; [`Report::verdict`] judges fidelity
 //!   against [`Thresholds`]. [`EmuBridge`] ([`emu`]) is the bridge with `tcplab_emu`'s
 //!   `DirectionModel` per direction: `EmuBridge::start(a, b, &LinkConfig, &IoOptions)`,
@@ -36,15 +45,20 @@
 //! kick that sent the frame − its scheduled departure.
 //!
 //! # Performance
-//! `BENCH.md` beside this crate (run `bench.sh`): 0.49-1.03x the kernel bridge's TCP
-//! throughput on 2 shared CPUs, idle lateness p50 ≈ 3 µs / p99 < 100 µs; under full load the
-//! lateness p99 reaches ms and the verdict says so.
+//! `BENCH.md` beside this crate (run `bench.sh`): offloads off, 0.90-0.92x the kernel
+//! bridge's TCP throughput on 2 shared CPUs in the last run (0.49-1.03x over all runs); GSO
+//! mode with offloads on, 0.69-0.71x the kernel bridge with offloads on (3.6x the offloads-off
+//! kernel bridge). Idle lateness p50 ≈ 1-3 µs / p99 < 100 µs on a quiet machine; under full
+//! load the lateness p99 reaches ms and the verdict says so.
 //!
 //! # Requirements
-//! Root (CAP_NET_RAW; CAP_SYS_NICE for the default SCHED_FIFO), both interfaces up, segmentation offloads off on the emulated path
-//! (GRO/TSO super-frames larger than a ring slot are dropped and counted as `oversize`).
-//! Frames with a partial checksum (checksum offload on at a local sender) are completed in
-//! software and counted as `csum_partial`.
+//! Root (CAP_NET_RAW; CAP_SYS_NICE for the default SCHED_FIFO), both interfaces up.
+//! Either segmentation offloads off on the emulated path (GRO/TSO super-frames larger than a
+//! ring slot are dropped and counted as `oversize`; frames with a partial checksum are
+//! completed in software and counted as `csum_partial`), or [`IoOptions::gso`] with offloads
+//! on: then TSO, GSO and TX checksum must be on on the bridge's own two interfaces too (a
+//! super-packet sent to a port without TSO is segmented in software there), and loss,
+//! duplicate, reorder and corrupt are refused ([`IoError::NeedsPerPacket`]).
 
 mod bridge;
 pub mod counters;
@@ -52,6 +66,7 @@ pub mod csum;
 mod direction;
 pub mod emu;
 pub mod error;
+pub mod gso;
 pub mod lateness;
 pub mod model;
 pub mod options;
@@ -69,6 +84,6 @@ pub use emu::EmuBridge;
 pub use error::IoError;
 pub use lateness::LatenessSummary;
 pub use model::{BasicConfig, BasicModel, Corruption, Decision, Departure, Model, ModelDrop};
-pub use options::{IoOptions, RxRingKind, Threads};
+pub use options::{GSO_RING_FRAMES, GSO_SLAB_SLOTS, IoOptions, RxRingKind, Threads, TxKind};
 pub use sys::clock::Nanos;
 pub use verdict::{Fidelity, Report, ThreadUsage, Thresholds};

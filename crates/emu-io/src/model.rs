@@ -55,6 +55,12 @@ pub trait Model: Send + 'static {
     type Config: Send + 'static;
     /// A frame of `len` wire bytes arrived at `now`.
     fn arrive(&mut self, len: u32, now: Nanos) -> Decision;
+    /// A GSO super-packet standing for `segments` wire packets of `len` bytes in all arrived
+    /// at `now` (GSO mode). The default charges it as one frame of `len` bytes.
+    fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Decision {
+        let _ = segments;
+        self.arrive(len, now)
+    }
     /// True if departures can come out of arrival order (the I/O then keeps a heap, else a
     /// FIFO).
     fn may_reorder(&self) -> bool;

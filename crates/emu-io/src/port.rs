@@ -5,11 +5,12 @@
 use std::os::fd::{AsFd, BorrowedFd};
 
 use crate::error::IoError;
-use crate::options::{IoOptions, RxRingKind};
+use crate::options::{IoOptions, RxRingKind, TxKind};
 use crate::ring::rx_v2::RxRingV2;
 use crate::ring::rx_v3::RxRingV3;
 use crate::ring::tx_v2::TxRingV2;
 use crate::ring::{RingMem, RxRing};
+use crate::sys::batch::SendBatch;
 use crate::sys::iface::IfaceInfo;
 use crate::sys::mmap::Mmap;
 use crate::sys::socket::{ETH_P_ALL, PacketSocket, RingRequest};
@@ -20,10 +21,32 @@ pub fn frame_size_for_mtu(mtu: u32) -> u32 {
     (mtu.saturating_add(18 + 96)).next_power_of_two().max(2048)
 }
 
+/// Largest frame in GSO mode: a 64 KiB super-packet plus Ethernet, VLAN and virtio-net
+/// headers (the kernel's default `gso_max_size` is 65536).
+pub const GSO_MAX_FRAME: usize = 65_536 + 256;
+
+/// Ring slot size in GSO mode: 17 pages (68 KiB), room for the TPACKET header, the
+/// virtio-net header and a 64 KiB super-packet.
+pub const GSO_FRAME_SIZE: u32 = 17 * 4096;
+
+/// Ring slot size for `iface` under `opts`.
+fn frame_size(iface: &IfaceInfo, opts: &IoOptions) -> u32 {
+    if opts.gso {
+        GSO_FRAME_SIZE.max(frame_size_for_mtu(iface.mtu))
+    } else {
+        frame_size_for_mtu(iface.mtu)
+    }
+}
+
 /// V2 geometry: blocks of 16 frames (a block is a multiple of the page size for frames of at
-/// least 256 bytes).
+/// least 256 bytes); one frame per block for GSO-sized frames (17 pages, so every block is
+/// page-aligned without a 1 MiB contiguous allocation).
 fn v2_request(frame_size: u32, frames: u32) -> RingRequest {
-    let per_block = 16.min(frames);
+    let per_block = if frame_size % 4096 == 0 && frame_size > 16_384 {
+        1
+    } else {
+        16.min(frames)
+    };
     RingRequest {
         block_size: frame_size * per_block,
         block_nr: frames / per_block,
@@ -57,14 +80,37 @@ pub struct RxPort {
     pub sock: PacketSocket,
 }
 
-/// The transmitting end on one interface.
+/// The transmitting end on one interface: a TX ring, or `sendmmsg` batches.
 #[derive(Debug)]
-pub struct TxPort {
-    /// Parsed ring (points into `_map`).
-    pub ring: TxRingV2,
-    _map: Mmap,
-    /// The socket (kick).
-    pub sock: PacketSocket,
+pub enum TxPort {
+    /// TPACKET_V2 TX ring.
+    Ring {
+        /// Parsed ring (points into `_map`).
+        ring: TxRingV2,
+        /// The mapping (kept alive for `ring`).
+        _map: Mmap,
+        /// The socket (kick).
+        sock: PacketSocket,
+    },
+    /// `sendmmsg` from the frames' own memory.
+    Send {
+        /// Scratch message arrays.
+        batch: SendBatch,
+        /// The socket.
+        sock: PacketSocket,
+        /// Largest frame accepted (including a virtio-net header in GSO mode).
+        max_frame: usize,
+    },
+}
+
+impl TxPort {
+    /// Largest frame this port sends (the slab slot size).
+    pub fn max_frame(&self) -> usize {
+        match self {
+            Self::Ring { ring, .. } => ring.max_frame(),
+            Self::Send { max_frame, .. } => *max_frame,
+        }
+    }
 }
 
 impl AsFd for RxPort {
@@ -84,19 +130,23 @@ pub fn open_rx(iface: &IfaceInfo, opts: &IoOptions) -> Result<RxPort, IoError> {
     let name = iface.name.as_str();
     let err = |what| move |e| IoError::setup(name, what, e);
     let sock = PacketSocket::open().map_err(err("socket(AF_PACKET)"))?;
-    let frame_size = frame_size_for_mtu(iface.mtu);
+    let frame_size = frame_size(iface, opts);
+    let frames = opts.effective_ring_frames();
     let (req, version) = match opts.rx_ring {
         RxRingKind::V2 => (
-            v2_request(frame_size, opts.ring_frames),
+            v2_request(frame_size, frames),
             libc::tpacket_versions::TPACKET_V2,
         ),
         RxRingKind::V3 => (
-            v3_request(frame_size, opts.ring_frames, opts.v3_retire_ms),
+            v3_request(frame_size, frames, opts.v3_retire_ms),
             libc::tpacket_versions::TPACKET_V3,
         ),
     };
     sock.set_version(version as libc::c_int)
         .map_err(err("PACKET_VERSION"))?;
+    if opts.gso {
+        sock.set_vnet_hdr().map_err(err("PACKET_VNET_HDR"))?;
+    }
     match opts.rx_ring {
         RxRingKind::V2 => sock.set_ring_v2(false, &req),
         RxRingKind::V3 => sock.set_rx_ring_v3(&req),
@@ -128,24 +178,43 @@ pub fn open_rx(iface: &IfaceInfo, opts: &IoOptions) -> Result<RxPort, IoError> {
     })
 }
 
-/// Opens the TX side on `iface`.
+/// Opens the TX side on `iface`: a TX ring or a `sendmmsg` socket ([`IoOptions::effective_tx`]).
 pub fn open_tx(iface: &IfaceInfo, opts: &IoOptions) -> Result<TxPort, IoError> {
     let name = iface.name.as_str();
     let err = |what| move |e| IoError::setup(name, what, e);
     let sock = PacketSocket::open().map_err(err("socket(AF_PACKET)"))?;
-    let frame_size = frame_size_for_mtu(iface.mtu);
-    let req = v2_request(frame_size, opts.ring_frames);
-    sock.set_version(libc::tpacket_versions::TPACKET_V2 as libc::c_int)
-        .map_err(err("PACKET_VERSION"))?;
     sock.set_qdisc_bypass()
         .map_err(err("PACKET_QDISC_BYPASS"))?;
+    if opts.effective_tx() == TxKind::Sendmmsg {
+        if opts.gso {
+            sock.set_vnet_hdr().map_err(err("PACKET_VNET_HDR"))?;
+        }
+        // Room for a few batches of super-packets not yet orphaned by veth; the kernel caps
+        // it at net.core.wmem_max (doubled), which is enough for 1500-byte frames.
+        let _ = sock.set_sndbuf(16 << 20);
+        sock.bind(iface.index, 0).map_err(err("bind"))?;
+        let max_frame = if opts.gso {
+            GSO_MAX_FRAME
+        } else {
+            frame_size(iface, opts) as usize - crate::ring::tx_v2::DATA_OFFSET
+        };
+        return Ok(TxPort::Send {
+            batch: SendBatch::new(opts.batch as usize),
+            sock,
+            max_frame,
+        });
+    }
+    let frame_size = frame_size(iface, opts);
+    let req = v2_request(frame_size, opts.effective_ring_frames());
+    sock.set_version(libc::tpacket_versions::TPACKET_V2 as libc::c_int)
+        .map_err(err("PACKET_VERSION"))?;
     sock.set_tx_loss().map_err(err("PACKET_LOSS"))?;
     sock.set_ring_v2(true, &req)
         .map_err(err("PACKET_TX_RING"))?;
     let map = Mmap::packet_rings(sock.as_fd(), req.bytes()).map_err(err("mmap of the TX ring"))?;
     let ring = TxRingV2::new(mem_of(&map), frame_size as usize, req.frame_nr as usize);
     sock.bind(iface.index, 0).map_err(err("bind"))?;
-    Ok(TxPort {
+    Ok(TxPort::Ring {
         ring,
         _map: map,
         sock,
@@ -160,6 +229,12 @@ mod tests {
     fn geometry_fits_the_kernel_rules() {
         assert_eq!(frame_size_for_mtu(1500), 2048);
         assert_eq!(frame_size_for_mtu(9000), 16_384);
+        let r = v2_request(GSO_FRAME_SIZE, 512);
+        assert_eq!(
+            (r.block_size, r.block_nr, r.frame_nr),
+            (GSO_FRAME_SIZE, 512, 512)
+        );
+        assert!(GSO_FRAME_SIZE as usize >= GSO_MAX_FRAME + 64 + 10);
         for frames in [64, 4096, 262_144] {
             let r = v2_request(2048, frames);
             assert_eq!(r.block_size % 4096, 0);

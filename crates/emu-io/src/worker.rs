@@ -29,6 +29,38 @@ const STATS_EVERY: Nanos = 50_000_000;
 const TX_BLOCKED_PAUSE: Nanos = 50_000;
 /// Longest sleep with nothing queued (a safety net; stop and reconfigure wake via eventfd).
 const IDLE_SLEEP: Nanos = 200_000_000;
+/// Window over which spinning is budgeted.
+const SPIN_WINDOW: Nanos = 10_000_000;
+/// A quarter of each [`SPIN_WINDOW`] is the most a worker may spend spinning; past it, it sleeps to the exact
+/// departure instead (hrtimer wake-up: tens of µs late). Without a budget, departures closer
+/// together than the spin margin (a rate limit: one frame every 12 µs at 1 Gbit/s) keep a
+/// SCHED_FIFO worker spinning non-stop, and the kernel's RT throttling
+/// (`sched_rt_runtime_us`, 95 %) then stops it for 50 ms: lateness max 37-48 ms under a
+/// 1 Gbit/s bulk flow before this budget (BENCH.md).
+const SPIN_BUDGET: Nanos = SPIN_WINDOW / 4;
+
+/// Spin time used in the current window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpinBudget {
+    window_start: Nanos,
+    spun: Nanos,
+}
+
+impl SpinBudget {
+    /// True if spinning is still allowed at `now` (starts a new window when the last ended).
+    pub fn allows(&mut self, now: Nanos) -> bool {
+        if now.saturating_sub(self.window_start) >= SPIN_WINDOW {
+            self.window_start = now;
+            self.spun = 0;
+        }
+        self.spun < SPIN_BUDGET
+    }
+
+    /// Charges `ns` of spinning.
+    pub fn charge(&mut self, ns: Nanos) {
+        self.spun = self.spun.saturating_add(ns);
+    }
+}
 
 /// What the worker needs besides its directions.
 #[derive(Debug)]
@@ -64,6 +96,7 @@ pub fn run<M: Model>(
     let name = dirs.iter().map(|d| d.name).collect::<Vec<_>>().join(",");
     let (start, cpu0) = (monotonic_ns(), thread_cpu_ns());
     let mut last_stats = start;
+    let mut budget = SpinBudget::default();
     while !ctl.stop.load(Ordering::Acquire) {
         // Release first: a wait ends at a departure time, and everything else (reconfigure,
         // draining the RX ring) would otherwise run between the deadline and the kick (2-6 µs
@@ -88,7 +121,7 @@ pub fn run<M: Model>(
             sleep_until(now + TX_BLOCKED_PAUSE);
             continue;
         }
-        wait(&mut dirs, ctl).map_err(|e| format!("poll failed: {e}"))?;
+        wait(&mut dirs, ctl, &mut budget).map_err(|e| format!("poll failed: {e}"))?;
     }
     dirs.iter_mut().for_each(|d| d.poll_ring_stats());
     let end = monotonic_ns();
@@ -132,10 +165,21 @@ pub enum WaitPlan {
     },
 }
 
-/// Plans the wait for the earliest departure `next` at `now`.
-pub fn plan_wait(next: Option<Nanos>, now: Nanos, spin_ns: Nanos, busy_poll: bool) -> WaitPlan {
+/// Plans the wait for the earliest departure `next` at `now`. `spin_ok` false (spin budget
+/// spent) turns every spin into a sleep to the exact departure.
+pub fn plan_wait(
+    next: Option<Nanos>,
+    now: Nanos,
+    spin_ns: Nanos,
+    busy_poll: bool,
+    spin_ok: bool,
+) -> WaitPlan {
     match next {
         Some(t) if t <= now => WaitPlan::Now,
+        Some(t) if !busy_poll && !spin_ok => WaitPlan::Sleep {
+            timeout: t - now,
+            then_spin: None,
+        },
         Some(t) if busy_poll || t.saturating_sub(spin_ns) <= now => WaitPlan::Spin(t),
         Some(t) => WaitPlan::Sleep {
             timeout: t - spin_ns - now,
@@ -150,11 +194,16 @@ pub fn plan_wait(next: Option<Nanos>, now: Nanos, spin_ns: Nanos, busy_poll: boo
 }
 
 /// Waits until a frame arrives, the next departure is due, or the waker fires.
-fn wait<M: Model>(dirs: &mut [Direction<M>], ctl: &WorkerCtl) -> std::io::Result<()> {
+fn wait<M: Model>(
+    dirs: &mut [Direction<M>],
+    ctl: &WorkerCtl,
+    budget: &mut SpinBudget,
+) -> std::io::Result<()> {
     let next = dirs.iter().filter_map(|d| d.next_departure()).min();
-    match plan_wait(next, monotonic_ns(), ctl.spin_ns, ctl.busy_poll) {
+    let now = monotonic_ns();
+    match plan_wait(next, now, ctl.spin_ns, ctl.busy_poll, budget.allows(now)) {
         WaitPlan::Now => {}
-        WaitPlan::Spin(until) => spin(dirs, ctl, until),
+        WaitPlan::Spin(until) => budget.charge(spin(dirs, ctl, until)),
         WaitPlan::Sleep { timeout, then_spin } => {
             let woke = {
                 // No allocation per wait: at most two directions plus the waker.
@@ -168,26 +217,30 @@ fn wait<M: Model>(dirs: &mut [Direction<M>], ctl: &WorkerCtl) -> std::io::Result
                 ctl.waker.clear();
                 dirs.iter().for_each(|d| d.count_wakeup());
             } else if let Some(t) = then_spin {
-                spin(dirs, ctl, t);
+                budget.charge(spin(dirs, ctl, t));
             }
         }
     }
     Ok(())
 }
 
-/// Spins until `deadline`, a frame arrives, or stop is requested.
-fn spin<M: Model>(dirs: &mut [Direction<M>], ctl: &WorkerCtl, deadline: Nanos) {
+/// Spins until `deadline`, a frame arrives, or stop is requested; returns the ns spun.
+fn spin<M: Model>(dirs: &mut [Direction<M>], ctl: &WorkerCtl, deadline: Nanos) -> Nanos {
+    let start = monotonic_ns();
+    let mut now = start;
     let mut turns = 0_u32;
-    while monotonic_ns() < deadline {
+    while now < deadline {
         std::hint::spin_loop();
         turns = turns.wrapping_add(1);
         // Checking the rings reads shared cache lines; do it every few turns.
         if turns % 16 == 0
             && (dirs.iter_mut().any(|d| d.rx_ready()) || ctl.stop.load(Ordering::Relaxed))
         {
-            return;
+            break;
         }
+        now = monotonic_ns();
     }
+    now.saturating_sub(start)
 }
 
 #[cfg(test)]
@@ -197,16 +250,22 @@ mod tests {
     #[test]
     fn wait_plans_follow_the_absolute_schedule() {
         let spin = 50_000;
-        assert_eq!(plan_wait(Some(1_000), 1_000, spin, false), WaitPlan::Now);
-        assert_eq!(plan_wait(Some(900), 1_000, spin, false), WaitPlan::Now);
+        assert_eq!(
+            plan_wait(Some(1_000), 1_000, spin, false, true),
+            WaitPlan::Now
+        );
+        assert_eq!(
+            plan_wait(Some(900), 1_000, spin, false, true),
+            WaitPlan::Now
+        );
         // Within the spin margin: spin to the departure.
         assert_eq!(
-            plan_wait(Some(41_000), 1_000, spin, false),
+            plan_wait(Some(41_000), 1_000, spin, false, true),
             WaitPlan::Spin(41_000)
         );
         // Further out: sleep until margin before it, then spin.
         assert_eq!(
-            plan_wait(Some(10_001_000), 1_000, spin, false),
+            plan_wait(Some(10_001_000), 1_000, spin, false, true),
             WaitPlan::Sleep {
                 timeout: 9_950_000,
                 then_spin: Some(10_001_000)
@@ -214,7 +273,7 @@ mod tests {
         );
         // Nothing queued: sleep on the rings (woken by frames or the waker).
         assert_eq!(
-            plan_wait(None, 1_000, spin, false),
+            plan_wait(None, 1_000, spin, false, true),
             WaitPlan::Sleep {
                 timeout: IDLE_SLEEP,
                 then_spin: None
@@ -222,12 +281,35 @@ mod tests {
         );
         // Busy-poll never sleeps.
         assert_eq!(
-            plan_wait(Some(10_001_000), 1_000, spin, true),
+            plan_wait(Some(10_001_000), 1_000, spin, true, true),
             WaitPlan::Spin(10_001_000)
         );
         assert_eq!(
-            plan_wait(None, 1_000, spin, true),
+            plan_wait(None, 1_000, spin, true, true),
             WaitPlan::Spin(1_000 + IDLE_SLEEP)
         );
+    }
+
+    #[test]
+    fn a_spent_spin_budget_sleeps_to_the_exact_departure() {
+        assert_eq!(
+            plan_wait(Some(41_000), 1_000, 50_000, false, false),
+            WaitPlan::Sleep {
+                timeout: 40_000,
+                then_spin: None
+            }
+        );
+        assert_eq!(
+            plan_wait(Some(41_000), 1_000, 50_000, true, false),
+            WaitPlan::Spin(41_000),
+            "busy-poll has no budget"
+        );
+        let mut b = SpinBudget::default();
+        assert!(b.allows(SPIN_WINDOW));
+        b.charge(SPIN_BUDGET - 1);
+        assert!(b.allows(SPIN_WINDOW + 1));
+        b.charge(1);
+        assert!(!b.allows(2 * SPIN_WINDOW - 1), "spent within the window");
+        assert!(b.allows(2 * SPIN_WINDOW), "a new window starts afresh");
     }
 }

@@ -77,6 +77,15 @@ fn bulk_echo(opts: IoOptions, port: u16) {
         report.threads
     );
     assert!(report.forward.frames_out > (TOTAL / 1_514) as u64);
+    if opts.tx == tcplab_emu_io::TxKind::Sendmmsg && opts.rx_ring == tcplab_emu_io::RxRingKind::V2 {
+        // No delay: every data frame is due on arrival and leaves straight from the RX ring.
+        assert!(
+            report.forward.direct > report.forward.frames_out / 2,
+            "{report:?}"
+        );
+    } else {
+        assert_eq!(report.forward.direct, 0);
+    }
     assert_eq!(
         report.threads.len(),
         if opts.threads == tcplab_emu_io::Threads::Single {
@@ -92,6 +101,18 @@ fn bulk_echo(opts: IoOptions, port: u16) {
 fn bulk_tcp_default_options() {
     require_root!();
     bulk_echo(IoOptions::default(), 5010);
+}
+
+#[test]
+fn bulk_tcp_tx_ring() {
+    require_root!();
+    bulk_echo(
+        IoOptions {
+            tx: tcplab_emu_io::TxKind::Ring,
+            ..Default::default()
+        },
+        5014,
+    );
 }
 
 #[test]

@@ -34,7 +34,35 @@ impl LinkConfig {
     pub fn is_transparent(&self) -> bool {
         self.forward.is_transparent() && self.reverse.is_transparent()
     }
+
+    /// The first element, in either direction, that must act on each wire packet on its own
+    /// (see [`DirectionConfig::needs_per_packet`]), as `"forward.loss"`; `None` when the link
+    /// can carry GSO super-packets whole (delay, jitter, rate and queue only).
+    pub fn needs_per_packet(&self) -> Option<&'static str> {
+        const FORWARD: [&str; 4] = [
+            "forward.loss",
+            "forward.duplicate",
+            "forward.reorder",
+            "forward.corrupt",
+        ];
+        const REVERSE: [&str; 4] = [
+            "reverse.loss",
+            "reverse.duplicate",
+            "reverse.reorder",
+            "reverse.corrupt",
+        ];
+        let index = |d: &DirectionConfig| {
+            d.needs_per_packet()
+                .and_then(|e| PER_PACKET.iter().position(|&p| p == e))
+        };
+        index(&self.forward)
+            .map(|i| FORWARD[i])
+            .or_else(|| index(&self.reverse).map(|i| REVERSE[i]))
+    }
 }
+
+/// Elements that act on single packets, in [`DirectionConfig::needs_per_packet`]'s order.
+const PER_PACKET: [&str; 4] = ["loss", "duplicate", "reorder", "corrupt"];
 
 /// One direction's impairments, applied in this order: loss, duplicate, bottleneck (rate and
 /// queue), reorder, delay line (delay and jitter), corrupt.
@@ -76,6 +104,22 @@ impl DirectionConfig {
             && self.reorder.as_ref().is_none_or(|r| r.probability == 0.0)
             && self.duplicate == 0.0
             && self.corrupt == 0.0
+    }
+
+    /// The first configured element that decides per wire packet — `"loss"`, `"duplicate"`,
+    /// `"reorder"` or `"corrupt"` — or `None`. A GSO super-packet stands for many wire
+    /// packets; these elements would drop, copy, move or damage all of them at once, so an
+    /// emulator carrying super-packets (offloads on) must refuse such a configuration (or
+    /// segment first). Delay, jitter, rate and queue work on super-packets exactly
+    /// (`DirectionModel::arrive_train`).
+    pub fn needs_per_packet(&self) -> Option<&'static str> {
+        let flags = [
+            !self.loss.as_ref().is_none_or(Loss::is_lossless),
+            self.duplicate > 0.0,
+            self.reorder.as_ref().is_some_and(|r| r.probability > 0.0),
+            self.corrupt > 0.0,
+        ];
+        flags.iter().position(|&on| on).map(|i| PER_PACKET[i])
     }
 
     /// True if departure times may be non-monotonic in arrival order: a reorder element, or

@@ -14,7 +14,8 @@
 //!                                                              ▼
 //! LinkModel { forward: DirectionModel, reverse: DirectionModel, seed }
 //!
-//! DirectionModel::arrive(len, now) -> Verdict
+//! DirectionModel::arrive(len, now) -> Verdict       (arrive_train(len, segments, now) for a
+//!                                                     GSO super-packet: `segments` wire packets)
 //!   loss ─► duplicate ─► bottleneck (rate + drop-tail queue) ─► reorder? ─► delay line ─► corrupt
 //!   loss.rs  duplicate.rs  rate.rs, queue_stats.rs           reorder.rs   delay.rs,     corrupt.rs
 //!   pattern.rs                                                            jitter.rs, dist.rs
@@ -26,6 +27,10 @@
 //!   the sub-ns (the remainder is carried), so long runs do not drift.
 //! * The delay line adds delay + jitter after the bottleneck and, unless reordering is asked
 //!   for, never lets a packet leave before the one ahead of it.
+//! * A GSO super-packet ([`DirectionModel::arrive_train`]) is queued and serialised as its
+//!   wire packets (queue limits in packets count segments) and departs when its last one
+//!   would. Loss, duplicate, reorder and corrupt cannot act on single packets of a train:
+//!   [`LinkConfig::needs_per_packet`] names the element so the I/O layer can refuse it.
 //! * A reordered packet skips the delay line; a duplicate takes its own place in the queue;
 //!   corruption names one bit ([`Corruption`]) that the I/O layer flips.
 //! * Each element draws from its own ChaCha8 stream of the one seed ([`rng`]) a fixed number

@@ -184,9 +184,22 @@ impl DirectionModel {
     /// Decides the fate of a frame of `len` bytes (layer 2, as on the wire without FCS)
     /// arriving at `now`. A `now` earlier than a previous call's is taken as that one.
     pub fn arrive(&mut self, len: u32, now: Nanos) -> Verdict {
+        self.arrive_train(len, 1, now)
+    }
+
+    /// Decides the fate of a GSO super-packet standing for `segments` wire packets of
+    /// `total_len` bytes in all (each segment's headers counted) arriving at `now`: the
+    /// bottleneck serialises and queues it as `segments` back-to-back packets (queue limits in
+    /// packets count segments) and it departs when its last segment would, plus the delay line.
+    /// Counters count segments. Loss, duplicate, reorder and corruption draw once and act on
+    /// the whole train, which is not what a real link does to its packets: callers that carry
+    /// super-packets should refuse configurations where
+    /// [`DirectionConfig::needs_per_packet`] names an element. `segments` 0 is taken as 1.
+    pub fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Verdict {
+        let segments = segments.max(1);
         let now = now.max(self.last_now);
         self.last_now = now;
-        self.counters.packets_in += 1;
+        self.counters.packets_in += u64::from(segments);
         self.counters.bytes_in += u64::from(len);
 
         // Fixed draws per packet, in a fixed order (see the module docs).
@@ -197,11 +210,11 @@ impl DirectionModel {
         let corruption = self.corrupt.draw(len);
 
         if lost {
-            self.counters.dropped_loss += 1;
+            self.counters.dropped_loss += u64::from(segments);
             return Verdict::Drop(DropCause::Loss);
         }
-        let Ok(leaves) = self.bottleneck.offer(len, now) else {
-            self.counters.dropped_queue_full += 1;
+        let Ok(leaves) = self.bottleneck.offer_train(len, segments, now) else {
+            self.counters.dropped_queue_full += u64::from(segments);
             self.counters.queue = *self.bottleneck.stats();
             return Verdict::Drop(DropCause::QueueFull);
         };
@@ -211,15 +224,15 @@ impl DirectionModel {
         } else {
             self.delay.depart(leaves, offset)
         };
-        let mut out = Departures::one(self.departure(at, corruption[0], len));
+        let mut out = Departures::one(self.departure(at, corruption[0], len, segments));
         if duplicated {
-            match self.bottleneck.offer(len, now) {
+            match self.bottleneck.offer_train(len, segments, now) {
                 Ok(copy_leaves) => {
                     let copy_at = self.delay.depart(copy_leaves, offset);
-                    out.push(self.departure(copy_at, corruption[1], len));
-                    self.counters.duplicated += 1;
+                    out.push(self.departure(copy_at, corruption[1], len, segments));
+                    self.counters.duplicated += u64::from(segments);
                 }
-                Err(_) => self.counters.duplicates_dropped += 1,
+                Err(_) => self.counters.duplicates_dropped += u64::from(segments),
             }
         }
         self.counters.queue = *self.bottleneck.stats();
@@ -227,8 +240,14 @@ impl DirectionModel {
     }
 
     /// Counts one departure and builds it.
-    fn departure(&mut self, at: Nanos, corrupt: Option<Corruption>, len: u32) -> Departure {
-        self.counters.packets_out += 1;
+    fn departure(
+        &mut self,
+        at: Nanos,
+        corrupt: Option<Corruption>,
+        len: u32,
+        segments: u32,
+    ) -> Departure {
+        self.counters.packets_out += u64::from(segments);
         self.counters.bytes_out += u64::from(len);
         if corrupt.is_some() {
             self.counters.corrupted += 1;

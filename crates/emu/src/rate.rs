@@ -76,36 +76,56 @@ impl Bottleneck {
     /// Offers a frame of `len` bytes at `now`; returns when it leaves the bottleneck.
     /// `now` must not go backwards (the model enforces that).
     pub fn offer(&mut self, len: u32, now: Nanos) -> Result<Nanos, QueueFull> {
+        self.offer_train(len, 1, now)
+    }
+
+    /// Offers a train of `segments` back-to-back packets totalling `total_len` bytes (a GSO
+    /// super-packet as the wire packets it stands for) at `now`; returns when its last packet
+    /// leaves. The train is accepted whole or refused whole: every segment must fit the queue
+    /// limit (packets count segments, bytes count `total_len`). Each segment is queued and
+    /// charged `overhead` on its own, so the train ends exactly where `segments` packets
+    /// offered one by one would (the split of `total_len` among them does not change the end).
+    pub fn offer_train(
+        &mut self,
+        total_len: u32,
+        segments: u32,
+        now: Nanos,
+    ) -> Result<Nanos, QueueFull> {
+        let segments = segments.max(1);
         self.drain(now);
         let Some(rate) = self.rate_bps else {
             // Infinitely fast: leave now, or behind what a removed rate left queued.
             return Ok(self.busy_until.max(now));
         };
-        if !self.fits(len) {
+        if !self.fits(total_len, segments) {
             return Err(QueueFull);
         }
-        let start = if self.busy_until > now {
-            self.busy_until
-        } else {
+        if self.busy_until <= now {
+            self.busy_until = now;
             self.remainder = 0;
-            now
-        };
-        let bits = (u128::from(len) + u128::from(self.overhead)) * 8;
-        let numerator = bits * NS_PER_S + self.remainder;
-        let rate = u128::from(rate);
-        let service = numerator / rate;
-        self.remainder = numerator % rate;
-        let leaves = start.saturating_add(u64::try_from(service).unwrap_or(u64::MAX));
-        self.busy_until = leaves;
-        self.queue.push_back((leaves, len));
-        self.stats.enter(len);
-        Ok(leaves)
+        }
+        let (each, extra) = (total_len / segments, total_len % segments);
+        for k in 0..segments {
+            let len = each + u32::from(k < extra);
+            let bits = (u128::from(len) + u128::from(self.overhead)) * 8;
+            let numerator = bits * NS_PER_S + self.remainder;
+            let rate = u128::from(rate);
+            let service = numerator / rate;
+            self.remainder = numerator % rate;
+            let leaves = self
+                .busy_until
+                .saturating_add(u64::try_from(service).unwrap_or(u64::MAX));
+            self.busy_until = leaves;
+            self.queue.push_back((leaves, len));
+            self.stats.enter(len);
+        }
+        Ok(self.busy_until)
     }
 
-    /// Would a frame of `len` bytes fit now (after [`Self::drain`])?
-    fn fits(&self, len: u32) -> bool {
+    /// Would `segments` packets of `len` bytes in total fit now (after [`Self::drain`])?
+    fn fits(&self, len: u32, segments: u32) -> bool {
         match self.limit {
-            QueueLimit::Packets(n) => self.stats.packets < u64::from(n),
+            QueueLimit::Packets(n) => self.stats.packets + u64::from(segments) <= u64::from(n),
             QueueLimit::Bytes(b) => self.stats.bytes + u64::from(len) <= b,
         }
     }
@@ -160,6 +180,37 @@ mod tests {
         assert_eq!(b.offer(1500, 0), Ok(240_000));
         // Idle link: starts at arrival.
         assert_eq!(b.offer(1500, 1_000_000), Ok(1_120_000));
+    }
+
+    #[test]
+    fn a_train_ends_exactly_where_its_packets_would_and_fits_whole_or_not_at_all() {
+        // 10 x 1514 B (+24 B overhead each) at 100 Mbit/s: 123.04 us each, 1230.4 us total.
+        let mut one_by_one = Bottleneck::new(Some(100_000_000), 24, QueueLimit::Packets(25));
+        let ends: Vec<_> = (0..10)
+            .map(|_| one_by_one.offer(1514, 7).unwrap())
+            .collect();
+        let mut train = Bottleneck::new(Some(100_000_000), 24, QueueLimit::Packets(25));
+        assert_eq!(train.offer_train(15_140, 10, 7), Ok(ends[9]));
+        assert_eq!(ends[9], 7 + 1_230_400);
+        assert_eq!(train.stats().packets, 10, "each segment is queued");
+        // An odd total splits unevenly but still ends where the packets would.
+        let mut odd = Bottleneck::new(Some(3_000_000_000), 0, QueueLimit::Packets(25));
+        assert_eq!(
+            odd.offer_train(7, 3, 0),
+            Ok(18),
+            "7 B = 56 bits at 3 bit/ns = 18.67 ns"
+        );
+        // 10 queued of 25: a 16-segment train does not fit, a 15-segment one does.
+        assert_eq!(train.offer_train(16 * 1514, 16, 7), Err(QueueFull));
+        assert_eq!(
+            train.stats().packets,
+            10,
+            "a refused train leaves nothing behind"
+        );
+        assert!(train.offer_train(15 * 1514, 15, 7).is_ok());
+        assert_eq!(train.stats().packets, 25);
+        // Once the first train has left, its 10 places are free again.
+        assert!(train.offer_train(10 * 1514, 10, 7 + 1_230_400).is_ok());
     }
 
     #[test]

@@ -144,6 +144,18 @@ impl RingMem {
         true
     }
 
+    /// The bytes `off..off + len`, borrowed; `None` if out of bounds. Only for an entry the
+    /// hand-over protocol gave to user space (the kernel does not write it until released).
+    pub fn slice(&self, off: usize, len: usize) -> Option<&[u8]> {
+        if !self.in_bounds(off, len) {
+            return None;
+        }
+        // Safety: in bounds of a mapping valid for the ring's lifetime; the entry belongs to
+        // user space until its status is handed back, and callers give it back only after
+        // the borrow ends (`RxRing::release_held` after the send that used it).
+        Some(unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(off), len) })
+    }
+
     /// Copies `src` to `off`; false (nothing copied) if out of bounds.
     pub fn copy_in(&self, off: usize, src: &[u8]) -> bool {
         if !self.in_bounds(off, src.len()) {
@@ -253,6 +265,15 @@ pub trait RxRing: Send + std::fmt::Debug {
     fn consume(&mut self);
     /// The memory frames point into.
     fn mem(&self) -> RingMem;
+    /// Steps past the current frame *without* giving it back, so it can be sent straight
+    /// from the ring; it stays valid until [`RxRing::release_held`]. False (nothing done) if
+    /// the ring cannot hold frames (V3) or holding one more would let the cursor wrap onto a
+    /// held frame. Call `release_held` before the next `consume`.
+    fn hold(&mut self) -> bool {
+        false
+    }
+    /// Gives every held frame back to the kernel.
+    fn release_held(&mut self) {}
 }
 
 #[cfg(test)]

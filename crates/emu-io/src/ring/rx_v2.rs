@@ -26,6 +26,8 @@ pub struct RxRingV2 {
     frame_size: usize,
     frame_nr: usize,
     head: usize,
+    /// Frames held (stepped past, not yet given back), ending just before `head`.
+    held: usize,
 }
 
 impl RxRingV2 {
@@ -38,6 +40,7 @@ impl RxRingV2 {
             frame_size,
             frame_nr,
             head: 0,
+            held: 0,
         }
     }
 
@@ -97,6 +100,25 @@ impl RxRing for RxRingV2 {
 
     fn mem(&self) -> RingMem {
         self.mem
+    }
+
+    fn hold(&mut self) -> bool {
+        if self.frame_nr == 0 || self.held + 1 >= self.frame_nr {
+            return false;
+        }
+        self.held += 1;
+        self.head = (self.head + 1) % self.frame_nr;
+        true
+    }
+
+    fn release_held(&mut self) {
+        let first = (self.head + self.frame_nr - self.held) % self.frame_nr;
+        for k in 0..self.held {
+            let idx = (first + k) % self.frame_nr;
+            self.mem
+                .store_status(idx * self.frame_size, TP_STATUS_KERNEL);
+        }
+        self.held = 0;
     }
 }
 
@@ -202,6 +224,46 @@ mod tests {
                 ring.consume();
             }
         }
+    }
+
+    #[test]
+    fn held_frames_stay_readable_until_released_and_never_wrap() {
+        let mut t = TestMem::new(FS * 3);
+        let mut ring = RxRingV2::new(t.mem(), FS, 3);
+        for idx in 0..3 {
+            fill(&mut t, idx, &[idx as u8 + 1], 1, 0, TP_STATUS_USER);
+        }
+        let RxNext::Frame(a) = ring.peek() else {
+            panic!("ready")
+        };
+        assert!(ring.hold());
+        let RxNext::Frame(b) = ring.peek() else {
+            panic!("ready")
+        };
+        assert_ne!(a.data_off, b.data_off);
+        assert!(ring.hold());
+        assert!(
+            !ring.hold(),
+            "a third hold would let the cursor reach a held frame"
+        );
+        assert_eq!(ring.mem().slice(a.data_off, 1), Some(&[1_u8][..]));
+        assert_eq!(t.get_u32(0), TP_STATUS_USER, "held: still user space's");
+        ring.release_held();
+        assert_eq!(
+            (t.get_u32(0), t.get_u32(FS)),
+            (TP_STATUS_KERNEL, TP_STATUS_KERNEL)
+        );
+        assert_eq!(
+            t.get_u32(2 * FS),
+            TP_STATUS_USER,
+            "the next frame is untouched"
+        );
+        ring.consume();
+        // Wrapped: holds start again at frame 0.
+        fill(&mut t, 0, &[9], 1, 0, TP_STATUS_USER);
+        assert!(ring.hold());
+        ring.release_held();
+        assert_eq!(t.get_u32(0), TP_STATUS_KERNEL);
     }
 
     #[test]

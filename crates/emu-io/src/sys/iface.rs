@@ -1,4 +1,5 @@
-//! Interface look-ups in the current network namespace: index, up/down, MTU.
+//! Interface look-ups in the current network namespace: index, up/down, MTU, and the two
+//! offloads GSO mode needs on its egress (TSO, TX checksum; legacy ethtool get commands).
 
 use std::ffi::CString;
 use std::io;
@@ -14,6 +15,21 @@ pub struct IfaceInfo {
     pub up: bool,
     /// MTU in bytes (L3).
     pub mtu: u32,
+    /// TCP segmentation offload on (`ETHTOOL_GTSO`); false if the query failed.
+    pub tso: bool,
+    /// TX checksum offload on (`ETHTOOL_GTXCSUM`); false if the query failed.
+    pub tx_csum: bool,
+}
+
+/// `ETHTOOL_GTXCSUM` / `ETHTOOL_GTSO` from `linux/ethtool.h`.
+const ETHTOOL_GTXCSUM: u32 = 0x16;
+const ETHTOOL_GTSO: u32 = 0x1e;
+
+/// `struct ethtool_value`.
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
 }
 
 /// Looks `name` up; `Ok(None)` if no such interface exists in this namespace.
@@ -42,16 +58,36 @@ pub fn lookup(name: &str) -> io::Result<Option<IfaceInfo>> {
         index: index as i32,
         up: flags & libc::IFF_UP != 0,
         mtu: mtu.max(0) as u32,
+        tso: ethtool_get(fd, name, ETHTOOL_GTSO).is_ok_and(|v| v != 0),
+        tx_csum: ethtool_get(fd, name, ETHTOOL_GTXCSUM).is_ok_and(|v| v != 0),
     }))
 }
 
-/// Runs an `ifreq` ioctl whose result is an int (flags or MTU share the union's first int).
-fn ifreq_ioctl(fd: i32, name: &str, request: libc::Ioctl) -> io::Result<i32> {
+fn named_ifreq(name: &str) -> libc::ifreq {
     // Safety: ifreq is plain data; all-zero is valid.
     let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
     for (dst, src) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
         *dst = src as libc::c_char;
     }
+    ifr
+}
+
+/// A legacy ethtool "get" command answering one `u32` (`SIOCETHTOOL`).
+fn ethtool_get(fd: i32, name: &str, cmd: u32) -> io::Result<u32> {
+    let mut value = EthtoolValue { cmd, data: 0 };
+    let mut ifr = named_ifreq(name);
+    ifr.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+    // Safety: ifr names the interface and points at a live ethtool_value the kernel fills.
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL as libc::Ioctl, &mut ifr) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value.data)
+}
+
+/// Runs an `ifreq` ioctl whose result is an int (flags or MTU share the union's first int).
+fn ifreq_ioctl(fd: i32, name: &str, request: libc::Ioctl) -> io::Result<i32> {
+    let mut ifr = named_ifreq(name);
     // Safety: ifr is a valid ifreq with a NUL-terminated name (len < IFNAMSIZ, rest zero).
     let rc = unsafe { libc::ioctl(fd, request, &mut ifr) };
     if rc < 0 {
@@ -77,6 +113,7 @@ mod tests {
         assert_eq!(lo.index, 1);
         assert!(lo.up);
         assert_eq!(lo.mtu, 65536);
+        assert!(lo.tso && lo.tx_csum, "loopback offloads everything: {lo:?}");
         assert_eq!(lookup("tlx-nonexistent").unwrap(), None);
         assert_eq!(lookup("").unwrap(), None);
         assert_eq!(lookup("a-name-longer-than-ifnamsiz").unwrap(), None);

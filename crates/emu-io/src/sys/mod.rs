@@ -4,6 +4,7 @@
 //! Everything that issues a system call lives here so the rest of the crate (ring parsing,
 //! schedule, counters, verdict) can be tested without root on synthetic memory.
 
+pub mod batch;
 pub mod clock;
 pub mod iface;
 pub mod mmap;

@@ -130,6 +130,35 @@ impl PacketSocket {
         self.setsockopt(libc::PACKET_IGNORE_OUTGOING, &1_i32)
     }
 
+    /// `PACKET_VNET_HDR`: every received frame is preceded by a `struct virtio_net_hdr` (GSO
+    /// type and size, checksum offsets) and every sent one must be, so GSO super-packets and
+    /// partial checksums cross user space whole.
+    pub fn set_vnet_hdr(&self) -> io::Result<()> {
+        /// `PACKET_VNET_HDR` from `linux/if_packet.h`.
+        const PACKET_VNET_HDR: libc::c_int = 15;
+        self.setsockopt(PACKET_VNET_HDR, &1_i32)
+    }
+
+    /// `SO_SNDBUF`: bytes of sent-but-not-yet-orphaned skbs the socket may hold before a
+    /// non-blocking send fails with `EAGAIN`.
+    pub fn set_sndbuf(&self, bytes: i32) -> io::Result<()> {
+        // Safety: value points to a live i32; the kernel copies it.
+        let rc = unsafe {
+            libc::setsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&bytes as *const i32).cast(),
+                size_of::<i32>() as libc::socklen_t,
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+
     /// `PACKET_LOSS`: a malformed TX frame is marked `TP_STATUS_WRONG_FORMAT` and skipped
     /// instead of stalling the ring.
     pub fn set_tx_loss(&self) -> io::Result<()> {

@@ -118,14 +118,21 @@ pub struct PathLab {
     pub server: Netns,
 }
 
-fn offloads_off(ns: &Netns, dev: &str) {
+fn set_offloads(ns: &Netns, dev: &str, on: bool) {
+    let v = if on { "on" } else { "off" };
     ns.exec(&[
-        "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", "tx", "off", "rx", "off",
+        "ethtool", "-K", dev, "tso", v, "gso", v, "gro", v, "tx", v, "rx", v,
     ]);
 }
 
 impl PathLab {
     pub fn new() -> Self {
+        Self::with_offloads(false)
+    }
+
+    /// The path lab with segmentation, receive and checksum offloads on every veth end set
+    /// to `on` (TSO/GSO super-packets cross the middle when on).
+    pub fn with_offloads(on: bool) -> Self {
         let lab = Self {
             client: Netns::new(),
             middle: Netns::new(),
@@ -144,7 +151,7 @@ impl PathLab {
             (&lab.middle, "m1"),
             (&lab.server, "s0"),
         ] {
-            offloads_off(ns, dev);
+            set_offloads(ns, dev, on);
             ns.exec(&["ip", "link", "set", dev, "up"]);
         }
         lab.client
