@@ -9,7 +9,7 @@ use crate::error::{KernelContext, LabError, Result};
 use crate::ethtool;
 use crate::netns::{self, NetNs};
 use crate::rtnl::{self, Rtnl};
-use crate::spec::LabSpec;
+use crate::spec::{LabSpec, Offloads};
 
 /// Interface index of the first veth end; fresh namespaces only hold `lo` (index 1) below it.
 const FIRST_LINK_INDEX: u32 = 100;
@@ -103,9 +103,11 @@ fn configure_host(spec: &LabSpec, host: &str) -> Result<()> {
             rtnl.add_addr(index, addr)
                 .kernel_context(|| format!("adding {addr} to {host}:{}", end.ifname))?;
         }
-        ethtool::set_offloads(&end.ifname, spec.offloads)
+        ethtool::set_offloads(&end.ifname, offloads_of(spec, host))
             .kernel_context(|| format!("setting offloads on {host}:{}", end.ifname))?;
-        if spec.emulation.is_some() {
+        // One wire packet per frame: the emulator's AF_PACKET egress needs complete checksums.
+        // In GSO-aware mode the virtio-net header carries partial checksums instead.
+        if spec.emulation.is_some() && !spec.offloads.segments() {
             ethtool::disable_tx_checksum(&end.ifname).kernel_context(|| {
                 format!("turning checksum offload off on {host}:{}", end.ifname)
             })?;
@@ -127,4 +129,17 @@ fn configure_host(spec: &LabSpec, host: &str) -> Result<()> {
         let _ = ethtool::set_offloads(&bridge.name, spec.offloads);
     }
     Ok(())
+}
+
+/// Offloads for `host`'s link ends: the lab's, except that an emulator carrying super-packets
+/// needs segmentation on both of its ports to send them on whole.
+fn offloads_of(spec: &LabSpec, host: &str) -> Offloads {
+    match &spec.emulation {
+        Some(emu) if emu.host == host && spec.offloads.segments() => Offloads {
+            tso: true,
+            gso: true,
+            ..spec.offloads
+        },
+        _ => spec.offloads,
+    }
 }

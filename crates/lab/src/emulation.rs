@@ -22,6 +22,7 @@ use tcplab_emu_io::{Bridge, IoOptions, Report, Thresholds};
 
 use crate::error::{KernelContext, LabError, Result};
 use crate::host::Host;
+use crate::spec::Offloads;
 use crate::state::StateDir;
 
 /// The emulated link of a lab, as its spec records it.
@@ -40,6 +41,15 @@ pub struct EmulationSpec {
 pub struct Emulator {
     shared: Arc<SharedEmu>,
     control: Option<ControlServer>,
+}
+
+/// The emulator's I/O options for a lab with these offloads: with segmentation offloads on it
+/// carries super-packets whole (GSO-aware mode), else one wire packet per frame.
+pub fn io_options(offloads: Offloads) -> IoOptions {
+    IoOptions {
+        gso: offloads.segments(),
+        ..IoOptions::default()
+    }
 }
 
 /// Fidelity thresholds: lateness p99 under 100 µs, worker CPU under 95% of wall time.

@@ -260,6 +260,12 @@ pub struct Offloads {
 }
 
 impl Offloads {
+    /// Whether super-packets (TSO/GSO) can cross the lab's links: the emulator then runs in
+    /// its GSO-aware mode.
+    pub fn segments(&self) -> bool {
+        self.tso || self.gso
+    }
+
     /// Every offload on.
     pub const ALL_ON: Offloads = Offloads {
         tso: true,
@@ -633,6 +639,18 @@ impl LabSpec {
             emu.link
                 .validate()
                 .map_err(|e| LabError::invalid("impairments", e.to_string()))?;
+            if let Some(element) = emu
+                .link
+                .needs_per_packet()
+                .filter(|_| self.offloads.segments())
+            {
+                return Err(LabError::invalid(
+                    "--offloads",
+                    format!(
+                        "{element} needs per-packet granularity, which the emulator does not have with offloads on (it carries TSO/GSO super-packets whole): use --offloads off, or drop {element}"
+                    ),
+                ));
+            }
         }
         for (i, s) in self.sysctls.iter().enumerate() {
             if s.host != "all" && !names.contains(s.host.as_str()) {

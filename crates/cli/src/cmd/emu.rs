@@ -34,6 +34,11 @@ pub struct EmuArgs {
     /// Busy-poll instead of sleeping (lowest lateness; one core at 100%).
     #[arg(long)]
     busy_poll: bool,
+    /// GSO-aware mode for interfaces with segmentation offloads on (tso, gso and tx checksum
+    /// on both): TSO/GSO super-packets cross whole, charged as the wire packets they stand for.
+    /// Loss, duplicate, reorder and corrupt need offloads off. With --lab, the lab's offloads decide.
+    #[arg(long)]
+    gso: bool,
     /// Print the final report as JSON.
     #[arg(long)]
     json: bool,
@@ -50,8 +55,9 @@ impl EmuArgs {
 
     fn run_inner(self) -> anyhow::Result<ExitCode> {
         tcplab_lab::require_root("running the emulator")?;
-        let opts = tcplab_emu_io::IoOptions {
+        let mut opts = tcplab_emu_io::IoOptions {
             busy_poll: self.busy_poll,
+            gso: self.gso,
             ..Default::default()
         };
         // Signals are registered before the emulator starts so none is lost.
@@ -65,6 +71,7 @@ impl EmuArgs {
                         "--lab {name}: the lab has no emulated link (built with --bridge kernel?)"
                     )
                 })?;
+                opts.gso = lab.spec().offloads.segments();
                 let emu = Emulator::start(lab.host(&spec.host)?, &spec, &opts)?
                     .serve(emulation::control_path(&state, name))?;
                 (emu, Some((state, name.clone())))
