@@ -61,6 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         own.as_secs_f64() / wall.as_secs_f64() * 100.0,
         own.as_secs_f64() * 1e3 / report.executed.max(1) as f64,
     );
+    println!("{}", report.overhead().line());
     eprintln!("{} configurations summarised", dump.summaries.len());
     Ok(())
 }

@@ -1,17 +1,22 @@
-//! The real [`Executor`]: each run in a lab built from its configuration (fresh, or reused while
-//! the configuration stays the same and the scenario says `reset = "reuse"`), its workloads run
-//! with `tcplab-load` between the lab's first and last end host, the summary figures flattened
-//! into metrics, the raw samples kept, and the emulator's fidelity judged over the run.
+//! The real [`Executor`]: each run in a lab ([`LabSession`]: the lab with its tcplab server
+//! already listening) built from its configuration — fresh for every run, reused while the
+//! configuration stays the same (`reset = "reuse"`), or reused across configurations and reset
+//! before every run (`reset = "reset"`) — its workloads run with `tcplab-load` from the lab's
+//! first end host to its last, the summary figures flattened into metrics, the raw samples
+//! packed ([`crate::codec`]), the emulator's fidelity judged over the run, and the run's time
+//! split into the workloads' own, the lab's, the harness's and the packing's ([`RunTiming`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use tcplab_lab::{Lab, LabError, Ownership, Role, StateDir};
+use tcplab_lab::{Lab, LabError, Ownership, StateDir};
 use tcplab_load::Report;
 
+use crate::labsession::LabSession;
 use crate::plan::PlannedRun;
-use crate::runner::{Executor, Fidelity, RunError, RunOutcome};
+use crate::runner::{Executor, Fidelity, RunError, RunOutcome, RunTiming};
+use crate::scenario::Reset;
 use crate::workload::{self, MsgPattern, StreamDirection, Workload, WorkloadKind};
 
 /// Runs every planned run in real labs.
@@ -20,7 +25,8 @@ pub struct LabExecutor {
     state: StateDir,
     prefix: String,
     built: u32,
-    current: Option<(usize, Lab)>,
+    collected: bool,
+    current: Option<LabSession>,
 }
 
 impl LabExecutor {
@@ -30,40 +36,70 @@ impl LabExecutor {
             state,
             prefix: prefix.to_string(),
             built: 0,
+            collected: false,
             current: None,
         }
     }
 
-    /// The lab for this run: the current one when it can be reused, else a new one.
-    fn lab_for(&mut self, run: &PlannedRun) -> Result<&Lab, RunError> {
+    /// Labs built so far.
+    pub fn labs_built(&self) -> u32 {
+        self.built
+    }
+
+    /// The lab for this run, ready: the current one when the scenario lets it be reused (reset
+    /// first with `reset = "reset"`), else a new one.
+    fn lab_for(&mut self, run: &PlannedRun) -> Result<&mut LabSession, RunError> {
+        let spec = run
+            .config
+            .lab_spec("probe")
+            .map_err(|e| RunError::Rejected(e.to_string()))?;
         let reuse = !run.fresh_lab
-            && self
-                .current
-                .as_ref()
-                .is_some_and(|(id, _)| *id == run.config.id);
+            && self.current.as_ref().is_some_and(|s| match run.reset {
+                Reset::Reset => s.same_shape(&spec),
+                Reset::Fresh | Reset::Reuse => s.config_id == run.config.id,
+            });
         if !reuse {
-            // The old lab goes first: two labs at once would share the machine's CPUs.
-            drop(self.current.take());
-            self.built += 1;
-            let name = format!("{}_{}", self.prefix, self.built);
-            let spec = run
-                .config
-                .lab_spec(&name)
-                .map_err(|e| RunError::Rejected(e.to_string()))?;
-            let lab =
-                Lab::build_in(self.state.clone(), spec, Ownership::Process).map_err(lab_error)?;
-            self.current = Some((run.config.id, lab));
+            self.build(run)?;
         }
-        match &self.current {
-            Some((_, lab)) => Ok(lab),
-            None => Err(RunError::Failed("no lab".into())),
+        let Some(session) = self.current.as_mut() else {
+            return Err(RunError::Failed("no lab".into()));
+        };
+        if run.reset == Reset::Reset {
+            session.reset_to(&spec, run.config.id)?;
         }
+        Ok(session)
+    }
+
+    /// Replaces the current lab with a new one for `run` (with `reset = "reset"` without its
+    /// sysctls, which the reset applies after reading their fresh values).
+    fn build(&mut self, run: &PlannedRun) -> Result<(), RunError> {
+        // The old lab goes first: two labs at once would share the machine's CPUs.
+        if let Some(old) = self.current.take() {
+            old.close();
+        }
+        if !self.collected {
+            // A sweep killed with SIGKILL left its lab behind; its owner is dead, so it goes now.
+            self.collected = true;
+            tcplab_lab::gc(&self.state, false).map_err(lab_error)?;
+        }
+        self.built += 1;
+        let name = format!("{}_{}", self.prefix, self.built);
+        let mut spec = run
+            .config
+            .lab_spec(&name)
+            .map_err(|e| RunError::Rejected(e.to_string()))?;
+        if run.reset == Reset::Reset {
+            spec.sysctls.clear();
+        }
+        let lab = Lab::build_in(self.state.clone(), spec, Ownership::Process).map_err(lab_error)?;
+        self.current = Some(LabSession::start(lab, run.config.id)?);
+        Ok(())
     }
 }
 
 /// Kernel refusals of a configuration's values fail that configuration; missing privileges stop
 /// the study; anything else fails the run.
-fn lab_error(e: LabError) -> RunError {
+pub(crate) fn lab_error(e: LabError) -> RunError {
     match e {
         LabError::NotRoot { .. } => RunError::Fatal(e.to_string()),
         LabError::SysctlRejected { .. }
@@ -90,35 +126,51 @@ fn load_error(e: tcplab_load::LoadError) -> RunError {
 impl Executor for LabExecutor {
     fn run(&mut self, run: &PlannedRun) -> Result<RunOutcome, RunError> {
         let start = Instant::now();
-        let lab = self.lab_for(run)?;
-        let ends: Vec<&str> = lab
-            .hosts()
-            .iter()
-            .filter(|h| h.role() == Role::Host)
-            .map(|h| h.name())
-            .collect();
-        let (client, server) = match ends.as_slice() {
-            [first, .., last] => (*first, *last),
-            _ => return Err(RunError::Rejected("the lab needs two end hosts".into())),
-        };
+        let session = self.lab_for(run)?;
+        let lab_s = start.elapsed().as_secs_f64();
+        let facts = session.facts()?;
+        let lab = session.lab();
         let before = lab.emulator_status().ok();
+        let client = lab.host(session.client()).map_err(lab_error)?;
+        let addr = session.addr();
         let collected = run_workloads(&run.config.settings.workloads, |w| {
-            tcplab_load::lab::run_on(lab, client, server, |target, f| run_workload(w, target, f))
+            let facts = facts.clone();
+            client
+                .run(|| run_workload(w, addr, facts))
+                .map_err(|e| tcplab_load::LoadError::Lab(e.to_string()))?
         })?;
-        let fidelity = match (before, lab.emulator_status().ok()) {
+        let after = lab.emulator_status().ok();
+        let fidelity = match (&before, &after) {
             (Some(b), Some(a)) => judge(&b.counters, &a.counters, a.running),
-            _ => Fidelity {
-                trustworthy: true,
-                reasons: Vec::new(),
-            },
+            _ => Fidelity::ok(),
         };
+        let mut facts = collected.facts;
+        if let (Some(b), Some(obj)) = (&before, facts.as_object_mut()) {
+            obj.insert(
+                "emulator".into(),
+                serde_json::json!({ "seed": b.seed, "link": b.link, "fidelity": &fidelity }),
+            );
+        }
         Ok(RunOutcome {
             metrics: collected.metrics,
             samples: collected.samples,
-            facts: collected.facts,
+            facts,
             fidelity,
             wall: start.elapsed(),
+            timing: RunTiming {
+                workload_s: collected.workload_s,
+                lab_s,
+                encode_s: collected.encode.as_secs_f64(),
+            },
         })
+    }
+
+    fn finish(&mut self) -> Duration {
+        let t = Instant::now();
+        if let Some(session) = self.current.take() {
+            session.close();
+        }
+        t.elapsed()
     }
 }
 
@@ -127,10 +179,14 @@ impl Executor for LabExecutor {
 pub(crate) struct Collected {
     /// Summary figures, flattened (`latency_us.p99`; later workloads prefixed `workload.N.`).
     pub metrics: BTreeMap<String, f64>,
-    /// Every workload's raw samples, concatenated.
+    /// Every workload's raw samples, packed ([`crate::codec`]).
     pub samples: Vec<u8>,
     /// The first workload's facts.
     pub facts: serde_json::Value,
+    /// The workloads' own measured time, s ([`own_time`]).
+    pub workload_s: f64,
+    /// Time spent packing samples.
+    pub encode: Duration,
 }
 
 /// Runs `workloads` in order with `run_one` (which places the client and server: a lab's hosts
@@ -142,7 +198,8 @@ pub(crate) fn run_workloads(
     let mut out = Collected::default();
     for (i, w) in workloads.iter().enumerate() {
         let report = run_one(w).map_err(load_error)?;
-        let doc: serde_json::Value = serde_json::from_str(&report.to_json())
+        out.workload_s += own_time(&report);
+        let doc = serde_json::to_value(&report)
             .map_err(|e| RunError::Failed(format!("decoding the result: {e}")))?;
         let prefix = if i == 0 {
             String::new()
@@ -158,8 +215,10 @@ pub(crate) fn run_workloads(
                     .unwrap_or("peer went away")
             )));
         }
-        tcplab_load::samples::write(&mut out.samples, &report)
+        let t = Instant::now();
+        crate::codec::pack(&report, &mut out.samples)
             .map_err(|e| RunError::Failed(format!("writing samples: {e}")))?;
+        out.encode += t.elapsed();
         if out.facts.is_null() {
             out.facts = doc["facts"].clone();
         }
@@ -167,8 +226,29 @@ pub(crate) fn run_workloads(
     Ok(out)
 }
 
+/// A workload's own measured time, s: msgs from the first write to the later of the last
+/// write's return and the last message's arrival (what is still in flight is the workload's
+/// too); stream, rr and crr the client's elapsed time.
+pub fn own_time(report: &Report) -> f64 {
+    match report {
+        Report::Msgs(r) => r
+            .runs
+            .iter()
+            .map(|run| {
+                let first = run.send_ns.first().copied().unwrap_or(0);
+                let last_recv = run.recv_ns.last().copied().unwrap_or(0);
+                let drained = last_recv.saturating_sub(first) as f64 / 1e9;
+                run.total_s.max(drained)
+            })
+            .sum(),
+        Report::Stream(r) => r.elapsed_s,
+        Report::Rr(r) => r.points.iter().map(|p| p.elapsed_s).sum(),
+        Report::Crr(r) => r.elapsed_s,
+    }
+}
+
 /// Runs one workload from the client thread against `target`.
-pub(crate) fn run_workload(
+pub fn run_workload(
     w: &Workload,
     target: SocketAddr,
     facts: serde_json::Value,

@@ -40,6 +40,8 @@ pub struct StudyDump {
     pub runs: Vec<StoredRun>,
     /// Every racing verdict.
     pub race: Vec<StoredRace>,
+    /// Every `sweep` call's time: the workloads' own and the overhead beyond it, broken down.
+    pub sessions: Vec<crate::runner::Overhead>,
 }
 
 fn goal(info: &StudyInfo) -> Objective {
@@ -103,6 +105,7 @@ pub fn dump(store: &Store) -> Result<StudyDump, StudyError> {
     }
     Ok(StudyDump {
         race: store.race()?,
+        sessions: store.sessions()?,
         study,
         summaries,
         runs,

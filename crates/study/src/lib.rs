@@ -13,13 +13,25 @@
 //!                    │ configurations × repetitions, blocked random order (seed)
 //!                    ▼
 //!                  runner::sweep ─► Executor::run (executor::LabExecutor, remote::RemoteExecutor, mock)
+//!                    │   │  LabExecutor: labsession::LabSession (lab + its server, kept between
+//!                    │   │  runs; reset = "reset": sysctls back to fresh values, tcp_metrics flush)
+//!                    │   │  samples packed by codec (delta + varint); RunTiming per run
 //!                    │   racing rounds (tcplab_stats::race_round)      progress bar (stderr)
 //!                    ▼
-//!                  store::Store (SQLite: study, configuration, run, race) ─► export (CSV, JSON)
+//!                  store::Store (SQLite: study, configuration, run, race, sweep_session)
+//!                    │   samples LZ4-compressed; schema 1 files upgraded, their zlib rows read
+//!                    ▼
+//!                  export (CSV, JSON), to_report (→ tcplab-report)
 //! ```
 //! Pure layers (no I/O, no clock): [`span`], [`workload`], [`scenario`] parsing from text,
-//! [`factor`], [`plan`]. I/O: [`store`] (the file), [`runner`] (the clock, the executor, the
-//! progress bar), [`export`] (writers).
+//! [`factor`], [`plan`], [`codec`]. I/O: [`store`] (the file), [`runner`] (the clock, the
+//! executor, the progress bar), [`executor`], [`labsession`] and [`tcp_metrics`] (labs, sockets,
+//! netlink), [`export`] (writers).
+//!
+//! Where a sweep's time goes is measured, not guessed: every run stores its
+//! [`RunTiming`] (the workloads' own time, lab, packing), and every `sweep` call stores an
+//! [`Overhead`] (wall time minus the workloads' own time, split into labs, harness, packing,
+//! storing, statistics and scheduling) in `sweep_session`.
 //!
 //! ## Use
 //! ```
@@ -48,10 +60,12 @@
 //! # Ok::<(), tcplab_study::ScenarioError>(())
 //! ```
 
+pub mod codec;
 pub mod error;
 pub mod executor;
 pub mod export;
 pub mod factor;
+pub mod labsession;
 pub mod mock;
 pub mod plan;
 pub mod remote;
@@ -59,11 +73,14 @@ pub mod runner;
 pub mod scenario;
 pub mod span;
 pub mod store;
+pub mod tcp_metrics;
 pub mod to_report;
 pub mod workload;
 
 pub use error::{Diagnostic, ScenarioError, StoreError, StudyError};
 pub use plan::{Configuration, Plan, PlanOptions, PlannedRun};
-pub use runner::{Executor, Fidelity, RunError, RunOutcome, SweepOptions, SweepReport, sweep};
+pub use runner::{
+    Executor, Fidelity, Overhead, RunError, RunOutcome, RunTiming, SweepOptions, SweepReport, sweep,
+};
 pub use scenario::{Scenario, ScenarioFile};
 pub use store::Store;

@@ -94,6 +94,11 @@ impl Executor for MockExecutor {
             facts: serde_json::json!({ "executor": "mock", "config": run.config.label, "fresh_lab": run.fresh_lab }),
             fidelity: Fidelity::ok(),
             wall: self.delay,
+            // The sleep stands for the workload.
+            timing: crate::runner::RunTiming {
+                workload_s: self.delay.as_secs_f64(),
+                ..Default::default()
+            },
         })
     }
 }

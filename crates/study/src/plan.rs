@@ -104,8 +104,11 @@ pub struct PlannedRun {
     /// The configuration.
     pub config: Arc<Configuration>,
     /// Whether the executor must build a fresh lab (always with `reset = "fresh"`; with
-    /// `reuse`, only the configuration's first run in this process).
+    /// `reuse`, only the configuration's first run in this process; never with `reset`, where
+    /// the executor rebuilds only when the topology changes).
     pub fresh_lab: bool,
+    /// The scenario's `reset`: how the executor may reuse a lab.
+    pub reset: Reset,
 }
 
 /// Options of the expansion.
@@ -268,10 +271,10 @@ impl Plan {
         }
         out.push_str("runs in order:\n");
         for r in &self.runs {
-            let lab = if r.fresh_lab {
-                "fresh lab"
-            } else {
-                "reused lab"
+            let lab = match (r.fresh_lab, r.reset) {
+                (true, _) => "fresh lab",
+                (false, Reset::Reset) => "reset lab",
+                (false, _) => "reused lab",
             };
             out.push_str(&format!(
                 "  {:>5}  config {:>3} rep {:>2}  {lab}\n",
@@ -615,7 +618,12 @@ pub fn order_runs(
                 order: runs.len(),
                 rep,
                 config: Arc::clone(&configs[id]),
-                fresh_lab: reset == Reset::Fresh || rep == 0,
+                fresh_lab: match reset {
+                    Reset::Fresh => true,
+                    Reset::Reuse => rep == 0,
+                    Reset::Reset => runs.is_empty(),
+                },
+                reset,
             });
         }
     }

@@ -63,6 +63,11 @@ impl Executor for RemoteExecutor {
                 reasons: Vec::new(),
             },
             wall: start.elapsed(),
+            timing: crate::runner::RunTiming {
+                workload_s: collected.workload_s,
+                lab_s: 0.0,
+                encode_s: collected.encode.as_secs_f64(),
+            },
         })
     }
 }

@@ -55,6 +55,23 @@ pub struct RunOutcome {
     pub fidelity: Fidelity,
     /// Wall time of the run as the executor measured it.
     pub wall: Duration,
+    /// Where that time went.
+    pub timing: RunTiming,
+}
+
+/// Where one run's time went, as the executor measured it (stored with the run). The rest of
+/// the executor's wall time is the harness: server start, control and data connections, the
+/// server's report, the workload's summaries, facts, result decoding.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct RunTiming {
+    /// The workloads' own measured time, s: msgs from the first write to the last message
+    /// received (or written, if later); stream, rr and crr the client's elapsed time.
+    pub workload_s: f64,
+    /// Building, resetting or tearing down labs for this run, s.
+    pub lab_s: f64,
+    /// Packing the raw samples, s.
+    pub encode_s: f64,
 }
 
 /// Why a run failed.
@@ -78,6 +95,12 @@ pub enum RunError {
 pub trait Executor {
     /// Runs `run` and reports its outcome.
     fn run(&mut self, run: &PlannedRun) -> Result<RunOutcome, RunError>;
+
+    /// Releases what the executor keeps between runs (the last lab) at the end of a sweep, and
+    /// says how long that took, so the sweep counts it as lab time rather than losing it.
+    fn finish(&mut self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// Options of [`sweep`].
@@ -112,9 +135,16 @@ pub struct SweepReport {
     pub race_errors: Vec<String>,
     /// True when `stop` ended the sweep early.
     pub stopped: bool,
-    /// Time inside the executor.
+    /// Time inside the executor (workloads, labs, harness, encoding).
     pub executor_time: Duration,
-    /// Time writing to the store.
+    /// The workloads' own measured time (sum of [`RunTiming::workload_s`]).
+    pub workload_time: Duration,
+    /// Building, resetting and tearing down labs (sum of [`RunTiming::lab_s`] and the final
+    /// teardown).
+    pub lab_time: Duration,
+    /// Packing raw samples (sum of [`RunTiming::encode_s`]).
+    pub encode_time: Duration,
+    /// Time writing to the store (compression included).
     pub store_time: Duration,
     /// Time in racing statistics.
     pub stats_time: Duration,
@@ -122,14 +152,82 @@ pub struct SweepReport {
     pub wall: Duration,
 }
 
+/// A sweep's time beyond the workloads' own, broken down (seconds). Stored per sweep call in
+/// the `sweep_session` table, listed in the HTML report's notes, and [`Overhead::line`] is the
+/// terminal's summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Overhead {
+    /// Wall time of the sweep call.
+    pub wall_s: f64,
+    /// The workloads' own measured time.
+    pub workload_s: f64,
+    /// Lab build, reset and teardown.
+    pub lab_s: f64,
+    /// The rest of the executor: server start, control and data connections, the server's
+    /// report and the workload's own summaries (inside `tcplab-load`), facts, result decoding.
+    pub harness_s: f64,
+    /// Packing samples.
+    pub encode_s: f64,
+    /// Compressing and writing runs to the store.
+    pub store_s: f64,
+    /// Racing statistics.
+    pub stats_s: f64,
+    /// Everything else: reading the store at the start, scheduling, the progress bar.
+    pub other_s: f64,
+    /// `(wall - workload) / wall`.
+    pub fraction: f64,
+}
+
+impl Overhead {
+    /// One line for the terminal.
+    pub fn line(&self) -> String {
+        format!(
+            "wall {:.1} s, workloads {:.1} s; overhead {:.1}%: labs {:.2} s, harness (server, control connection, facts) {:.2} s, \
+             sample packing {:.2} s, storing {:.2} s, statistics {:.2} s, scheduling {:.2} s",
+            self.wall_s,
+            self.workload_s,
+            self.fraction * 100.0,
+            self.lab_s,
+            self.harness_s,
+            self.encode_s,
+            self.store_s,
+            self.stats_s,
+            self.other_s
+        )
+    }
+}
+
 impl SweepReport {
-    /// Everything but the executor, as a fraction of the wall time.
+    /// Everything but the workloads' own measured time, as a fraction of the wall time.
     pub fn overhead_fraction(&self) -> f64 {
-        let wall = self.wall.as_secs_f64();
-        if wall <= 0.0 {
-            return 0.0;
+        self.overhead().fraction
+    }
+
+    /// Where the time beyond the workloads went.
+    pub fn overhead(&self) -> Overhead {
+        let s = |d: Duration| d.as_secs_f64();
+        let wall = s(self.wall);
+        let workload = s(self.workload_time);
+        let harness =
+            (s(self.executor_time) - workload - s(self.lab_time) - s(self.encode_time)).max(0.0);
+        let counted = s(self.executor_time).max(workload + s(self.lab_time))
+            + s(self.store_time)
+            + s(self.stats_time);
+        Overhead {
+            wall_s: wall,
+            workload_s: workload,
+            lab_s: s(self.lab_time),
+            harness_s: harness,
+            encode_s: s(self.encode_time),
+            store_s: s(self.store_time),
+            stats_s: s(self.stats_time),
+            other_s: (wall - counted).max(0.0),
+            fraction: if wall > 0.0 {
+                ((wall - workload) / wall).clamp(0.0, 1.0)
+            } else {
+                0.0
+            },
         }
-        (wall - self.executor_time.as_secs_f64()).max(0.0) / wall
     }
 }
 
@@ -137,6 +235,11 @@ fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// A duration from an executor's seconds; negative, NaN or absurd figures count as zero.
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or_default()
 }
 
 /// Runs the plan (see the module documentation).
@@ -179,7 +282,9 @@ pub fn sweep(
         } else {
             bar.set_message(run.config.label.clone());
             let mut run = run.clone();
-            run.fresh_lab |= labs_built.insert(run.config.id);
+            if run.reset == crate::scenario::Reset::Reuse {
+                run.fresh_lab |= labs_built.insert(run.config.id);
+            }
             if let Some(failed) = execute(plan, store, executor, &run, &mut report)? {
                 inactive.insert(run.config.id);
                 report.failed_configs.push((run.config.id, failed));
@@ -197,7 +302,13 @@ pub fn sweep(
         }
     }
     bar.finish_and_clear();
+    let teardown = executor.finish();
+    report.executor_time += teardown;
+    report.lab_time += teardown;
     report.wall = start.elapsed();
+    if report.executed > 0 {
+        store.record_session(now_ms(), report.executed, &report.overhead())?;
+    }
     Ok(report)
 }
 
@@ -214,6 +325,11 @@ fn execute(
     let mut result = executor.run(run);
     let wall = t.elapsed();
     report.executor_time += wall;
+    if let Ok(o) = &result {
+        report.workload_time += secs(o.timing.workload_s);
+        report.lab_time += secs(o.timing.lab_s);
+        report.encode_time += secs(o.timing.encode_s);
+    }
     if let Err(RunError::Fatal(reason)) = &result {
         return Err(StudyError::Fatal(reason.clone()));
     }

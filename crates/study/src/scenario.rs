@@ -254,6 +254,11 @@ pub enum Reset {
     Fresh,
     /// Build one lab per configuration and reuse it for its repetitions.
     Reuse,
+    /// Build one lab and reuse it across configurations while their topology stays the same,
+    /// resetting it before every run: every sysctl a configuration set goes back to the value
+    /// the fresh lab had, the run's configuration is applied, the link's impairments are set,
+    /// and the TCP metrics cache is flushed. TIME_WAIT sockets of earlier runs remain.
+    Reset,
 }
 
 /// `objective = { metric = "...", goal = "minimise" }`.

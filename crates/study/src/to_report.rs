@@ -103,6 +103,11 @@ pub fn report_input(store: &Store) -> Result<ReportInput, StudyError> {
             "quick mode: reduced sizes and repetitions (a smoke test, not a measurement)".into(),
         );
     }
+    for (i, o) in store.sessions()?.iter().enumerate() {
+        input
+            .notes
+            .push(format!("sweep call {}: {}", i + 1, o.line()));
+    }
     add_series(store, &configs, &runs, &metric, goal, &mut input)?;
     Ok(input)
 }

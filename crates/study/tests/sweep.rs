@@ -332,9 +332,10 @@ fn overhead_is_small_next_to_the_executor() {
 }
 
 #[test]
-fn reuse_builds_one_lab_per_configuration_fresh_builds_one_per_run() {
+fn reuse_builds_one_lab_per_configuration_fresh_one_per_run_reset_one_in_all() {
     let dir = tempfile::tempdir().unwrap();
-    for (reset, fresh_runs) in [("reuse", 3), ("fresh", 18)] {
+    // `reset`: one lab for the study (the first run's), reset before every other run.
+    for (reset, fresh_runs) in [("reuse", 3), ("fresh", 18), ("reset", 1)] {
         let text = format!(
             "reset = \"{reset}\"\n{}",
             SCENARIO.replace("values = [1, 2, 3, 4]", "values = [1, 2, 3]")
@@ -350,6 +351,9 @@ fn reuse_builds_one_lab_per_configuration_fresh_builds_one_per_run() {
         assert_eq!(fresh.len(), fresh_runs, "{reset}");
         if reset == "reuse" {
             assert!(fresh.iter().all(|r| r.rep == 0));
+        }
+        if reset == "reset" {
+            assert_eq!(fresh[0].order, 0);
         }
     }
 }

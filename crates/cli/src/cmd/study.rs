@@ -151,17 +151,12 @@ fn summarise(store: &Store, html: &Path, report: &SweepReport) -> anyhow::Result
     let page = tcplab_report::html::render_with_table(&input, &table)?;
     std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
     println!(
-        "{} runs executed ({} already stored, {} skipped, {} failed) in {:.1} s: labs and workloads {:.1} s, \
-         storing {:.1} s, statistics {:.1} s (overhead beyond the runs {:.1}%)",
+        "{} runs executed ({} already stored, {} skipped, {} failed): {}",
         report.executed,
         report.already_done,
         report.skipped,
         report.failed,
-        report.wall.as_secs_f64(),
-        report.executor_time.as_secs_f64(),
-        report.store_time.as_secs_f64(),
-        report.stats_time.as_secs_f64(),
-        report.overhead_fraction() * 100.0
+        report.overhead().line()
     );
     for (id, reason) in &report.dropped {
         println!("dropped configuration {id}: {reason}");

@@ -1,15 +1,19 @@
 //! The result store: one SQLite file per study, written run by run.
 //!
-//! Tables (schema version 1, `PRAGMA application_id` = `0x74636c62` "tclb", so a foreign
-//! SQLite file is recognised and refused):
+//! Tables (schema version 2, `PRAGMA application_id` = `0x74636c62` "tclb", so a foreign
+//! SQLite file is recognised and refused; version 1 files are upgraded in place, see
+//! [`schema`]):
 //! - `study`: one row: name, scenario text, its canonical hash, order seed, quick flag.
 //! - `configuration`: id, label, factors (JSON), baseline flag, settings (JSON), status
 //!   (`active`, `failed`, `dropped`) and the reason.
 //! - `run`: config id, repetition, order, status (`ok`, `failed`), error, metrics (JSON
 //!   object of dotted names), facts (JSON), fidelity (trustworthy + reasons JSON), samples
-//!   (zlib-compressed blob with its raw length), start time and wall times.
-//!   `UNIQUE(config_id, rep)`: a run can never be stored twice.
+//!   (a compressed blob, its codec and raw length: `lz4` of the packed format of
+//!   [`crate::codec`], or version 1's `zlib` text), start time, wall times and their breakdown
+//!   (`timing`). `UNIQUE(config_id, rep)`: a run can never be stored twice.
 //! - `race`: every racing verdict: round, runs completed so far, action, p-values, reason.
+//! - `sweep_session`: one row per `sweep` call: wall time, the workloads' own time and the
+//!   overhead beyond it, broken down.
 //!
 //! Each run is written in its own transaction when it ends, in WAL mode: a process killed at
 //! any moment (SIGKILL included) leaves every finished run in the file and loses at most the
@@ -17,7 +21,7 @@
 //! study is refused instead of mixing results.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -25,66 +29,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::error::StoreError;
 use crate::plan::{Plan, PlannedRun};
-use crate::runner::{RunError, RunOutcome};
+use crate::runner::{Overhead, RunError, RunOutcome, RunTiming};
 
-/// `tclb` as a big-endian i32: marks the file as tcplab's.
-pub const APPLICATION_ID: i32 = 0x7463_6c62;
-/// Schema version stored in `PRAGMA user_version`.
-pub const SCHEMA_VERSION: i32 = 1;
+mod schema;
 
-const SCHEMA: &str = "
-CREATE TABLE study (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    name TEXT NOT NULL,
-    scenario TEXT NOT NULL,
-    scenario_hash TEXT NOT NULL,
-    seed TEXT NOT NULL,
-    quick INTEGER NOT NULL,
-    objective_metric TEXT NOT NULL,
-    objective_goal TEXT NOT NULL,
-    created_ms INTEGER NOT NULL,
-    tool_version TEXT NOT NULL
-);
-CREATE TABLE configuration (
-    id INTEGER PRIMARY KEY,
-    label TEXT NOT NULL,
-    factors TEXT NOT NULL,
-    is_baseline INTEGER NOT NULL,
-    settings TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'active',
-    reason TEXT
-);
-CREATE TABLE run (
-    id INTEGER PRIMARY KEY,
-    config_id INTEGER NOT NULL REFERENCES configuration(id),
-    rep INTEGER NOT NULL,
-    run_order INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    error TEXT,
-    metrics TEXT NOT NULL,
-    facts TEXT NOT NULL,
-    trustworthy INTEGER NOT NULL,
-    fidelity_reasons TEXT NOT NULL,
-    samples BLOB,
-    samples_raw_len INTEGER NOT NULL DEFAULT 0,
-    started_ms INTEGER NOT NULL,
-    wall_s REAL NOT NULL,
-    executor_wall_s REAL NOT NULL,
-    UNIQUE (config_id, rep)
-);
-CREATE TABLE race (
-    id INTEGER PRIMARY KEY,
-    round INTEGER NOT NULL,
-    completed_runs INTEGER NOT NULL,
-    config_id INTEGER NOT NULL REFERENCES configuration(id),
-    action TEXT NOT NULL,
-    best TEXT,
-    p_value REAL,
-    p_adjusted REAL,
-    reason TEXT NOT NULL,
-    decided_ms INTEGER NOT NULL
-);
-";
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
 /// A configuration as stored.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -134,6 +83,8 @@ pub struct StoredRun {
     pub wall_s: f64,
     /// Wall time the executor reported.
     pub executor_wall_s: f64,
+    /// Where the executor's time went (zeros for runs stored by tcplab before schema 2).
+    pub timing: RunTiming,
 }
 
 /// One stored racing verdict.
@@ -257,11 +208,12 @@ impl Store {
             .conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(|e| foreign(e.to_string()))?;
-        if version != SCHEMA_VERSION {
+        if !(1..=SCHEMA_VERSION).contains(&version) {
             return Err(foreign(format!(
-                "schema version {version}, this tcplab reads {SCHEMA_VERSION}"
+                "schema version {version}, this tcplab reads 1 to {SCHEMA_VERSION}"
             )));
         }
+        schema::upgrade(&self.conn, version).map_err(self.sql())?;
         let ok: String = self
             .conn
             .query_row("PRAGMA quick_check", [], |r| r.get(0))
@@ -274,11 +226,7 @@ impl Store {
 
     fn init(&self, plan: &Plan) -> Result<(), StoreError> {
         let tx = self.conn.unchecked_transaction().map_err(self.sql())?;
-        tx.execute_batch(SCHEMA).map_err(self.sql())?;
-        tx.execute_batch(&format!(
-            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
-        ))
-        .map_err(self.sql())?;
+        schema::create(&tx).map_err(self.sql())?;
         let goal = serde_json::to_value(plan.objective.goal)
             .map_or_else(|_| String::new(), |v| v.as_str().unwrap_or("").to_string());
         tx.execute(
@@ -371,13 +319,14 @@ impl Store {
         started_ms: i64,
         wall: Duration,
     ) -> Result<(), StoreError> {
+        let timing = match result {
+            Ok(o) => serde_json::to_string(&o.timing).unwrap_or_else(|_| "{}".into()),
+            Err(_) => "{}".into(),
+        };
         let (status, error, metrics, facts, trust, reasons, samples, raw_len, exec_wall) =
             match result {
                 Ok(o) => {
-                    let blob = compress(&o.samples).map_err(|e| StoreError::Samples {
-                        run: -1,
-                        message: e.to_string(),
-                    })?;
+                    let blob = lz4_flex::compress_prepend_size(&o.samples);
                     (
                         "ok",
                         None,
@@ -404,8 +353,8 @@ impl Store {
             };
         let tx = self.conn.unchecked_transaction().map_err(self.sql())?;
         tx.execute(
-            "INSERT INTO run (config_id, rep, run_order, status, error, metrics, facts, trustworthy, fidelity_reasons, samples, samples_raw_len, started_ms, wall_s, executor_wall_s)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            "INSERT INTO run (config_id, rep, run_order, status, error, metrics, facts, trustworthy, fidelity_reasons, samples, samples_raw_len, started_ms, wall_s, executor_wall_s, samples_codec, timing)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, 'lz4', ?15)",
             params![
                 run.config.id as i64,
                 run.rep,
@@ -420,7 +369,8 @@ impl Store {
                 raw_len as i64,
                 started_ms,
                 wall.as_secs_f64(),
-                exec_wall
+                exec_wall,
+                timing
             ],
         )
         .map_err(self.sql())?;
@@ -526,7 +476,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT id, config_id, rep, run_order, status, error, metrics, facts, trustworthy, fidelity_reasons, samples_raw_len, started_ms, wall_s, executor_wall_s
+                "SELECT id, config_id, rep, run_order, status, error, metrics, facts, trustworthy, fidelity_reasons, samples_raw_len, started_ms, wall_s, executor_wall_s, timing
                  FROM run ORDER BY run_order",
             )
             .map_err(self.sql())?;
@@ -552,6 +502,7 @@ impl Store {
                         r.get::<_, i64>(11)?,
                         r.get::<_, f64>(12)?,
                         r.get::<_, f64>(13)?,
+                        r.get::<_, String>(14)?,
                     ),
                 ))
             })
@@ -561,7 +512,7 @@ impl Store {
             let (
                 (id, config_id, rep, order, status, error),
                 (metrics, facts, trustworthy, reasons),
-                (raw_len, started_ms, wall_s, executor_wall_s),
+                (raw_len, started_ms, wall_s, executor_wall_s, timing),
             ) = row.map_err(self.sql())?;
             out.push(StoredRun {
                 id,
@@ -580,6 +531,8 @@ impl Store {
                 started_ms,
                 wall_s,
                 executor_wall_s,
+                timing: serde_json::from_str(&timing)
+                    .map_err(|e| self.damaged("run.timing", &e))?,
             });
         }
         Ok(out)
@@ -608,23 +561,76 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(self.sql())
     }
 
-    /// The raw samples of a run, decompressed.
+    /// The raw samples of a run as the text of docs/samples.md (unpacked and decompressed,
+    /// whichever codec stored them).
     pub fn samples(&self, run_id: i64) -> Result<Vec<u8>, StoreError> {
-        let blob: Option<Vec<u8>> = self
+        let row: Option<(Option<Vec<u8>>, String)> = self
             .conn
-            .query_row("SELECT samples FROM run WHERE id = ?1", [run_id], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT samples, samples_codec FROM run WHERE id = ?1",
+                [run_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .optional()
-            .map_err(self.sql())?
-            .flatten();
-        match blob {
-            None => Ok(Vec::new()),
-            Some(b) => decompress(&b).map_err(|e| StoreError::Samples {
-                run: run_id,
-                message: e.to_string(),
-            }),
+            .map_err(self.sql())?;
+        let bad = |message: String| StoreError::Samples {
+            run: run_id,
+            message,
+        };
+        let (Some(blob), codec) = row.unwrap_or((None, String::new())) else {
+            return Ok(Vec::new());
+        };
+        let raw = match codec.as_str() {
+            "zlib" => decompress_zlib(&blob).map_err(|e| bad(e.to_string()))?,
+            "lz4" => lz4_flex::decompress_size_prepended(&blob).map_err(|e| bad(e.to_string()))?,
+            other => return Err(bad(format!("unknown samples codec `{other}`"))),
+        };
+        if crate::codec::is_packed(&raw) {
+            crate::codec::unpack(&raw).map_err(bad)
+        } else {
+            Ok(raw)
         }
+    }
+
+    /// Records one `sweep` call's time breakdown.
+    pub fn record_session(
+        &self,
+        ended_ms: i64,
+        executed: usize,
+        o: &Overhead,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO sweep_session (ended_ms, executed, wall_s, workload_s, lab_s, harness_s, encode_s, store_s, stats_s, other_s, overhead_fraction)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![ended_ms, executed as i64, o.wall_s, o.workload_s, o.lab_s, o.harness_s, o.encode_s, o.store_s, o.stats_s, o.other_s, o.fraction],
+            )
+            .map_err(self.sql())?;
+        Ok(())
+    }
+
+    /// Every `sweep` call's time breakdown, oldest first.
+    pub fn sessions(&self) -> Result<Vec<Overhead>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT wall_s, workload_s, lab_s, harness_s, encode_s, store_s, stats_s, other_s, overhead_fraction FROM sweep_session ORDER BY id")
+            .map_err(self.sql())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Overhead {
+                    wall_s: r.get(0)?,
+                    workload_s: r.get(1)?,
+                    lab_s: r.get(2)?,
+                    harness_s: r.get(3)?,
+                    encode_s: r.get(4)?,
+                    store_s: r.get(5)?,
+                    stats_s: r.get(6)?,
+                    other_s: r.get(7)?,
+                    fraction: r.get(8)?,
+                })
+            })
+            .map_err(self.sql())?;
+        rows.collect::<Result<_, _>>().map_err(self.sql())
     }
 
     /// The study row: name, scenario text, objective metric and goal.
@@ -664,13 +670,8 @@ pub struct StudyInfo {
     pub objective_goal: String,
 }
 
-fn compress(raw: &[u8]) -> std::io::Result<Vec<u8>> {
-    let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-    enc.write_all(raw)?;
-    enc.finish()
-}
-
-fn decompress(blob: &[u8]) -> std::io::Result<Vec<u8>> {
+/// Version 1's codec, still read.
+fn decompress_zlib(blob: &[u8]) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     flate2::read::ZlibDecoder::new(blob).read_to_end(&mut out)?;
     Ok(out)

@@ -1,0 +1,278 @@
+//! A lab kept between runs, with its tcplab server already listening in the server host.
+//!
+//! Starting the server per run (as `tcplab_load::lab::run_on` does) costs its accept loop's
+//! stop poll on every run; here the server lives as long as the lab, each run's client connects
+//! to it, and the lab is torn down (server first) only when the executor needs another one.
+//!
+//! With `reset = "reset"` the session also carries what a reset needs ([`LabSession::reset_to`]):
+//! the value every touched sysctl had in the fresh lab, so keys a configuration does not set
+//! go back to it, and the link's current impairments, so they are changed only when they differ.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tcplab_lab::{Lab, LabSpec, Role, SysctlSetting};
+
+use crate::runner::RunError;
+use crate::tcp_metrics::Flusher;
+
+/// A lab, its server, and its reset state.
+#[derive(Debug)]
+pub struct LabSession {
+    /// The configuration it was last set up for.
+    pub config_id: usize,
+    lab: Lab,
+    client: String,
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    serving: Option<JoinHandle<tcplab_load::Result<()>>>,
+    /// Fresh-lab value of every (host, key) a configuration has set.
+    defaults: BTreeMap<(String, String), String>,
+    /// What the last reset applied: (host, key) → value.
+    applied: BTreeMap<(String, String), String>,
+    link: Option<tcplab_emu::LinkConfig>,
+    /// The lab's facts as read at the first run (see [`LabSession::facts`]).
+    facts: Option<serde_json::Value>,
+    /// Each host's TCP metrics flusher, opened inside it at the first reset.
+    flushers: Vec<(String, Flusher)>,
+}
+
+impl LabSession {
+    /// Starts the server in the lab's last end host; the client runs in the first.
+    pub fn start(lab: Lab, config_id: usize) -> Result<LabSession, RunError> {
+        let ends: Vec<&str> = lab
+            .hosts()
+            .iter()
+            .filter(|h| h.role() == Role::Host)
+            .map(|h| h.name())
+            .collect();
+        let (client, server) = match ends.as_slice() {
+            [first, .., last] => (first.to_string(), *last),
+            _ => return Err(RunError::Rejected("the lab needs two end hosts".into())),
+        };
+        let shost = lab.host(server).map_err(failed)?;
+        let ip: IpAddr = match (shost.ipv4(), shost.ipv6()) {
+            (Some(v4), _) => v4.into(),
+            (None, Some(v6)) => v6.into(),
+            (None, None) => {
+                return Err(RunError::Rejected(format!(
+                    "lab host {server} has no address"
+                )));
+            }
+        };
+        let srv = shost
+            .run(|| tcplab_load::Server::bind(SocketAddr::new(ip, 0)))
+            .map_err(failed)?
+            .map_err(|e| RunError::Failed(e.to_string()))?;
+        let addr = srv
+            .local_addr()
+            .map_err(|e| RunError::Failed(e.to_string()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let serving = shost
+            .spawn("tcplab-serve", move || srv.serve(&flag, None))
+            .map_err(failed)?;
+        let link = lab.spec().emulation.as_ref().map(|e| e.link.clone());
+        Ok(LabSession {
+            facts: None,
+            flushers: Vec::new(),
+            config_id,
+            link,
+            lab,
+            client,
+            addr,
+            stop,
+            serving: Some(serving),
+            defaults: BTreeMap::new(),
+            applied: BTreeMap::new(),
+        })
+    }
+
+    /// The lab.
+    pub fn lab(&self) -> &Lab {
+        &self.lab
+    }
+
+    /// The server's control address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The host the client runs in.
+    pub fn client(&self) -> &str {
+        &self.client
+    }
+
+    /// What the last reset applied, (host, key) → value (for the run's facts).
+    pub fn applied(&self) -> &BTreeMap<(String, String), String> {
+        &self.applied
+    }
+
+    /// The facts that explain a run in this lab: read from the lab (kernel, machine, every
+    /// host's interfaces and sysctls) at its first run, and kept, since nothing but a reset
+    /// changes them here; every sysctl the last reset wrote (and the lab read back) replaces the
+    /// value read before.
+    pub fn facts(&mut self) -> Result<serde_json::Value, RunError> {
+        let mut facts = match &self.facts {
+            Some(f) => f.clone(),
+            None => {
+                let f = tcplab_lab::Facts::collect(&self.lab)
+                    .map_err(|e| RunError::Failed(format!("collecting the facts: {e}")))?;
+                let f = serde_json::to_value(f)
+                    .map_err(|e| RunError::Failed(format!("encoding the facts: {e}")))?;
+                self.facts = Some(f.clone());
+                f
+            }
+        };
+        for ((host, key), value) in &self.applied {
+            if let Some(map) = facts
+                .pointer_mut(&format!("/hosts/{host}/sysctls"))
+                .and_then(|v| v.as_object_mut())
+            {
+                map.insert(key.clone(), serde_json::Value::String(value.clone()));
+            }
+        }
+        Ok(facts)
+    }
+
+    /// Whether a lab built from `spec` would have the same shape as this one: everything but the
+    /// name, the sysctls and the link's impairments, which a reset changes.
+    pub fn same_shape(&self, spec: &LabSpec) -> bool {
+        shape(self.lab.spec()) == shape(spec)
+    }
+
+    /// Puts the lab in the state a fresh lab of `spec` would have: sysctls an earlier
+    /// configuration set and `spec` does not go back to their fresh values, `spec`'s are
+    /// applied (verified by the lab), the link gets `spec`'s impairments, and every host's TCP
+    /// metrics cache is flushed. The lab must have been built without sysctls (the fresh value
+    /// of a key is read before its first change); one built with them is refused.
+    pub fn reset_to(&mut self, spec: &LabSpec, config_id: usize) -> Result<(), RunError> {
+        let wanted = self.expand(&spec.sysctls);
+        let built_with = self.expand(&self.lab.spec().sysctls);
+        for key in wanted.keys() {
+            if built_with.contains_key(key) && !self.defaults.contains_key(key) {
+                return Err(RunError::Failed(format!(
+                    "cannot reset lab {}: it was built with {} set, so its fresh value is unknown; build a lab to be reset without sysctls",
+                    self.lab.name(),
+                    key.1
+                )));
+            }
+            if !self.defaults.contains_key(key) {
+                let value = self.lab.read_sysctl(&key.0, &key.1).map_err(lab_error)?;
+                self.defaults.insert(key.clone(), value);
+            }
+        }
+        let mut target = BTreeMap::new();
+        for (key, default) in &self.defaults {
+            let value = wanted.get(key).unwrap_or(default);
+            target.insert(key.clone(), value.clone());
+        }
+        let changes: Vec<SysctlSetting> = target
+            .iter()
+            .filter(|(k, v)| self.applied.get(*k) != Some(*v))
+            .map(|((host, key), value)| SysctlSetting {
+                host: host.clone(),
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect();
+        if !changes.is_empty() {
+            // Until the writes succeed the lab's state is not known: the next reset rewrites all.
+            self.applied.clear();
+            self.lab
+                .set_sysctls(&changes, spec.allow_host_sysctl)
+                .map_err(lab_error)?;
+        }
+        self.applied = target;
+        let link = spec.emulation.as_ref().map(|e| e.link.clone());
+        if link != self.link {
+            if let Some(l) = &link {
+                self.lab.set_link(l).map_err(lab_error)?;
+            }
+            self.link = link;
+        }
+        if self.flushers.is_empty() {
+            for host in self.lab.hosts() {
+                let f = host.run(Flusher::open).map_err(failed)?.map_err(|e| {
+                    RunError::Failed(format!(
+                        "opening the TCP metrics socket in host {}: {e}",
+                        host.name()
+                    ))
+                })?;
+                self.flushers.push((host.name().to_string(), f));
+            }
+        }
+        for (host, f) in &self.flushers {
+            f.flush().map_err(|e| {
+                RunError::Failed(format!("flushing the TCP metrics of host {host}: {e}"))
+            })?;
+        }
+        self.config_id = config_id;
+        Ok(())
+    }
+
+    /// `all` → every host, in order; later settings of a key win.
+    fn expand(&self, settings: &[SysctlSetting]) -> BTreeMap<(String, String), String> {
+        let mut out = BTreeMap::new();
+        for s in settings {
+            for h in self.lab.hosts() {
+                if s.host == "all" || s.host == h.name() {
+                    out.insert(
+                        (h.name().to_string(), s.key.clone()),
+                        tcplab_lab::sysctl::normalize(&s.value),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// Stops the server and tears the lab down.
+    pub fn close(mut self) {
+        self.stop_server();
+    }
+
+    fn stop_server(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // The accept loop looks at the flag between accepts: a connection wakes it now rather
+        // than at its next poll (the connection is dropped at once; the server shrugs it off).
+        let addr = self.addr;
+        if let Ok(h) = self.lab.host(&self.client) {
+            let _ = h.run(move || TcpStream::connect_timeout(&addr, Duration::from_millis(200)));
+        }
+        if let Some(t) = self.serving.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for LabSession {
+    fn drop(&mut self) {
+        if self.serving.is_some() {
+            self.stop_server();
+        }
+    }
+}
+
+/// A spec without what a reset may change.
+fn shape(spec: &LabSpec) -> LabSpec {
+    let mut s = spec.clone();
+    s.name.clear();
+    s.sysctls.clear();
+    if let Some(e) = s.emulation.as_mut() {
+        e.link = tcplab_emu::LinkConfig::default();
+    }
+    s
+}
+
+fn failed(e: tcplab_lab::LabError) -> RunError {
+    RunError::Failed(e.to_string())
+}
+
+fn lab_error(e: tcplab_lab::LabError) -> RunError {
+    crate::executor::lab_error(e)
+}
