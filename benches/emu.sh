@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The emulator against the kernel bridge, side by side, on the 3-host path lab (MTU 1500, offloads
-# off): throughput (iperf3 TCP), 64-byte packet rate (iperf3 UDP), delay accuracy (ping and TCP
+# off; and with offloads on, the emulator in its GSO-aware mode): throughput (iperf3 TCP), 64-byte packet rate (iperf3 UDP), delay accuracy (ping and TCP
 # request/response, idle and under a reverse bulk flow), rate conformance, Bernoulli loss, jitter.
 # Usage: sudo benches/emu.sh [SECONDS]   (default 10 s per throughput test). Installs iperf3.
 set -euo pipefail
@@ -50,6 +50,13 @@ echo "64-byte frames: kernel bridge ${k} kpps, emulator ${e} kpps, ratio $(pytho
 kb_base=$(ping_stats kb 200 0.01); eb_base=$(ping_stats eb 200 0.01)
 echo "base RTT (ping median p99): kernel ${kb_base}; emulator ${eb_base}"
 down kb; down eb
+
+echo "## throughput with offloads on (TSO/GSO/GRO; the emulator in its GSO-aware mode)"
+up kbo --bridge kernel --offloads on; up ebo --bridge emu --offloads on
+k=$(tcp_gbps kbo); e=$(tcp_gbps ebo)
+echo "kernel bridge  ${k} Gbit/s"
+echo "emulator (GSO) ${e} Gbit/s   ratio $(python3 -c "print(round($e/$k,3))")"
+down kbo; down ebo
 
 rr_stats() { # lab -> TCP request/response (64 B each way, NODELAY) "median p99" in ms, 3 s
   "$T" rr --lab "$1" --req 64 --resp 64 --nodelay --duration 3 --json |
