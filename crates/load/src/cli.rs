@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
 use crate::error::LoadError;
+use crate::live::OnLive;
 use crate::place::Placement;
 use crate::proto::DEFAULT_PORT;
 use crate::report::{Report, error_json};
@@ -178,6 +179,9 @@ pub struct MsgsArgs {
     /// A receive gap above this many ms counts as a stall.
     #[arg(long, value_name = "MS", default_value_t = 5.0)]
     pub stall_ms: f64,
+    /// Interval of the live lines of --ndjson, seconds.
+    #[arg(short = 'i', long, value_name = "SECS", default_value = "1", value_parser = parse_interval_ms)]
+    pub interval: u64,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub common: ClientArgs,
@@ -208,8 +212,15 @@ impl MsgsArgs {
     /// Runs the workload and prints to `out` (what `run` does with stdout).
     pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
         let cfg = self.config();
-        execute(&self.common, &Mutex::new(out), |target, facts| {
-            msgs::run_client(&cfg, target, facts).map(Report::Msgs)
+        let out = Mutex::new(out);
+        let print = live_printer::<msgs::MsgsInterval>(&out);
+        let cb: OnLive<'_, _> = if self.common.ndjson {
+            Some(&print)
+        } else {
+            None
+        };
+        execute(&self.common, &out, |target, facts| {
+            msgs::run_client_live(&cfg, target, facts, self.interval, cb).map(Report::Msgs)
         })
     }
 }
@@ -244,6 +255,9 @@ pub struct RrArgs {
     /// NetPIPE sweep: sizes as a list or doubling range; each is also probed at ±3 bytes.
     #[arg(long, value_name = "LIST", value_parser = parse_sizes)]
     pub sizes: Option<Sizes>,
+    /// Interval of the live lines of --ndjson, seconds.
+    #[arg(short = 'i', long, value_name = "SECS", default_value = "1", value_parser = parse_interval_ms)]
+    pub interval: u64,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub common: ClientArgs,
@@ -279,8 +293,15 @@ impl RrArgs {
     /// Runs the workload and prints to `out` (what `run` does with stdout).
     pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
         let cfg = self.config();
-        execute(&self.common, &Mutex::new(out), |target, facts| {
-            rr::run_client(&cfg, target, facts).map(Report::Rr)
+        let out = Mutex::new(out);
+        let print = live_printer::<rr::RrInterval>(&out);
+        let cb: OnLive<'_, _> = if self.common.ndjson {
+            Some(&print)
+        } else {
+            None
+        };
+        execute(&self.common, &out, |target, facts| {
+            rr::run_client_live(&cfg, target, facts, self.interval, cb).map(Report::Rr)
         })
     }
 }
@@ -306,6 +327,9 @@ pub struct CrrArgs {
     /// Give up on one connect after this long, seconds.
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_duration_ms)]
     pub connect_timeout: u64,
+    /// Interval of the live lines of --ndjson, seconds.
+    #[arg(short = 'i', long, value_name = "SECS", default_value = "1", value_parser = parse_interval_ms)]
+    pub interval: u64,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub common: ClientArgs,
@@ -339,13 +363,31 @@ impl CrrArgs {
     /// Runs the workload and prints to `out` (what `run` does with stdout).
     pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
         let cfg = self.config();
-        execute(&self.common, &Mutex::new(out), |target, facts| {
-            crr::run_client(&cfg, target, facts).map(Report::Crr)
+        let out = Mutex::new(out);
+        let print = live_printer::<crr::CrrInterval>(&out);
+        let cb: OnLive<'_, _> = if self.common.ndjson {
+            Some(&print)
+        } else {
+            None
+        };
+        execute(&self.common, &out, |target, facts| {
+            crr::run_client_live(&cfg, target, facts, self.interval, cb).map(Report::Crr)
         })
     }
 }
 
 type Out<'a, 'b> = Mutex<&'a mut (dyn Write + Send + 'b)>;
+
+/// The --ndjson printer of live intervals: `{"type":"interval","interval":{..}}`, flushed.
+fn live_printer<'o, T: serde::Serialize>(out: &'o Out<'_, '_>) -> impl Fn(&T) + Sync + 'o {
+    move |iv: &T| {
+        if let Ok(line) =
+            serde_json::to_string(&serde_json::json!({ "type": "interval", "interval": iv }))
+        {
+            write_line(out, &line);
+        }
+    }
+}
 
 fn write_line(out: &Out<'_, '_>, line: &str) {
     if let Ok(mut w) = out.lock() {
@@ -444,6 +486,15 @@ fn run_lines(report: &Report) -> Vec<String> {
         ),
         Report::Stream(_) | Report::Crr(_) => Vec::new(),
     }
+}
+
+/// A live-report interval: a duration of at least 10 ms.
+pub fn parse_interval_ms(s: &str) -> Result<u64, String> {
+    let ms = parse_duration_ms(s)?;
+    if ms < crate::live::MIN_INTERVAL_MS {
+        return Err(format!("{s:?} is shorter than 10 ms"));
+    }
+    Ok(ms)
 }
 
 /// Parses `ADDR`, `ADDR:PORT`, `[V6]:PORT` or `V6` (default port 5301); names resolve via the system.

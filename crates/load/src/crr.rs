@@ -7,6 +7,10 @@
 //! SYN retransmissions are shown twice: inferred from connect times (a lost SYN costs the
 //! initial RTO, 1 s, then 2 s more: connects near 1 s and 3 s) and counted by the kernel
 //! (TcpExt TCPSynRetrans in /proc/thread-self/net/netstat, the client's namespace).
+//!
+//! With a live callback ([`run_client_live`], `--ndjson`) a reporter thread prints one
+//! [`CrrInterval`] per interval: connections and failures from the run's shared counters, the
+//! TIME_WAIT sampler's latest count, and the kernel's SYN retransmissions in the interval.
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -19,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{now_ns, thread_cpu_ns};
 use crate::error::{LoadError, Result};
+use crate::live::{OnLive, Span, with_reporter};
 use crate::net::{self, ConnectError};
 use crate::proto::{Ctrl, ServerReport, TestSpec};
 use crate::server::ServerCtx;
@@ -221,9 +226,34 @@ struct Plan<'a> {
     deadline: u64,
     claimed: AtomicU64,
     completed: AtomicU64,
+    /// Failed connects or transactions (for the live reporter; the JSON counts them per second).
+    failed: AtomicU64,
+    /// The TIME_WAIT sampler's latest count (for the live reporter).
+    time_wait_now: AtomicU64,
     stop: AtomicBool,
     /// Raw samples, slot = completion number (unique), preallocated.
     slots: Vec<[AtomicU64; 3]>,
+}
+
+/// One interval of a running crr, as streamed with `--ndjson` (client side).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CrrInterval {
+    /// Interval number from 0.
+    pub index: u32,
+    /// Start, s since the run started.
+    pub start_s: f64,
+    /// End, s.
+    pub end_s: f64,
+    /// Transactions (connections) completed in the interval.
+    pub connections: u64,
+    /// Their rate, per second.
+    pub connections_per_s: Option<f64>,
+    /// Failed connects or transactions in the interval (EADDRNOTAVAIL, ECONNREFUSED, other).
+    pub failures: u64,
+    /// TIME_WAIT sockets on the client host at the latest sample.
+    pub time_wait: u64,
+    /// TcpExt TCPSynRetrans of the client namespace during the interval (null if unreadable).
+    pub kernel_syn_retrans: Option<u64>,
 }
 
 /// Runs crr against `target`. Must be called on a thread in the client's namespace: the
@@ -233,6 +263,17 @@ pub fn run_client(
     target: SocketAddr,
     facts: serde_json::Value,
 ) -> Result<CrrResult> {
+    run_client_live(cfg, target, facts, 1_000, None)
+}
+
+/// [`run_client`], and `on_interval` sees each `interval_ms` as it closes.
+pub fn run_client_live(
+    cfg: &CrrConfig,
+    target: SocketAddr,
+    facts: serde_json::Value,
+    interval_ms: u64,
+    on_interval: OnLive<'_, CrrInterval>,
+) -> Result<CrrResult> {
     cfg.validate()?;
     let timeout = Duration::from_millis(cfg.timeout_ms);
     let mut meta = RunMeta::new(target, facts);
@@ -241,6 +282,11 @@ pub fn run_client(
     let probe = session.connect_data(&cfg.opts)?;
     meta.options = Some(read_back(probe.as_raw_fd(), &cfg.opts));
     drop(probe);
+    // Built (and written) before the clock starts: 24 bytes a slot, and for a long run this
+    // takes a good fraction of a second that must not count against the run.
+    let slots = (0..expected_samples(cfg))
+        .map(|_| Default::default())
+        .collect();
     let syn0 = sysinfo::netstat_counter("TcpExt", "TCPSynRetrans");
     let t0 = now_ns();
     let plan = Plan {
@@ -250,21 +296,24 @@ pub fn run_client(
         deadline: cfg.duration_ms.map_or(u64::MAX, |d| t0 + d * 1_000_000),
         claimed: AtomicU64::new(0),
         completed: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        time_wait_now: AtomicU64::new(0),
         stop: AtomicBool::new(false),
-        slots: (0..cfg.count.unwrap_or(MAX_SAMPLES).min(MAX_SAMPLES))
-            .map(|_| Default::default())
-            .collect(),
+        slots,
     };
-    let (workers, time_wait, t_end) = std::thread::scope(|s| {
-        let sampler = s.spawn(|| sample_time_wait(&plan));
-        let handles: Vec<_> = (0..cfg.concurrency)
-            .map(|_| s.spawn(|| worker(&plan)))
-            .collect();
-        let workers: Vec<Worker> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
-        let t_end = now_ns();
-        plan.stop.store(true, Ordering::Release);
-        let tw = sampler.join().unwrap_or_default();
-        (workers, tw, t_end)
+    let reporter = on_interval.map(|cb| interval_reporter(&plan, syn0, cb));
+    let (workers, time_wait, t_end) = with_reporter(interval_ms, reporter, || {
+        std::thread::scope(|s| {
+            let sampler = s.spawn(|| sample_time_wait(&plan));
+            let handles: Vec<_> = (0..cfg.concurrency)
+                .map(|_| s.spawn(|| worker(&plan)))
+                .collect();
+            let workers: Vec<Worker> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+            let t_end = now_ns();
+            plan.stop.store(true, Ordering::Release);
+            let tw = sampler.join().unwrap_or_default();
+            (workers, tw, t_end)
+        })
     });
     let elapsed_s = (t_end - t0) as f64 / 1e9;
     let filled = (plan.completed.load(Ordering::Acquire) as usize).min(plan.slots.len());
@@ -292,6 +341,42 @@ pub fn run_client(
         syn0.zip(syn1).map(|(a, b)| b.saturating_sub(a)),
         report.transactions,
     ))
+}
+
+/// Raw-sample slots for a run: its count, or 100,000 connections/s (several times what one
+/// machine does) over its duration, at most [`MAX_SAMPLES`].
+fn expected_samples(cfg: &CrrConfig) -> u64 {
+    let by_time = cfg
+        .duration_ms
+        .map_or(u64::MAX, |d| d.saturating_mul(100) + 1_000);
+    cfg.count.unwrap_or(u64::MAX).min(by_time).min(MAX_SAMPLES)
+}
+
+/// The reporter's per-interval step: differences of the shared counters and of the kernel's
+/// SYN retransmissions (read on the reporter thread, which is in the client's namespace).
+fn interval_reporter<'a>(
+    plan: &'a Plan<'a>,
+    syn0: Option<u64>,
+    cb: &'a (dyn Fn(&CrrInterval) + Sync),
+) -> impl FnMut(Span) + Send + 'a {
+    let (mut last_done, mut last_failed, mut last_syn) = (0u64, 0u64, syn0);
+    move |span: Span| {
+        let done = plan.completed.load(Ordering::Acquire);
+        let failed = plan.failed.load(Ordering::Relaxed);
+        let syn = sysinfo::netstat_counter("TcpExt", "TCPSynRetrans");
+        let n = done.saturating_sub(last_done);
+        cb(&CrrInterval {
+            index: span.index,
+            start_s: span.start_s,
+            end_s: span.end_s,
+            connections: n,
+            connections_per_s: span.rate(n),
+            failures: failed.saturating_sub(last_failed),
+            time_wait: plan.time_wait_now.load(Ordering::Relaxed),
+            kernel_syn_retrans: syn.zip(last_syn).map(|(a, b)| a.saturating_sub(b)),
+        });
+        (last_done, last_failed, last_syn) = (done, failed, syn);
+    }
 }
 
 fn assemble(
@@ -420,6 +505,7 @@ fn worker(plan: &Plan<'_>) -> Worker {
             }
             Err(e) => {
                 plan.claimed.fetch_sub(1, Ordering::AcqRel);
+                plan.failed.fetch_add(1, Ordering::Relaxed);
                 let kind = match e.raw_os_error() {
                     Some(libc::EADDRNOTAVAIL) => 0,
                     Some(libc::ECONNREFUSED) => 1,
@@ -449,6 +535,7 @@ fn sample_time_wait(plan: &Plan<'_>) -> TimeWait {
     loop {
         let stopping = plan.stop.load(Ordering::Acquire);
         if let Some(n) = sysinfo::count_time_wait() {
+            plan.time_wait_now.store(n, Ordering::Relaxed);
             tw.max = tw.max.max(n);
             tw.last = n;
             if tw.samples.len() < 36_000 {

@@ -10,13 +10,16 @@
 //!                               sockopt (apply + read back) · tcpinfo (TCP_INFO) · clock
 //!                               sysinfo + sockdiag (netstat counters, TIME_WAIT of this netns)
 //! stats (summaries/percentiles, post-run) · samples (raw samples file) · report (JSON, text)
+//! live (--ndjson of msgs/rr/crr: a reporter thread reading counters the timed loop publishes)
 //! ```
 //!
 //! Workloads, one module each, each with a serde config (`validate` names the flag), a
-//! `run_client(cfg, target, facts, ..) -> Result<XResult>` and a server routine:
+//! `run_client(cfg, target, facts, ..) -> Result<XResult>` (msgs, rr and crr also a
+//! `run_client_live` that reports each interval as it closes) and a server routine:
 //! - [`stream`]: bulk throughput, N flows, up/down/bidir, interval tcp_info, CPU per GB.
 //! - [`msgs`]: sfperf: N messages of S bytes, per-message send/receive stamps, stalls, sweeps.
-//! - [`rr`]: request/response, closed loop with depth or open loop with CO correction, HDR.
+//! - [`rr`]: request/response, closed loop with depth or open loop with CO correction, HDR
+//!   (a directory: configuration and results, the timed loops, the server side).
 //! - [`crr`]: connect/request/response/close, connect times, SYN retransmits, TIME_WAIT.
 //!
 //! Measurement loops do not allocate, log or lock: stamps (CLOCK_MONOTONIC ns) go into arrays
@@ -36,6 +39,7 @@ pub mod clock;
 pub mod crr;
 pub mod error;
 pub mod lab;
+pub mod live;
 pub mod msgs;
 mod net;
 pub mod place;

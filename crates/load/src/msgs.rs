@@ -8,7 +8,10 @@
 //! reply: with Nagle on, the second write waits for the ACK of the first, which the receiver
 //! delays (it has nothing to say until the message is whole) — the classic delayed-ACK stall.
 //!
-//! The timed loops only write into preallocated arrays; summaries come after.
+//! The timed loops only write into preallocated arrays; summaries come after. With a live
+//! callback ([`run_client_live`], `--ndjson`) a reporter thread prints one [`MsgsInterval`] per
+//! interval from the count the send loop publishes with one relaxed store per message (a plain
+//! move, taken with and without a reporter so runs compare; see [`crate::live`]).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -19,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::{now_ns, pace_until_ns, thread_cpu_ns};
 use crate::error::{LoadError, Result};
+use crate::live::{OnLive, Published, Span, with_reporter};
 use crate::net::reason;
 use crate::proto::{ServerReport, TestSpec};
 use crate::server::ServerCtx;
@@ -247,12 +251,43 @@ pub struct MsgsResult {
     pub threshold_size: Option<u32>,
 }
 
+/// One interval of a running msgs run, as streamed with `--ndjson` (the sender's side: the
+/// receiver's stamps arrive with the server's report at the end).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MsgsInterval {
+    /// Interval number from 0 (restarts at each size of a sweep).
+    pub index: u32,
+    /// Start, s since the run started.
+    pub start_s: f64,
+    /// End, s.
+    pub end_s: f64,
+    /// Message size of the run, bytes.
+    pub size: u32,
+    /// Messages whose write started in the interval.
+    pub messages: u64,
+    /// Their rate, per second.
+    pub messages_per_s: Option<f64>,
+    /// Payload bit/s they carried.
+    pub sent_bps: Option<f64>,
+}
+
 /// Runs msgs against the server at `target` (one run per size), never failing after the first
 /// run has started: later faults give a partial result.
 pub fn run_client(
     cfg: &MsgsConfig,
     target: SocketAddr,
     facts: serde_json::Value,
+) -> Result<MsgsResult> {
+    run_client_live(cfg, target, facts, 1_000, None)
+}
+
+/// [`run_client`], and `on_interval` sees each `interval_ms` of every run as it closes.
+pub fn run_client_live(
+    cfg: &MsgsConfig,
+    target: SocketAddr,
+    facts: serde_json::Value,
+    interval_ms: u64,
+    on_interval: OnLive<'_, MsgsInterval>,
 ) -> Result<MsgsResult> {
     cfg.validate()?;
     let mut meta = RunMeta::new(target, facts);
@@ -264,7 +299,7 @@ pub fn run_client(
     let mut runs = Vec::with_capacity(sizes.len());
     for (k, &size) in sizes.iter().enumerate() {
         let one = cfg.one(size);
-        match run_one(&one, target, &mut meta) {
+        match run_one(&one, target, &mut meta, (interval_ms, on_interval)) {
             Ok(run) => runs.push(run),
             Err(e) if k == 0 => return Err(e),
             Err(e) => meta.cut(format!("size {size}: {e}")),
@@ -291,7 +326,12 @@ pub fn run_client(
     })
 }
 
-fn run_one(cfg: &MsgsConfig, target: SocketAddr, meta: &mut RunMeta) -> Result<MsgsRun> {
+fn run_one(
+    cfg: &MsgsConfig,
+    target: SocketAddr,
+    meta: &mut RunMeta,
+    (interval_ms, on_interval): (u64, OnLive<'_, MsgsInterval>),
+) -> Result<MsgsRun> {
     let timeout = Duration::from_millis(cfg.timeout_ms);
     let mut session = Session::open(target, TestSpec::Msgs(cfg.clone()), timeout)?;
     let mut data = session.connect_data(&cfg.opts)?;
@@ -306,7 +346,11 @@ fn run_one(cfg: &MsgsConfig, target: SocketAddr, meta: &mut RunMeta) -> Result<M
     };
     let buf = vec![0x5au8; cfg.size as usize];
     let cpu0 = thread_cpu_ns();
-    let (sent, t0, t_end, cut) = send_loop(cfg, &mut data, &buf, &mut send_ns);
+    let progress = Published::default();
+    let reporter = on_interval.map(|cb| interval_reporter(cfg.size, &progress, cb));
+    let (sent, t0, t_end, cut) = with_reporter(interval_ms, reporter, || {
+        send_loop(cfg, &mut data, &buf, &mut send_ns, &progress)
+    });
     meta.client_cpu_s += (thread_cpu_ns() - cpu0) as f64 / 1e9;
     if let Some(why) = cut {
         meta.cut(why);
@@ -333,12 +377,37 @@ fn run_one(cfg: &MsgsConfig, target: SocketAddr, meta: &mut RunMeta) -> Result<M
     ))
 }
 
+/// The reporter's per-interval step: the difference of the published count.
+fn interval_reporter<'a>(
+    size: u32,
+    progress: &'a Published,
+    cb: &'a (dyn Fn(&MsgsInterval) + Sync),
+) -> impl FnMut(Span) + Send + 'a {
+    let mut last = 0u64;
+    move |span: Span| {
+        let now = progress.get();
+        let n = now.saturating_sub(last);
+        last = now;
+        cb(&MsgsInterval {
+            index: span.index,
+            start_s: span.start_s,
+            end_s: span.end_s,
+            size,
+            messages: n,
+            messages_per_s: span.rate(n),
+            sent_bps: span.rate(n * u64::from(size) * 8),
+        });
+    }
+}
+
 /// The timed loop. Returns (messages sent, start ns, end ns, reason if cut short).
+/// `progress` gets the number of messages started (see the module doc).
 fn send_loop(
     cfg: &MsgsConfig,
     data: &mut TcpStream,
     buf: &[u8],
     send_ns: &mut [u64],
+    progress: &Published,
 ) -> (u64, u64, u64, Option<String>) {
     let fd = data.as_raw_fd();
     let gap_ns = cfg.gap_us * 1000;
@@ -352,6 +421,7 @@ fn send_loop(
         if let Some(slot) = send_ns.get_mut(i) {
             *slot = now_ns();
         }
+        progress.set(i as u64 + 1);
         let r = match cfg.pattern {
             Pattern::Write => data.write_all(buf),
             Pattern::WriteWriteRead => data

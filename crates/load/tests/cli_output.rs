@@ -134,6 +134,118 @@ fn ndjson_streams_intervals_then_the_result() {
     validate_schema(last);
 }
 
+/// A writer that notes when each line arrived, to tell streamed lines from a dump at the end.
+struct Stamped {
+    t0: std::time::Instant,
+    buf: Vec<u8>,
+    at: Vec<f64>,
+}
+
+impl std::io::Write for Stamped {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let lines = b.iter().filter(|&&c| c == b'\n').count();
+        let t = self.t0.elapsed().as_secs_f64();
+        self.at.extend(std::iter::repeat_n(t, lines));
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs `tcplab <args>` in-process; returns every stdout line (parsed) with its arrival time, s.
+fn run_stamped(args: &[&str]) -> (ExitCode, Vec<(f64, serde_json::Value)>) {
+    let cli = Cli::try_parse_from(std::iter::once("tcplab").chain(args.iter().copied()))
+        .expect("arguments parse");
+    let mut out = Stamped {
+        t0: std::time::Instant::now(),
+        buf: Vec::new(),
+        at: Vec::new(),
+    };
+    let code = match &cli.cmd {
+        Cmd::Stream(a) => a.run_with(&mut out),
+        Cmd::Msgs(a) => a.run_with(&mut out),
+        Cmd::Rr(a) => a.run_with(&mut out),
+        Cmd::Crr(a) => a.run_with(&mut out),
+    };
+    let text = String::from_utf8(out.buf).expect("utf-8");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    assert_eq!(lines.len(), out.at.len());
+    (code, out.at.into_iter().zip(lines).collect())
+}
+
+/// msgs, rr and crr stream one line per interval while they run (the first well before the
+/// result), and the intervals add up to the result's totals.
+#[test]
+fn ndjson_is_live_for_msgs_rr_and_crr() {
+    let srv = LoopServer::start();
+    let to = srv.addr.to_string();
+    // (arguments, interval field that counts, result field with the total)
+    let cases: [(&[&str], &str, &str); 3] = [
+        (
+            &["msgs", "--count", "4000", "--gap-us", "100", "--nodelay"],
+            "messages",
+            "/runs/0/sent",
+        ),
+        (
+            &["rr", "-t", "0.45", "--nodelay"],
+            "transactions",
+            "/summary/transactions",
+        ),
+        (
+            &["crr", "-t", "0.45"],
+            "connections",
+            "/summary/transactions",
+        ),
+    ];
+    for (args, field, total) in cases {
+        let mut full = vec![args[0], "--to", &to, "--ndjson", "-i", "0.1"];
+        full.extend_from_slice(&args[1..]);
+        let (code, lines) = run_stamped(&full);
+        assert_eq!(code, ExitCode::SUCCESS, "{args:?}");
+        let ((t_result, result), rest) = lines.split_last().expect("lines");
+        assert_eq!(result["type"], "result", "{args:?}");
+        // Interval lines first, then the msgs run / rr point lines, then the result.
+        let n_live = rest
+            .iter()
+            .take_while(|(_, l)| l["type"] == "interval")
+            .count();
+        let (intervals, after) = rest.split_at(n_live);
+        assert!(
+            after
+                .iter()
+                .all(|(_, l)| l["type"] == "run" || l["type"] == "point"),
+            "{args:?}"
+        );
+        validate_schema(result);
+        assert!(
+            (4..=8).contains(&intervals.len()),
+            "{args:?}: ~0.4-0.45 s at 0.1 s is 4 full intervals and a partial one (more when a \
+             loaded machine stretches the run), got {}: {intervals:?}",
+            intervals.len()
+        );
+        let mut sum = 0;
+        for (k, (_, l)) in intervals.iter().enumerate() {
+            assert_eq!(l["type"], "interval", "{args:?}");
+            let iv = &l["interval"];
+            assert_eq!(iv["index"], k as u64, "{args:?}");
+            assert!(iv["end_s"].as_f64() > iv["start_s"].as_f64(), "{iv}");
+            sum += iv[field].as_u64().expect(field);
+        }
+        let want = result.pointer(total).and_then(|v| v.as_u64()).expect(total);
+        assert_eq!(sum, want, "{args:?}: intervals add up to the result");
+        let first_at = intervals[0].0;
+        assert!(
+            t_result - first_at > 0.2,
+            "{args:?}: first interval line at {first_at:.3} s, result at {t_result:.3} s: not streamed"
+        );
+    }
+}
+
 #[test]
 fn ndjson_gives_one_line_per_sweep_point() {
     let srv = LoopServer::start();

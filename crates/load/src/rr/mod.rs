@@ -7,25 +7,31 @@
 //!
 //! `--sizes` runs a NetPIPE-style sweep: for each size s, points at s-3, s and s+3 bytes
 //! (request = response = the point's size), one fresh connection each.
+//!
+//! Files: this one holds the configuration, the result types and the run of each point;
+//! `loops` the timed loops and their recorder; `serve` the server side. With a live callback
+//! ([`run_client_live`], `--ndjson`) a reporter thread prints one [`RrInterval`] per interval
+//! from counters the loop publishes (see [`crate::live`]).
 
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+mod loops;
+mod serve;
+
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{now_ns, pace_until_ns, thread_cpu_ns};
+use crate::clock::{now_ns, thread_cpu_ns};
 use crate::error::{LoadError, Result};
-use crate::net::reason;
+use crate::live::{OnLive, Span, with_reporter};
 use crate::proto::{ServerReport, TestSpec};
-use crate::server::ServerCtx;
 use crate::session::{RunMeta, Session};
-use crate::sockopt::{SockOpts, read_back, rearm_quickack};
+use crate::sockopt::{SockOpts, read_back};
 use crate::stats::{Percentiles, latency_histogram, ratio};
+use loops::{Recorder, RrLive, closed_loop, open_loop};
+pub(crate) use serve::serve;
 
 /// Largest request or response.
 pub const MAX_SIZE: u32 = 16 << 20;
@@ -251,11 +257,45 @@ pub struct RrResult {
     pub points: Vec<RrPoint>,
 }
 
+/// One interval of a running point, as streamed with `--ndjson` (client side).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RrInterval {
+    /// Interval number from 0 (restarts at each sweep point).
+    pub index: u32,
+    /// Start, s since the point started.
+    pub start_s: f64,
+    /// End, s.
+    pub end_s: f64,
+    /// Request size of the point, bytes.
+    pub req: u32,
+    /// Response size of the point, bytes.
+    pub resp: u32,
+    /// Transactions completed in the interval.
+    pub transactions: u64,
+    /// Their rate, per second.
+    pub transactions_per_s: Option<f64>,
+    /// Their mean latency, µs (open loop: from the intended send time).
+    pub latency_mean_us: Option<f64>,
+    /// Their largest latency, µs.
+    pub latency_max_us: Option<f64>,
+}
+
 /// Runs rr (or the sweep) against `target`.
 pub fn run_client(
     cfg: &RrConfig,
     target: SocketAddr,
     facts: serde_json::Value,
+) -> Result<RrResult> {
+    run_client_live(cfg, target, facts, 1_000, None)
+}
+
+/// [`run_client`], and `on_interval` sees each `interval_ms` of every point as it closes.
+pub fn run_client_live(
+    cfg: &RrConfig,
+    target: SocketAddr,
+    facts: serde_json::Value,
+    interval_ms: u64,
+    on_interval: OnLive<'_, RrInterval>,
 ) -> Result<RrResult> {
     cfg.validate()?;
     let mut meta = RunMeta::new(target, facts);
@@ -278,7 +318,13 @@ pub fn run_client(
     let mut all = latency_histogram();
     let (mut points, mut total_s) = (Vec::with_capacity(plan.len()), 0.0);
     for (k, &(req, resp)) in plan.iter().enumerate() {
-        match run_point(&cfg.point(req, resp), target, &mut meta, &mut all) {
+        match run_point(
+            &cfg.point(req, resp),
+            target,
+            &mut meta,
+            &mut all,
+            (interval_ms, on_interval),
+        ) {
             Ok(p) => {
                 total_s += p.elapsed_s;
                 points.push(p);
@@ -307,45 +353,12 @@ pub fn run_client(
 }
 
 /// Histograms and raw samples a run fills.
-struct Recorder {
-    hist: Histogram<u64>,
-    uncorrected: Option<Histogram<u64>>,
-    samples: Vec<RrSample>,
-    dropped: u64,
-}
-
-impl Recorder {
-    fn new(expected: u64, open: bool) -> Self {
-        Self {
-            hist: latency_histogram(),
-            uncorrected: open.then(latency_histogram),
-            samples: Vec::with_capacity(expected.min(MAX_SAMPLES as u64) as usize),
-            dropped: 0,
-        }
-    }
-
-    /// Records one transaction without allocating (samples past capacity are counted).
-    #[inline]
-    fn record(&mut self, s: RrSample) {
-        let _ = self
-            .hist
-            .record(s.done_ns.saturating_sub(s.intended_ns).max(1));
-        if let Some(u) = &mut self.uncorrected {
-            let _ = u.record(s.done_ns.saturating_sub(s.sent_ns).max(1));
-        }
-        if self.samples.len() < self.samples.capacity() {
-            self.samples.push(s);
-        } else {
-            self.dropped += 1;
-        }
-    }
-}
-
 fn run_point(
     cfg: &RrConfig,
     target: SocketAddr,
     meta: &mut RunMeta,
     all: &mut Histogram<u64>,
+    (interval_ms, on_interval): (u64, OnLive<'_, RrInterval>),
 ) -> Result<RrPoint> {
     let timeout = Duration::from_millis(cfg.timeout_ms);
     let mut session = Session::open(target, TestSpec::Rr(cfg.clone()), timeout)?;
@@ -360,14 +373,18 @@ fn run_point(
         }),
         (None, None) => 0,
     };
-    let mut rec = Recorder::new(expected, cfg.rate.is_some());
+    let live = RrLive::default();
+    let mut rec = Recorder::new(expected, cfg.rate.is_some(), on_interval.map(|_| &live));
+    let report_interval = on_interval.map(|cb| interval_reporter(cfg, &live, cb));
     let cpu0 = thread_cpu_ns();
     let t0 = now_ns();
-    let (done, cut) = if cfg.rate.is_some() {
-        open_loop(cfg, &data, &mut rec)
-    } else {
-        closed_loop(cfg, &data, &mut rec)
-    };
+    let (done, cut) = with_reporter(interval_ms, report_interval, || {
+        if cfg.rate.is_some() {
+            open_loop(cfg, &data, &mut rec)
+        } else {
+            closed_loop(cfg, &data, &mut rec)
+        }
+    });
     let elapsed_s = (now_ns() - t0) as f64 / 1e9;
     meta.client_cpu_s += (thread_cpu_ns() - cpu0) as f64 / 1e9;
     if let Some(why) = cut {
@@ -396,237 +413,37 @@ fn run_point(
     })
 }
 
-/// Closed loop with `depth` requests in flight; stamps live in a fixed ring.
-fn closed_loop(cfg: &RrConfig, mut data: &TcpStream, rec: &mut Recorder) -> (u64, Option<String>) {
-    let fd = data.as_raw_fd();
-    let depth = cfg.depth as usize;
-    let max_tx = cfg.count.unwrap_or(u64::MAX);
-    let deadline = cfg
-        .duration_ms
-        .map_or(u64::MAX, |d| now_ns() + d * 1_000_000);
-    let req = vec![0x52u8; cfg.req as usize];
-    let mut resp = vec![0u8; cfg.resp as usize];
-    let mut ring = vec![0u64; depth];
-    let (mut issued, mut done) = (0u64, 0u64);
-    while issued < max_tx && (issued as usize) < depth {
-        ring[issued as usize % depth] = now_ns();
-        if let Err(e) = data.write_all(&req) {
-            return (done, Some(reason("sending a request", &e)));
-        }
-        issued += 1;
-    }
-    while done < issued {
-        if let Err(e) = data.read_exact(&mut resp) {
-            return (
-                done,
-                Some(reason(&format!("waiting for response {done}"), &e)),
-            );
-        }
-        let t = now_ns();
-        if cfg.opts.quickack {
-            rearm_quickack(fd);
-        }
-        let sent = ring[done as usize % depth];
-        rec.record(RrSample {
-            intended_ns: sent,
-            sent_ns: sent,
-            done_ns: t,
+/// The reporter's per-interval step: differences of the published counters.
+fn interval_reporter<'a>(
+    cfg: &RrConfig,
+    live: &'a RrLive,
+    cb: &'a (dyn Fn(&RrInterval) + Sync),
+) -> impl FnMut(Span) + Send + 'a {
+    let (req, resp) = (cfg.req, cfg.resp);
+    let (mut last_done, mut last_sum) = (0u64, 0u64);
+    move |span: Span| {
+        let (done, sum) = (live.done.get(), live.sum_ns.get());
+        let n = done.saturating_sub(last_done);
+        let mean = ratio(sum.saturating_sub(last_sum) as f64 / 1e3, n as f64);
+        let max = live.max_ns.take();
+        (last_done, last_sum) = (done, sum);
+        cb(&RrInterval {
+            index: span.index,
+            start_s: span.start_s,
+            end_s: span.end_s,
+            req,
+            resp,
+            transactions: n,
+            transactions_per_s: span.rate(n),
+            latency_mean_us: mean,
+            latency_max_us: (n > 0).then_some(max as f64 / 1e3),
         });
-        done += 1;
-        if issued < max_tx && t < deadline {
-            ring[issued as usize % depth] = now_ns();
-            if let Err(e) = data.write_all(&req) {
-                return (done, Some(reason("sending a request", &e)));
-            }
-            issued += 1;
-        }
     }
-    (done, None)
-}
-
-/// The open-loop schedule: offsets from the start, ns.
-fn schedule(cfg: &RrConfig) -> Vec<u64> {
-    let n = cfg.schedule_len() as usize;
-    let rate = cfg.rate.unwrap_or(1.0);
-    let period = 1e9 / rate;
-    if !cfg.poisson {
-        return (0..n).map(|i| (i as f64 * period) as u64).collect();
-    }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed.unwrap_or(0));
-    let mut t = 0.0f64;
-    (0..n)
-        .map(|_| {
-            let at = t as u64;
-            let u: f64 = rng.random::<f64>();
-            t += -(1.0 - u).ln() * period;
-            at
-        })
-        .collect()
-}
-
-/// Open loop: a writer thread follows the schedule; this thread reads responses in order.
-fn open_loop(cfg: &RrConfig, data: &TcpStream, rec: &mut Recorder) -> (u64, Option<String>) {
-    let plan = schedule(cfg);
-    let sent: Vec<AtomicU64> = (0..plan.len()).map(|_| AtomicU64::new(0)).collect();
-    let writer_failed = AtomicBool::new(false);
-    let issued = AtomicU64::new(0);
-    let deadline = cfg
-        .duration_ms
-        .map_or(u64::MAX, |d| now_ns() + d * 1_000_000 + 1);
-    let t0 = now_ns() + 1_000_000;
-    std::thread::scope(|s| {
-        let writer = s.spawn(|| {
-            let mut w = data;
-            let req = vec![0x52u8; cfg.req as usize];
-            for (i, at) in plan.iter().enumerate() {
-                let when = t0 + at;
-                if when > deadline {
-                    break;
-                }
-                pace_until_ns(when);
-                sent[i].store(now_ns(), Ordering::Release);
-                if let Err(e) = w.write_all(&req) {
-                    writer_failed.store(true, Ordering::Release);
-                    let _ = data.shutdown(Shutdown::Read);
-                    return Some(reason("sending a request", &e));
-                }
-                issued.store(i as u64 + 1, Ordering::Release);
-            }
-            None
-        });
-        let fd = data.as_raw_fd();
-        let mut r = data;
-        let mut resp = vec![0u8; cfg.resp as usize];
-        let mut done = 0u64;
-        let mut cut = None;
-        while (done as usize) < plan.len() {
-            // Read only with a request outstanding, so no read can wait for a response that
-            // will never be asked for; otherwise wait (poll, no data consumed) for the writer.
-            let finished = writer.is_finished() || writer_failed.load(Ordering::Acquire);
-            if done >= issued.load(Ordering::Acquire) {
-                if finished {
-                    break;
-                }
-                poll_readable(fd, 1);
-                continue;
-            }
-            if let Err(e) = r.read_exact(&mut resp) {
-                cut = Some(reason(&format!("waiting for response {done}"), &e));
-                break;
-            }
-            let t = now_ns();
-            if cfg.opts.quickack {
-                rearm_quickack(fd);
-            }
-            let i = done as usize;
-            let intended = t0 + plan[i];
-            let actual = match sent[i].load(Ordering::Acquire) {
-                0 => intended,
-                v => v,
-            };
-            rec.record(RrSample {
-                intended_ns: intended,
-                sent_ns: actual,
-                done_ns: t,
-            });
-            done += 1;
-        }
-        if cut.is_some() {
-            let _ = data.shutdown(Shutdown::Both);
-        }
-        let wcut = writer
-            .join()
-            .unwrap_or_else(|_| Some("request writer panicked".into()));
-        (done, wcut.or(cut))
-    })
-}
-
-/// Waits up to `ms` for `fd` to become readable (or for nothing), without reading.
-fn poll_readable(fd: std::os::fd::RawFd, ms: i32) {
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // Safety: one live pollfd; the result only shortens the wait.
-    let _ = unsafe { libc::poll(&mut pfd, 1, ms) };
-}
-
-/// Reads until `buf` is full or EOF; returns the bytes read.
-fn read_full(s: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match s.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
-/// Server side: answer every request until the client closes.
-pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &RrConfig) -> ServerReport {
-    let mut report = ServerReport {
-        complete: true,
-        ..ServerReport::default()
-    };
-    let mut data = match ctx.accept() {
-        Ok(s) => s,
-        Err(e) => {
-            report.complete = false;
-            report.incomplete_reason = Some(reason("waiting for the data connection", &e));
-            return report;
-        }
-    };
-    let fd = data.as_raw_fd();
-    report.options = Some(read_back(fd, &cfg.opts));
-    let cpu0 = thread_cpu_ns();
-    let t0 = now_ns();
-    let mut req = vec![0u8; cfg.req as usize];
-    let resp = vec![0x41u8; cfg.resp as usize];
-    loop {
-        match read_full(&mut data, &mut req) {
-            Ok(0) => break,
-            Ok(k) if k < req.len() => {
-                report.complete = false;
-                report.incomplete_reason = Some(format!(
-                    "peer closed inside request {} ({k} of {} bytes)",
-                    report.transactions,
-                    req.len()
-                ));
-                break;
-            }
-            Ok(_) => {}
-            Err(e) => {
-                report.complete = false;
-                report.incomplete_reason = Some(reason(
-                    &format!("waiting for request {}", report.transactions),
-                    &e,
-                ));
-                break;
-            }
-        }
-        if cfg.opts.quickack {
-            rearm_quickack(fd);
-        }
-        if let Err(e) = data.write_all(&resp) {
-            report.complete = false;
-            report.incomplete_reason = Some(reason("sending a response", &e));
-            break;
-        }
-        report.transactions += 1;
-    }
-    report.bytes_received = report.transactions * u64::from(cfg.req);
-    report.bytes_sent = report.transactions * u64::from(cfg.resp);
-    report.elapsed_ns = now_ns() - t0;
-    report.cpu_ns = thread_cpu_ns() - cpu0;
-    report
 }
 
 #[cfg(test)]
 mod tests {
+    use super::loops::schedule;
     use super::*;
 
     #[test]
