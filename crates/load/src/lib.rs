@@ -4,8 +4,9 @@
 //! ```text
 //! cli ──► place (where: --to ADDR | --lab NAME ─► lab) ──► <workload>::run_client ──► Report
 //!                                                        │ session (control protocol, client side)
-//!  server::Server ──► <workload>::serve                  │ proto (length-prefixed JSON frames)
-//!        (one thread per test, data listener per test)   ▼
+//!  server::Server ──► <workload>::serve                  │ proto (length-prefixed JSON frames,
+//!        (one thread per test, data listener per test)   │   bulk: binary per-message arrays)
+//!                                                        ▼
 //!                               net (sockets with options before connect/listen, timeouts)
 //!                               sockopt (apply + read back) · tcpinfo (TCP_INFO) · clock
 //!                               sysinfo + sockdiag (netstat counters, TIME_WAIT of this netns)
@@ -34,6 +35,7 @@
 //! The server listens on [`proto::DEFAULT_PORT`] (5301) by default. JSON output follows
 //! `schema/result.schema.json`; raw samples follow docs/samples.md; the JSON result is documented in docs/results.md.
 
+pub mod bulk;
 pub mod cli;
 pub mod clock;
 pub mod crr;

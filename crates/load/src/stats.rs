@@ -21,21 +21,34 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Summarises `values` (Welford's one-pass algorithm, numerically stable).
-    pub fn of(values: impl IntoIterator<Item = f64>) -> Self {
-        let (mut n, mut mean, mut m2) = (0u64, 0.0f64, 0.0f64);
+    /// Summarises `values` in two passes over a cloned iterator: the sum (and extremes), then
+    /// the squared deviations from the mean with the Chan–Golub–LeVeque correction term
+    /// (m2 = Σd² − (Σd)²/n). As accurate as Welford's one-pass update (results differ only by
+    /// rounding), without its division per sample in a dependency chain, which made it the
+    /// slowest step of a 100,000-message summary.
+    pub fn of<I>(values: I) -> Self
+    where
+        I: IntoIterator<Item = f64>,
+        I::IntoIter: Clone,
+    {
+        let values = values.into_iter();
+        let (mut n, mut sum) = (0u64, 0.0f64);
         let (mut min, mut max) = (f64::INFINITY, f64::NEG_INFINITY);
-        for v in values {
+        for v in values.clone() {
             n += 1;
-            let d = v - mean;
-            mean += d / n as f64;
-            m2 += d * (v - mean);
+            sum += v;
             min = min.min(v);
             max = max.max(v);
         }
         if n == 0 {
             return Self::default();
         }
+        let mean = sum / n as f64;
+        let (sum_d, sum_d2) = values.fold((0.0f64, 0.0f64), |(s, s2), v| {
+            let d = v - mean;
+            (s + d, s2 + d * d)
+        });
+        let m2 = (sum_d2 - sum_d * sum_d / n as f64).max(0.0);
         Self {
             n,
             mean: Some(mean),
@@ -98,7 +111,7 @@ pub fn latency_histogram() -> Histogram<u64> {
         .expect("constant bounds 1..3.6e12 at 3 sig. figures are valid")
 }
 
-/// Moments and exact percentiles of a sample set (sorted post-run), in the caller's unit.
+/// Moments and exact percentiles of a sample set (selected post-run), in the caller's unit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Dist {
     /// Number of samples.
@@ -121,45 +134,75 @@ pub struct Dist {
     pub max: Option<f64>,
 }
 
+/// The quantiles [`Dist`] reports, in increasing order.
+const DIST_QUANTILES: [f64; 4] = [0.5, 0.9, 0.99, 0.999];
+
 impl Dist {
-    /// Summarises `values`, sorting them in place (nearest-rank percentiles).
+    /// Summarises `values`, reordering them in place: the nearest-rank percentiles are found
+    /// by selection (O(n); several times faster than sorting 100,000 values) under
+    /// [`f64::total_cmp`], so they equal those of a full sort bit for bit.
     pub fn of(values: &mut [f64]) -> Self {
         let s = Summary::of(values.iter().copied());
-        values.sort_by(f64::total_cmp);
-        let q = |p: f64| -> Option<f64> {
-            if values.is_empty() {
-                return None;
-            }
-            let rank = ((p * values.len() as f64).ceil() as usize).clamp(1, values.len());
-            Some(values[rank - 1])
-        };
+        let n = values.len();
+        let ranks = DIST_QUANTILES.map(|p| ((p * n as f64).ceil() as usize).clamp(1, n.max(1)) - 1);
+        let q = select_ranks(values, ranks);
         Self {
             n: s.n,
             mean: s.mean,
             sd: s.sd,
             min: s.min,
-            p50: q(0.5),
-            p90: q(0.9),
-            p99: q(0.99),
-            p999: q(0.999),
+            p50: q[0],
+            p90: q[1],
+            p99: q[2],
+            p999: q[3],
             max: s.max,
         }
     }
 }
 
-/// Median of a slice by sorting a copy (post-run only).
+/// The values of 0-based `ranks` (non-decreasing) in the total order of `values`, found by
+/// successive `select_nth_unstable_by` calls, each on the part right of the previous rank;
+/// `None` for ranks past the end. Equal keys under `total_cmp` are identical bits, so the
+/// answer is exactly what indexing a sorted copy would give.
+fn select_ranks<const K: usize>(values: &mut [f64], ranks: [usize; K]) -> [Option<f64>; K] {
+    let mut out = [None; K];
+    let mut done = 0usize; // values[..done] hold the `done` smallest, in place
+    let mut last: Option<f64> = None;
+    for (slot, &r) in out.iter_mut().zip(&ranks) {
+        if r >= values.len() {
+            break;
+        }
+        if r + 1 == done {
+            *slot = last;
+            continue;
+        }
+        let start = done.min(r);
+        let (_, v, _) = values[start..].select_nth_unstable_by(r - start, f64::total_cmp);
+        last = Some(*v);
+        *slot = last;
+        done = r + 1;
+    }
+    out
+}
+
+/// Median of a slice by selection on a copy (post-run only); equal to the sorted median.
 pub fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() {
         return None;
     }
     let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
     let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
+    let (below, mid, _) = v.select_nth_unstable_by(m, f64::total_cmp);
+    let mid = *mid;
+    if values.len() % 2 == 1 {
+        return Some(mid);
+    }
+    // Everything below the middle is <= it; the largest of those is the sorted v[m - 1].
+    below
+        .iter()
+        .copied()
+        .max_by(f64::total_cmp)
+        .map(|lo| (lo + mid) / 2.0)
 }
 
 /// Ratio that is `None` instead of NaN/inf when the denominator is zero.
@@ -179,6 +222,24 @@ mod tests {
         let sd = s.sd.expect("sd");
         assert!((sd - 2.138_089_935).abs() < 1e-6, "{sd}");
         assert_eq!((s.min, s.max), (Some(2.0), Some(9.0)));
+    }
+
+    /// Far from zero, a naive Σx² − (Σx)²/n loses every digit; the two-pass form keeps them.
+    #[test]
+    fn summary_is_stable_far_from_zero() {
+        let pattern = |i: u32| f64::from(i % 1000);
+        let near = Summary::of((0..100_000).map(pattern));
+        let far = Summary::of((0..100_000).map(|i| 1e9 + pattern(i)));
+        let (sd_near, sd_far) = (near.sd.expect("sd"), far.sd.expect("sd"));
+        // sd of 0..999 repeated: sqrt((1000² − 1)/12 · n/(n − 1)).
+        let exact = ((1_000_000.0f64 - 1.0) / 12.0 * 100_000.0 / 99_999.0).sqrt();
+        assert!(
+            (sd_near - exact).abs() < 1e-9 * exact,
+            "{sd_near} vs {exact}"
+        );
+        assert!((sd_far - exact).abs() < 1e-6 * exact, "{sd_far} vs {exact}");
+        assert_eq!(far.mean, Some(1e9 + 499.5));
+        assert_eq!((far.min, far.max), (Some(1e9), Some(1e9 + 999.0)));
     }
 
     #[test]
@@ -215,5 +276,44 @@ mod tests {
             (Some(50.0), Some(90.0), Some(99.0), Some(100.0))
         );
         assert_eq!(Dist::of(&mut []).p50, None);
+    }
+
+    /// Nearest-rank percentiles and medians as a stable sort gives them, on data with ties,
+    /// signed zeros and NaN, for sizes around the rank boundaries.
+    #[test]
+    fn selection_equals_sorting_bit_for_bit() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let sorted_q = |v: &[f64], p: f64| {
+            let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
+            v[rank - 1].to_bits()
+        };
+        for n in [
+            1usize, 2, 3, 9, 10, 11, 999, 1000, 1001, 1999, 2000, 100_000,
+        ] {
+            let mut v: Vec<f64> = (0..n)
+                .map(|_| match rng.random_range(0..20) {
+                    0 => -0.0,
+                    1 => 0.0,
+                    2 => f64::NAN,
+                    3 => -f64::INFINITY,
+                    _ => f64::from(rng.random_range(0..50u32)) * 0.25,
+                })
+                .collect();
+            let mut reference = v.clone();
+            reference.sort_by(f64::total_cmp);
+            let med = median(&v).expect("median");
+            let d = Dist::of(&mut v);
+            let got = [d.p50, d.p90, d.p99, d.p999].map(|x| x.expect("quantile").to_bits());
+            let want = [0.5, 0.9, 0.99, 0.999].map(|p| sorted_q(&reference, p));
+            assert_eq!(got, want, "n = {n}");
+            let m = n / 2;
+            let want_med = if n % 2 == 1 {
+                reference[m]
+            } else {
+                (reference[m - 1] + reference[m]) / 2.0
+            };
+            assert_eq!(med.to_bits(), want_med.to_bits(), "n = {n}");
+        }
     }
 }

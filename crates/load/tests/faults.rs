@@ -118,3 +118,26 @@ fn busy_port_names_the_address_and_the_flag() {
         other => panic!("expected a Listen error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_client_of_another_protocol_version_is_refused_by_name() {
+    let srv = LoopServer::start();
+    let mut ctrl = std::net::TcpStream::connect(srv.addr).expect("connect");
+    ctrl.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let hello = Ctrl::Hello {
+        version: 1,
+        test: Box::new(proto::TestSpec::Msgs(msgs::MsgsConfig::default())),
+    };
+    proto::write_frame(&mut ctrl, &hello).expect("hello");
+    match proto::read_frame(&mut ctrl).expect("answer") {
+        Ctrl::Error { message } => assert_eq!(
+            message,
+            format!(
+                "protocol version 1 not supported (server speaks {})",
+                proto::VERSION
+            )
+        ),
+        other => panic!("expected Error, got {other:?}"),
+    }
+}
