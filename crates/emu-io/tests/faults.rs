@@ -155,7 +155,10 @@ fn ring_overflow_is_counted_and_makes_the_run_untrustworthy() {
         "overflow: in {} out {} ring_overflow {}",
         f.frames_in, f.frames_out, f.drops.ring_overflow
     );
-    assert!(f.drops.ring_overflow > 500, "{f:?}");
+    // How many overflow depends on how long the sender's burst takes (a loaded CI machine
+    // stretches it: 484 of 2000 seen there, ~1000 idle); any burst of 2000 outruns a 64-frame ring
+    // drained at 200 µs per frame by hundreds.
+    assert!(f.drops.ring_overflow > 100, "{f:?}");
     assert_eq!(
         f.frames_in + f.drops.ring_overflow,
         2_000,
