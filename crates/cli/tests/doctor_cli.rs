@@ -30,6 +30,17 @@ fn run(state: &Path, args: &[&str]) -> Output {
     tcplab(state).args(args).output().unwrap()
 }
 
+/// The command's JSON document, after checking it succeeded (its stderr is the message if not).
+fn success_json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
 fn findings(out: &Output) -> Vec<String> {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
@@ -197,12 +208,7 @@ fn doctor_against_tcplab_serve_on_another_host() {
         "10s",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = success_json(&out);
     assert!(
         doc["battery"]["stream"]["summary"]["throughput_bps"]
             .as_f64()
@@ -235,12 +241,7 @@ fn tune_against_tcplab_serve_races_socket_options_only() {
         dir.path().to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = success_json(&out);
     let scenario = doc["scenario"].as_str().unwrap();
     assert!(scenario.contains("no lab is built"), "{scenario}");
     assert!(
@@ -297,12 +298,7 @@ fn tune_races_buffers_and_verifies_the_winner() {
             "--json",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = success_json(&out);
     let winner = doc["winner"].to_string();
     assert!(
         winner.contains("buffers"),

@@ -537,19 +537,10 @@ fn threshold(runs: &[MsgsRun]) -> Option<u32> {
 
 /// Server side: receive, stamp every message, reply per message for write-write-read.
 pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &MsgsConfig) -> ServerReport {
-    let mut report = ServerReport {
-        complete: true,
-        ..ServerReport::default()
+    let (data, mut report) = ctx.accept_data();
+    let Some(mut data) = data else {
+        return report;
     };
-    let mut data = match ctx.accept() {
-        Ok(s) => s,
-        Err(e) => {
-            report.complete = false;
-            report.incomplete_reason = Some(reason("waiting for the data connection", &e));
-            return report;
-        }
-    };
-    report.options = Some(read_back(data.as_raw_fd(), &cfg.opts));
     let cpu0 = thread_cpu_ns();
     let t0 = now_ns();
     let mut recv_ns = if cfg.timestamps {

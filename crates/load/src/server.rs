@@ -10,9 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::error::{LoadError, Result};
+use crate::net::reason;
 use crate::net::{self, ConnectError};
 use crate::proto::{self, Ctrl, ServerReport, TestSpec};
-use crate::sockopt::{SockOpts, set_timeouts};
+use crate::sockopt::{SockOpts, read_back, set_timeouts};
 use crate::{crr, msgs, rr, stream};
 
 /// How long a fresh control connection may take to say Hello.
@@ -86,6 +87,30 @@ pub(crate) struct ServerCtx {
 }
 
 impl ServerCtx {
+    /// Accepts the test's data connection and starts its report: complete, with the socket
+    /// options the kernel applied read back; without a connection, the incomplete report to
+    /// send instead.
+    pub fn accept_data(&self) -> (Option<TcpStream>, ServerReport) {
+        match self.accept() {
+            Ok(s) => {
+                let report = ServerReport {
+                    complete: true,
+                    options: Some(read_back(s.as_raw_fd(), &self.opts)),
+                    ..ServerReport::default()
+                };
+                (Some(s), report)
+            }
+            Err(e) => (
+                None,
+                ServerReport {
+                    complete: false,
+                    incomplete_reason: Some(reason("waiting for the data connection", &e)),
+                    ..ServerReport::default()
+                },
+            ),
+        }
+    }
+
     /// Accepts one data connection within the idle timeout, with the test's options and
     /// timeouts applied.
     pub fn accept(&self) -> io::Result<TcpStream> {

@@ -9,7 +9,7 @@ use crate::clock::{now_ns, thread_cpu_ns};
 use crate::net::reason;
 use crate::proto::ServerReport;
 use crate::server::ServerCtx;
-use crate::sockopt::{read_back, rearm_quickack};
+use crate::sockopt::rearm_quickack;
 
 /// Reads until `buf` is full or EOF; returns the bytes read.
 fn read_full(s: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -27,20 +27,11 @@ fn read_full(s: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// Server side: answer every request until the client closes.
 pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &RrConfig) -> ServerReport {
-    let mut report = ServerReport {
-        complete: true,
-        ..ServerReport::default()
-    };
-    let mut data = match ctx.accept() {
-        Ok(s) => s,
-        Err(e) => {
-            report.complete = false;
-            report.incomplete_reason = Some(reason("waiting for the data connection", &e));
-            return report;
-        }
+    let (data, mut report) = ctx.accept_data();
+    let Some(mut data) = data else {
+        return report;
     };
     let fd = data.as_raw_fd();
-    report.options = Some(read_back(fd, &cfg.opts));
     let cpu0 = thread_cpu_ns();
     let t0 = now_ns();
     let mut req = vec![0u8; cfg.req as usize];
