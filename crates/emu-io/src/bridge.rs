@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::awake::KeepAwake;
 use crate::counters::{DirCounters, DirSnapshot};
 use crate::direction::{DirSettings, Direction, ReconfigRequest};
 use crate::error::IoError;
@@ -44,6 +45,8 @@ pub struct Bridge<M: Model> {
     errors: Mutex<Vec<String>>,
     started: u64,
     busy_poll: bool,
+    /// The keep-awake spinners (None when off or busy-polling).
+    keep_awake: Option<KeepAwake>,
     /// GSO mode (reconfigurations are checked against it).
     pub(crate) gso: bool,
     /// The models' seed, when the bridge built them (see `EmuBridge::start`).
@@ -122,6 +125,11 @@ impl<M: Model> Bridge<M> {
         };
         let stop = Arc::new(AtomicBool::new(false));
         let waker = Arc::new(Waker::new().map_err(IoError::Spawn)?);
+        let keep_awake = if opts.keep_awake && !opts.busy_poll {
+            Some(KeepAwake::start().map_err(IoError::Spawn)?)
+        } else {
+            None
+        };
         let started = monotonic_ns();
         let mut workers = Vec::new();
         for (i, dirs) in groups.into_iter().enumerate() {
@@ -132,6 +140,7 @@ impl<M: Model> Bridge<M> {
                 spin_ns: opts.spin_ns,
                 cpu: (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]),
                 rt_priority: opts.rt_priority,
+                awake: keep_awake.as_ref().map(KeepAwake::handle),
             };
             let (ready_tx, ready_rx) = mpsc::channel();
             let spawned = std::thread::Builder::new()
@@ -164,6 +173,7 @@ impl<M: Model> Bridge<M> {
             errors: Mutex::new(Vec::new()),
             started,
             busy_poll: opts.busy_poll,
+            keep_awake,
             gso: opts.gso,
             seed: None,
         })
@@ -237,12 +247,14 @@ impl<M: Model> Bridge<M> {
                 Err(_) => errors.push("worker panicked".to_owned()),
             }
         }
+        let keep_awake_cpu_ns = self.keep_awake.take().map_or(0, KeepAwake::stop);
         let wall_ns = monotonic_ns().saturating_sub(self.started);
         Report {
             forward: self.counters[0].snapshot(),
             reverse: self.counters[1].snapshot(),
             wall_ns,
             threads,
+            keep_awake_cpu_ns,
             busy_poll: self.busy_poll,
             seed: self.seed,
             errors,

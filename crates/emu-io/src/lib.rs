@@ -33,6 +33,8 @@
 //!   by default, one per direction ([`IoOptions`] documents each default and its measurement).
 //!   Egress is `sendmmsg` by default ([`TxKind`]): one copy per frame instead of the TX ring's
 //!   two (the kernel re-copies zero-copy ring skbs that veth hands to another namespace).
+//! * [`awake`] — keep-awake: `SCHED_IDLE` spinners keep the CPUs from halting while a frame
+//!   waits for its departure (a halted vCPU wakes up to a tick late).
 //! * [`Bridge`] — start / stats / reconfigure / stop; [`Report::verdict`] judges fidelity
 //!   against [`Thresholds`]. [`EmuBridge`] ([`emu`]) is the bridge with `tcplab_emu`'s
 //!   `DirectionModel` per direction: `EmuBridge::start(a, b, &LinkConfig, &IoOptions)`,
@@ -60,6 +62,7 @@
 //! super-packet sent to a port without TSO is segmented in software there), and loss,
 //! duplicate, reorder and corrupt are refused ([`IoError::NeedsPerPacket`]).
 
+pub mod awake;
 mod bridge;
 pub mod counters;
 pub mod csum;

@@ -90,6 +90,10 @@ pub struct IoOptions {
     /// whose `LinkConfig::needs_per_packet()` names an element are refused. RX rings then
     /// hold at most [`GSO_RING_FRAMES`] frames and slabs [`GSO_SLAB_SLOTS`] slots (64 KiB each).
     pub gso: bool,
+    /// While a frame waits for a later departure, run a `SCHED_IDLE` spinner on each CPU so
+    /// no CPU halts (crate `awake`): a halted vCPU made wake-ups late by up to a 4 ms tick on
+    /// the test VM. Default true; ignored with `busy_poll` (which never sleeps anyway).
+    pub keep_awake: bool,
 }
 
 /// RX-ring frames per interface in GSO mode (68 KiB each: 35 MiB per ring).
@@ -113,6 +117,7 @@ impl Default for IoOptions {
             rt_priority: Some(10),
             tx: TxKind::Sendmmsg,
             gso: false,
+            keep_awake: true,
         }
     }
 }

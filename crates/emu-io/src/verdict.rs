@@ -41,6 +41,8 @@ pub struct Report {
     pub wall_ns: u64,
     /// Per worker thread CPU use.
     pub threads: Vec<ThreadUsage>,
+    /// CPU time of the keep-awake spinners (idle time they filled; not judged).
+    pub keep_awake_cpu_ns: u64,
     /// Workers spun instead of sleeping (CPU saturation is then by design, not judged).
     pub busy_poll: bool,
     /// The models' seed (replay with it), when the bridge built the models.
@@ -169,6 +171,7 @@ mod tests {
                 cpu_ns: 300_000_000,
                 wall_ns: 1_000_000_000,
             }],
+            keep_awake_cpu_ns: 0,
             busy_poll: false,
             seed: None,
             errors: vec![],

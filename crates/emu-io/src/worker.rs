@@ -14,6 +14,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::awake::{AwakeHandle, LINGER};
 use crate::direction::Direction;
 use crate::model::Model;
 use crate::sys::clock::{
@@ -77,6 +78,8 @@ pub struct WorkerCtl {
     pub cpu: Option<usize>,
     /// SCHED_FIFO priority.
     pub rt_priority: Option<u8>,
+    /// Keeps the CPUs awake while a frame waits (None: keep-awake off).
+    pub awake: Option<AwakeHandle>,
 }
 
 /// Runs until `ctl.stop`; returns the thread's CPU use.
@@ -205,6 +208,10 @@ fn wait<M: Model>(
         WaitPlan::Now => {}
         WaitPlan::Spin(until) => budget.charge(spin(dirs, ctl, until)),
         WaitPlan::Sleep { timeout, then_spin } => {
+            if let (Some(awake), Some(t)) = (&ctl.awake, next) {
+                // A frame waits: its CPU must not halt before the departure (see `awake`).
+                awake.hold_until(t.saturating_add(LINGER), now);
+            }
             let woke = {
                 // No allocation per wait: at most two directions plus the waker.
                 let mut fds: [BorrowedFd<'_>; 3] = [ctl.waker.as_fd(); 3];

@@ -45,11 +45,33 @@ pub struct Emulator {
 
 /// The emulator's I/O options for a lab with these offloads: with segmentation offloads on it
 /// carries super-packets whole (GSO-aware mode), else one wire packet per frame.
-pub fn io_options(offloads: Offloads) -> IoOptions {
-    IoOptions {
-        gso: offloads.segments(),
-        ..IoOptions::default()
-    }
+/// Every other I/O option takes its default unless [`IO_OPTIONS_ENV`] holds a JSON object of
+/// `IoOptions` fields (for experiments and benchmarks, e.g. `{"keep_awake": false}`).
+pub fn io_options(offloads: Offloads) -> Result<IoOptions> {
+    let mut opts = match std::env::var(IO_OPTIONS_ENV) {
+        Ok(json) => parse_io_options(&json)?,
+        Err(_) => IoOptions::default(),
+    };
+    opts.gso = offloads.segments();
+    Ok(opts)
+}
+
+/// The environment variable with I/O option overrides for a lab's emulator (JSON object).
+pub const IO_OPTIONS_ENV: &str = "TCPLAB_EMU_IO";
+
+/// Parses and validates [`IO_OPTIONS_ENV`]'s JSON (missing fields take their defaults).
+fn parse_io_options(json: &str) -> Result<IoOptions> {
+    let invalid = |problem: String| LabError::Invalid {
+        field: IO_OPTIONS_ENV.to_owned(),
+        problem,
+    };
+    let opts: IoOptions = serde_json::from_str(json).map_err(|e| {
+        invalid(format!(
+            "{e}: give a JSON object of emulator I/O options, e.g. '{{\"keep_awake\": false}}'"
+        ))
+    })?;
+    opts.validate().map_err(|e| invalid(e.to_string()))?;
+    Ok(opts)
 }
 
 /// Fidelity thresholds: lateness p99 under 100 µs, worker CPU under 95% of wall time.
@@ -371,5 +393,27 @@ pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: boo
     RunFidelity {
         trustworthy: reasons.is_empty(),
         reasons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_option_overrides_parse_validate_and_name_the_variable() {
+        let o = parse_io_options(r#"{"keep_awake": false, "batch": 32}"#).unwrap();
+        assert!(!o.keep_awake);
+        assert_eq!(o.batch, 32);
+        assert_eq!(o.ring_frames, IoOptions::default().ring_frames);
+        let e = parse_io_options(r#"{"keep_awak": false}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("TCPLAB_EMU_IO: unknown field `keep_awak`"),
+            "{e}"
+        );
+        let e = parse_io_options(r#"{"batch": 0}"#).unwrap_err().to_string();
+        assert!(e.starts_with("TCPLAB_EMU_IO: IoOptions.batch = 0"), "{e}");
     }
 }

@@ -127,7 +127,7 @@ impl Lab {
                 let host = hosts_by_name(&hosts, &emu.host)?;
                 match ownership {
                     Ownership::Process => Some(
-                        Emulator::start(host, emu, &emulation::io_options(spec.offloads))?
+                        Emulator::start(host, emu, &emulation::io_options(spec.offloads)?)?
                             .serve(emulation::control_path(&state, &spec.name))?,
                     ),
                     Ownership::Persistent => {

@@ -39,6 +39,10 @@ pub struct EmuArgs {
     /// Loss, duplicate, reorder and corrupt need offloads off. With --lab, the lab's offloads decide.
     #[arg(long)]
     gso: bool,
+    /// Let the CPUs halt while frames wait for their departure (by default a lowest-priority
+    /// spinner per CPU keeps them awake then: a halted vCPU wakes up to a timer tick late).
+    #[arg(long)]
+    no_keep_awake: bool,
     /// Print the final report as JSON.
     #[arg(long)]
     json: bool,
@@ -58,6 +62,7 @@ impl EmuArgs {
         let mut opts = tcplab_emu_io::IoOptions {
             busy_poll: self.busy_poll,
             gso: self.gso,
+            keep_awake: !self.no_keep_awake,
             ..Default::default()
         };
         // Signals are registered before the emulator starts so none is lost.
@@ -71,7 +76,13 @@ impl EmuArgs {
                         "--lab {name}: the lab has no emulated link (built with --bridge kernel?)"
                     )
                 })?;
-                opts.gso = lab.spec().offloads.segments();
+                // The lab's own options (offloads, TCPLAB_EMU_IO), then this command's flags.
+                let lab_opts = emulation::io_options(lab.spec().offloads)?;
+                opts = tcplab_emu_io::IoOptions {
+                    busy_poll: self.busy_poll || lab_opts.busy_poll,
+                    keep_awake: lab_opts.keep_awake && !self.no_keep_awake,
+                    ..lab_opts
+                };
                 let emu = Emulator::start(lab.host(&spec.host)?, &spec, &opts)?
                     .serve(emulation::control_path(&state, name))?;
                 (emu, Some((state, name.clone())))

@@ -9,4 +9,5 @@ pub mod clock;
 pub mod iface;
 pub mod mmap;
 pub mod socket;
+pub mod spinner;
 pub mod wake;
