@@ -123,19 +123,6 @@ pub fn set_fifo(priority: u8) -> io::Result<()> {
     }
 }
 
-/// Makes the calling thread SCHED_IDLE: it runs only when no other task wants the CPU.
-pub fn set_idle_policy() -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // Safety: param is a valid sched_param (SCHED_IDLE takes priority 0); pid 0 is the
-    // calling thread.
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// The CPUs the calling thread may run on (its affinity mask), in order.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     // Safety: cpu_set_t is plain data; all-zero is the empty set.
