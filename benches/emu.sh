@@ -3,6 +3,7 @@
 # off; and with offloads on, the emulator in its GSO-aware mode): throughput (iperf3 TCP), 64-byte packet rate (iperf3 UDP), delay accuracy (ping and TCP
 # request/response, idle and under a reverse bulk flow), rate conformance, Bernoulli loss, jitter.
 # Usage: sudo benches/emu.sh [SECONDS]   (default 10 s per throughput test). Installs iperf3.
+# ONLY="delay loss" runs only those sections (throughput offloads delay rate loss jitter).
 set -euo pipefail
 secs=${1:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,6 +13,7 @@ T="$root/target/release/tcplab"
 export TCPLAB_STATE_DIR=$(mktemp -d)
 trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR"' EXIT
 SERVER=198.18.0.101
+want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 up() { "$T" lab up --topology path --name "$1" "${@:2}" >/dev/null; }
 down() { "$T" lab down "$1" >/dev/null; }
@@ -34,12 +36,13 @@ udp64_kpps() { # lab -> thousand packets/s received with 18-byte payloads (64-by
 
 ping_stats() { # lab count interval -> "median p99" in ms
   ex "$1" client ping -n -q -c "$2" -i "$3" $SERVER >/dev/null 2>&1 || true
-  ex "$1" client ping -n -c "$2" -i "$3" $SERVER | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' |
+  ${PROBE:-} "$T" lab exec --lab "$1" client -- ping -n -c "$2" -i "$3" $SERVER | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' |
     python3 -c 'import sys,statistics as s; v=sorted(float(x) for x in sys.stdin); print(f"{s.median(v):.3f} {v[int(0.99*(len(v)-1))]:.3f} sd={s.pstdev(v):.3f} n={len(v)}")'
 }
 
 echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2)"
 
+if want throughput; then
 echo "## throughput, no impairment (${secs}s iperf3 TCP, client->server)"
 up kb --bridge kernel; up eb --bridge emu
 k=$(tcp_gbps kb); e=$(tcp_gbps eb)
@@ -51,6 +54,9 @@ kb_base=$(ping_stats kb 200 0.01); eb_base=$(ping_stats eb 200 0.01)
 echo "base RTT (ping median p99): kernel ${kb_base}; emulator ${eb_base}"
 down kb; down eb
 
+fi
+
+if want offloads; then
 echo "## throughput with offloads on (TSO/GSO/GRO; the emulator in its GSO-aware mode)"
 up kbo --bridge kernel --offloads on; up ebo --bridge emu --offloads on
 k=$(tcp_gbps kbo); e=$(tcp_gbps ebo)
@@ -58,21 +64,41 @@ echo "kernel bridge  ${k} Gbit/s"
 echo "emulator (GSO) ${e} Gbit/s   ratio $(python3 -c "print(round($e/$k,3))")"
 down kbo; down ebo
 
+fi
+
 rr_stats() { # lab -> TCP request/response (64 B each way, NODELAY) "median p99" in ms, 3 s
-  "$T" rr --lab "$1" --req 64 --resp 64 --nodelay --duration 3 --json |
+  ${PROBE:-} "$T" rr --lab "$1" --req 64 --resp 64 --nodelay --duration 3 --json |
     pyjson '"rr median %.3f p99 %.3f n=%d" % (d["summary"]["latency_us"]["p50"]/1e3, d["summary"]["latency_us"]["p99"]/1e3, d["summary"]["transactions"])'
 }
+lateness() { "$T" lab status "$1" --json | pyjson '"emulator lateness p50/p99/max us: " + "; ".join("%s %.1f/%.1f/%.1f" % (k, c["lateness"]["p50_ns"]/1e3, c["lateness"]["p99_ns"]/1e3, c["lateness"]["max_ns"]/1e3) for k, c in ((k, d["emulators"]["'"$1"'"]["counters"][k]) for k in ("forward","reverse")))'; }
 
+# Delay accuracy, three ways: the default (keep-awake on), keep-awake off (TCPLAB_EMU_IO), and
+# the default with the probes (ping, tcplab rr) at SCHED_FIFO 20, which takes the endpoints'
+# own wake-up delays on a busy machine out of the figure and leaves the emulator's.
+delay_rows() { # label, then env for lab up
+  local label=$1; shift
+  env "$@" "$T" lab up --topology path --name d10 --delay 10ms >/dev/null
+  echo "[$label] idle:         ping $(ping_stats d10 300 0.01); $(rr_stats d10)"
+  lateness d10
+  serve d10
+  ex d10 client iperf3 -c $SERVER -R -t 10 >/dev/null &
+  sleep 1
+  echo "[$label] reverse bulk: ping $(ping_stats d10 300 0.01); $(rr_stats d10)"
+  wait
+  lateness d10
+  down d10
+}
+if want delay; then
 echo "## delay accuracy: --delay 10ms each way (expect 20 ms + base RTT)"
-up d10 --delay 10ms
-echo "idle:           ping $(ping_stats d10 300 0.01); $(rr_stats d10)"
-serve d10
-ex d10 client iperf3 -c $SERVER -R -t 10 >/dev/null &
-sleep 1
-echo "reverse bulk:   ping $(ping_stats d10 300 0.01); $(rr_stats d10)"
-wait
-"$T" lab status d10 --json | pyjson '"emulator lateness: " + json.dumps({k: d["emulators"]["d10"]["counters"][k].get("lateness") for k in ("forward","reverse")})' || true
-down d10
+up base --bridge emu
+echo "base RTT through the emulator: ping $(ping_stats base 300 0.01); $(rr_stats base)"
+echo "base RTT, probes at SCHED_FIFO: ping $(PROBE="chrt -f 20" ping_stats base 300 0.01); $(PROBE="chrt -f 20" rr_stats base)"
+down base
+delay_rows "keep-awake (default)"
+delay_rows "keep-awake off" TCPLAB_EMU_IO='{"keep_awake":false}'
+PROBE="chrt -f 20" delay_rows "default, probes SCHED_FIFO"
+
+fi
 
 # The emulator's own counters for one lab (elapsed_ns and per-direction frames/bytes/drops).
 snap() { "$T" lab status "$1" --json | pyjson 'json.dumps(d["emulators"]["'"$1"'"]["counters"])'; }
@@ -87,6 +113,7 @@ print(json.dumps({"seconds":round(dt,3),"frames_in":f("frames_in"),"frames_out":
   "mbit_out":round(f("bytes_out")*8/dt/1e6,2),"lost":lost,
   "queue_full":b["forward"]["drops"]["queue_full"]-a["forward"]["drops"]["queue_full"]}))' "$1" "$2"; }
 
+if want rate; then
 echo "## rate conformance: delivered L2 rate from the emulator's counters over 4 s of saturation"
 echo "(100 Mbit/s: iperf3 UDP offered at 200 Mbit/s; 1 Gbit/s: an iperf3 TCP flow, which keeps the 1000-packet"
 echo " queue backlogged; a UDP sender cannot offer 1.3 Gbit/s of 1472-byte datagrams on these two cores)"
@@ -109,6 +136,9 @@ for rate in 100mbit 1gbit; do
   down r
 done
 
+fi
+
+if want loss; then
 echo "## loss: --loss 1% Bernoulli, 100,000 UDP packets x 5 labs (the emulator's counters, and iperf3's count)"
 echo "99% binomial interval for 1% of 100000: [920, 1082] (scipy binom.ppf 0.005, 0.995): expect about 1 run in 100 outside"
 for i in 1 2 3 4 5; do
@@ -124,7 +154,11 @@ for i in 1 2 3 4 5; do
   down l
 done
 
+fi
+
+if want jitter; then
 echo "## jitter: --delay 10ms/0 --jitter 2ms/0 --jitter-dist normal (sd 2 ms one way)"
 up j --delay 10ms/0 --jitter 2ms/0 --jitter-dist normal
 echo "ping RTT: $(ping_stats j 1000 0.02)   (expect sd 2.000 ms without reordering, a little lower)"
 down j
+fi

@@ -151,6 +151,8 @@ unsafe fn spinner_main(words: &SharedWords, cpu: usize, parent: libc::pid_t) -> 
         // The parent's sockets and files must not live on in the spinner.
         libc::close_range(3, u32::MAX, 0);
         libc::setsid();
+        // Named for `ps` (the forking thread's name would be misleading).
+        libc::prctl(libc::PR_SET_NAME, c"tcplab-awake".as_ptr());
         let fd = libc::open(c"/proc/self/autogroup".as_ptr(), libc::O_WRONLY);
         if fd >= 0 {
             libc::write(fd, b"19".as_ptr().cast(), 2);
