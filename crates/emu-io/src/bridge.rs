@@ -44,8 +44,6 @@ pub struct Bridge<M: Model> {
     errors: Mutex<Vec<String>>,
     started: u64,
     busy_poll: bool,
-    /// GSO mode (reconfigurations are checked against it).
-    pub(crate) gso: bool,
     /// The models' seed, when the bridge built them (see `EmuBridge::start`).
     pub(crate) seed: Option<u64>,
 }
@@ -164,7 +162,6 @@ impl<M: Model> Bridge<M> {
             errors: Mutex::new(Vec::new()),
             started,
             busy_poll: opts.busy_poll,
-            gso: opts.gso,
             seed: None,
         })
     }

@@ -12,7 +12,11 @@
 //!
 //! GSO mode: each RX entry starts with a virtio-net header ([`crate::gso`]), which travels
 //! with the frame (in the slab slot, or straight from the ring) to the egress socket; the
-//! model is charged the wire packets a super-packet stands for.
+//! model is charged the wire packets a super-packet stands for. When the model needs
+//! per-packet granularity ([`Model::needs_per_packet`]), a TCP/USO super-packet is instead cut
+//! into its wire segments ([`crate::segment`]), each written straight into its own slab slot
+//! (no allocation; a preallocated scratch frame only when a VLAN tag must be re-inserted
+//! first) and run through the model as one packet.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
@@ -20,11 +24,12 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use crate::counters::DirCounters;
 use crate::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
-use crate::model::{Decision, Departure, Model, ModelDrop};
+use crate::model::{Corruption, Decision, Departure, Model, ModelDrop};
 use crate::port::{RxPort, TxPort};
 use crate::ring::tx_v2::TxPush;
 use crate::ring::{PACKET_OUTGOING, RxFrame, RxNext, TP_STATUS_CSUMNOTREADY};
 use crate::schedule::{Entry, Schedule};
+use crate::segment::{self, Plan};
 use crate::slab::Slab;
 use crate::sys::clock::{Nanos, monotonic_ns, realtime_ns};
 
@@ -90,6 +95,11 @@ pub struct Direction<M: Model> {
     pub tx_blocked: bool,
     ring_timestamps: bool,
     gso: bool,
+    /// GSO mode and the model needs per-packet granularity: cut super-packets.
+    segmenting: bool,
+    /// A super-packet with its VLAN tag re-inserted, to cut from (GSO mode only; allocated
+    /// once).
+    scratch: Vec<u8>,
 }
 
 impl<M: Model> Direction<M> {
@@ -105,6 +115,12 @@ impl<M: Model> Direction<M> {
         let slot = tx.max_frame();
         let reorder = model.may_reorder();
         let batch = settings.batch as usize;
+        let segmenting = settings.gso && model.needs_per_packet();
+        let scratch = if settings.gso {
+            vec![0; slot]
+        } else {
+            Vec::new()
+        };
         Self {
             name,
             rx,
@@ -121,6 +137,8 @@ impl<M: Model> Direction<M> {
             tx_blocked: false,
             ring_timestamps: settings.ring_timestamps,
             gso: settings.gso,
+            segmenting,
+            scratch,
         }
     }
 
@@ -144,6 +162,7 @@ impl<M: Model> Direction<M> {
         while let Ok((cfg, answer)) = self.reconfig.try_recv() {
             let result = self.model.reconfigure(&cfg, now);
             self.sched.set_reorder(self.model.may_reorder());
+            self.segmenting = self.gso && self.model.needs_per_packet();
             // The caller may have given up waiting; the change applied either way.
             let _ = answer.send(result);
         }
@@ -203,6 +222,12 @@ impl<M: Model> Direction<M> {
             return false;
         }
         let cost = self.wire_cost(f);
+        if self.segmenting && cost.segments > 1 {
+            if self.admit_segments(f, now, c) {
+                return false;
+            }
+            DirCounters::add(&c.unsegmented, 1);
+        }
         DirCounters::add(&c.segments_in, u64::from(cost.segments));
         match self.model.arrive_train(cost.bytes, cost.segments, now) {
             Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
@@ -229,6 +254,15 @@ impl<M: Model> Direction<M> {
         false
     }
 
+    /// The virtio-net header in front of `f` (GSO mode).
+    fn vnet_hdr(&self, f: &RxFrame) -> Option<VnetHdr> {
+        let mem = self.rx.ring.mem();
+        f.data_off
+            .checked_sub(VNET_HDR_LEN)
+            .and_then(|off| mem.slice(off, VNET_HDR_LEN))
+            .and_then(VnetHdr::parse)
+    }
+
     /// What the model is charged for `f`: itself, or in GSO mode the wire packets it stands
     /// for.
     fn wire_cost(&self, f: &RxFrame) -> WireCost {
@@ -240,15 +274,82 @@ impl<M: Model> Direction<M> {
             return own;
         }
         let mem = self.rx.ring.mem();
-        let hdr = f
-            .data_off
-            .checked_sub(VNET_HDR_LEN)
-            .and_then(|off| mem.slice(off, VNET_HDR_LEN))
-            .and_then(VnetHdr::parse);
-        match (hdr, mem.slice(f.data_off, f.snaplen as usize)) {
+        match (self.vnet_hdr(f), mem.slice(f.data_off, f.snaplen as usize)) {
             (Some(h), Some(frame)) => wire_cost(&h, frame, f.out_len() as u32 - f.snaplen),
             _ => own,
         }
+    }
+
+    /// Cuts super-packet `f` into wire segments and runs each through the model as one
+    /// packet. False (nothing done) if `f` is not one [`segment::plan`] can cut: the caller
+    /// sends it whole.
+    fn admit_segments(&mut self, f: &RxFrame, now: Nanos, c: &DirCounters) -> bool {
+        let Some(hdr) = self.vnet_hdr(f) else {
+            return false;
+        };
+        let mem = self.rx.ring.mem();
+        // Taken out for the loop (no allocation) so segments can be stored through `self`.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let frame = if f.vlan.is_some() {
+            mem.copy_frame(f, &mut scratch)
+                .then(|| &scratch[..f.out_len()])
+        } else {
+            mem.slice(f.data_off, f.snaplen as usize)
+        };
+        let plan = frame.and_then(|fr| Some((fr, segment::plan(&hdr, fr)?)));
+        let cut = plan.is_some();
+        if let Some((frame, plan)) = plan {
+            let n = plan.segments();
+            DirCounters::add(&c.segmented, 1);
+            DirCounters::add(&c.segments_made, u64::from(n));
+            DirCounters::add(&c.segments_in, u64::from(n));
+            for i in 0..n {
+                match self.model.arrive(plan.segment_len(i) as u32, now) {
+                    Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
+                    Decision::Drop(ModelDrop::QueueFull) => {
+                        DirCounters::add(&c.drop_queue_full, 1);
+                    }
+                    Decision::Send { first, second } => {
+                        self.store_segment(&plan, frame, i, first, c);
+                        if let Some(dup) = second {
+                            DirCounters::add(&c.duplicates, 1);
+                            self.store_segment(&plan, frame, i, dup, c);
+                        }
+                    }
+                }
+            }
+        }
+        self.scratch = scratch;
+        cut
+    }
+
+    /// Writes segment `i` of `frame` behind its virtio-net header into a slab slot and
+    /// schedules it. A corrupted copy gets its full checksum first (and a header without
+    /// `F_NEEDS_CSUM`), so the receiver sees the flipped bits as a bad checksum.
+    fn store_segment(
+        &mut self,
+        plan: &Plan,
+        frame: &[u8],
+        i: u32,
+        dep: Departure,
+        c: &DirCounters,
+    ) {
+        let Some(slot) = self.slab.alloc() else {
+            DirCounters::add(&c.drop_slab_full, 1);
+            return;
+        };
+        let (hdr, out) = self.slab.slot_mut(slot).split_at_mut(VNET_HDR_LEN);
+        let Some(len) = plan.write(frame, i, out) else {
+            DirCounters::add(&c.malformed, 1);
+            self.slab.release(slot);
+            return;
+        };
+        let mut vnet = plan.vnet_hdr();
+        if let Some(k) = dep.corrupt {
+            corrupt_settled(&mut vnet, &mut out[..len], k, c);
+        }
+        vnet.write(hdr);
+        self.sched.push(dep.at, slot, (VNET_HDR_LEN + len) as u32);
     }
 
     /// True if `f` can leave straight from the RX ring: `sendmmsg` egress, due now, nothing
@@ -316,9 +417,13 @@ impl<M: Model> Direction<M> {
             crate::csum::complete(frame);
         }
         if let Some(k) = dep.corrupt {
-            if let Some(b) = frame.get_mut(k.offset as usize) {
-                *b ^= k.mask;
-                DirCounters::add(&c.corrupted, 1);
+            match VnetHdr::parse(hdr) {
+                // A partial checksum would hide the corruption from the receiver.
+                Some(mut vnet) if !vnet.is_gso() => {
+                    corrupt_settled(&mut vnet, frame, k, c);
+                    vnet.write(hdr);
+                }
+                _ => flip(frame, k, c),
             }
         }
         self.sched.push(dep.at, slot, len as u32);
@@ -450,6 +555,24 @@ impl<M: Model> Direction<M> {
     pub fn count_wakeup(&self) {
         DirCounters::add(&self.counters.wakeups, 1);
     }
+}
+
+/// Flips the corruption's bits in `frame`.
+fn flip(frame: &mut [u8], k: Corruption, c: &DirCounters) {
+    if let Some(b) = frame.get_mut(k.offset as usize) {
+        *b ^= k.mask;
+        DirCounters::add(&c.corrupted, 1);
+    }
+}
+
+/// Corrupts a GSO-mode frame whose virtio-net header is `vnet`: a partial checksum is
+/// completed in software first and the header's `F_NEEDS_CSUM` cleared, so the egress does
+/// not compute a checksum over the flipped bits (which would make them look valid).
+fn corrupt_settled(vnet: &mut VnetHdr, frame: &mut [u8], k: Corruption, c: &DirCounters) {
+    if vnet.flags & F_NEEDS_CSUM != 0 && crate::csum::complete(frame) {
+        vnet.flags &= !F_NEEDS_CSUM;
+    }
+    flip(frame, k, c);
 }
 
 /// A VLAN tag re-inserted after the MAC addresses moves the L4 header 4 bytes on: so must the
