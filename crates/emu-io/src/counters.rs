@@ -41,6 +41,7 @@ pub struct DirCounters {
     pub(crate) segmented: AtomicU64,
     pub(crate) segments_made: AtomicU64,
     pub(crate) unsegmented: AtomicU64,
+    pub(crate) kept_whole: AtomicU64,
     pub(crate) lateness: LatenessHistogram,
 }
 
@@ -118,6 +119,10 @@ pub struct DirSnapshot {
     /// granularity (UFO, IPv6 extension headers, unparsable headers): the model's per-packet
     /// elements acted on each as one unit. Should stay 0 for TCP.
     pub unsegmented: u64,
+    /// GSO mode, a direction with per-packet elements: super-packets whose segments the model
+    /// all left intact (each sent once, uncorrupted, in order), so they left whole, at their
+    /// last segment's departure (not counted in `segmented`).
+    pub kept_whole: u64,
     /// Lateness of released frames.
     pub lateness: LatenessSummary,
 }
@@ -161,6 +166,7 @@ impl DirCounters {
             segmented: l(&self.segmented),
             segments_made: l(&self.segments_made),
             unsegmented: l(&self.unsegmented),
+            kept_whole: l(&self.kept_whole),
             lateness: self.lateness.summary(),
         }
     }

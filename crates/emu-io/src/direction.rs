@@ -13,10 +13,12 @@
 //! GSO mode: each RX entry starts with a virtio-net header ([`crate::gso`]), which travels
 //! with the frame (in the slab slot, or straight from the ring) to the egress socket; the
 //! model is charged the wire packets a super-packet stands for. When the model needs
-//! per-packet granularity ([`Model::needs_per_packet`]), a TCP/USO super-packet is instead cut
-//! into its wire segments ([`crate::segment`]), each written straight into its own slab slot
-//! (no allocation; a preallocated scratch frame only when a VLAN tag must be re-inserted
-//! first) and run through the model as one packet.
+//! per-packet granularity ([`Model::needs_per_packet`]), each wire segment of a TCP/USO
+//! super-packet goes through the model as one packet. If the model left all of them intact
+//! (sent once, uncorrupted, in order), the super-packet still leaves whole, at its last
+//! segment's departure; otherwise it is cut ([`crate::segment`]) and each surviving copy is
+//! written straight into its own slab slot (no allocation; a preallocated scratch frame only
+//! when a VLAN tag must be re-inserted first) and leaves as its own frame.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
@@ -47,6 +49,20 @@ pub fn arrival_time(ts_real: Nanos, real_now: Nanos, mono_now: Nanos) -> Nanos {
         _ => mono_now,
     }
 }
+
+/// What [`Direction::admit_segments`] did with a super-packet.
+#[derive(Debug, Clone, Copy)]
+enum Cut {
+    /// Not cuttable: send it whole, charged as a train.
+    No,
+    /// Cut; every segment's fate is settled.
+    Done,
+    /// The model left every segment intact: send it whole, leaving at this departure.
+    Intact(Departure),
+}
+
+/// Most segment decisions held at once (a 64 KiB super-packet at `gso_size` 64).
+const MAX_DECISIONS: usize = 1024;
 
 /// A frame held in the RX ring for the direct path.
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +116,8 @@ pub struct Direction<M: Model> {
     /// A super-packet with its VLAN tag re-inserted, to cut from (GSO mode only; allocated
     /// once).
     scratch: Vec<u8>,
+    /// The model's decisions for the segments of one super-packet (preallocated).
+    decisions: Vec<Decision>,
 }
 
 impl<M: Model> Direction<M> {
@@ -139,6 +157,7 @@ impl<M: Model> Direction<M> {
             gso: settings.gso,
             segmenting,
             scratch,
+            decisions: Vec::with_capacity(if settings.gso { MAX_DECISIONS } else { 0 }),
         }
     }
 
@@ -222,14 +241,25 @@ impl<M: Model> Direction<M> {
             return false;
         }
         let cost = self.wire_cost(f);
-        if self.segmenting && cost.segments > 1 {
-            if self.admit_segments(f, now, c) {
-                return false;
+        let cut = if self.segmenting && cost.segments > 1 {
+            self.admit_segments(f, now, c)
+        } else {
+            Cut::No
+        };
+        let decision = match cut {
+            Cut::Done => return false,
+            Cut::Intact(first) => Decision::Send {
+                first,
+                second: None,
+            },
+            Cut::No => {
+                if self.segmenting && cost.segments > 1 {
+                    DirCounters::add(&c.unsegmented, 1);
+                }
+                self.arrive_whole(cost, now, c)
             }
-            DirCounters::add(&c.unsegmented, 1);
-        }
-        DirCounters::add(&c.segments_in, u64::from(cost.segments));
-        match self.model.arrive_train(cost.bytes, cost.segments, now) {
+        };
+        match decision {
             Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
             Decision::Drop(ModelDrop::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
             Decision::Send {
@@ -252,6 +282,12 @@ impl<M: Model> Direction<M> {
             }
         }
         false
+    }
+
+    /// The model's decision for a frame charged as `cost`, sent or dropped whole.
+    fn arrive_whole(&mut self, cost: WireCost, now: Nanos, c: &DirCounters) -> Decision {
+        DirCounters::add(&c.segments_in, u64::from(cost.segments));
+        self.model.arrive_train(cost.bytes, cost.segments, now)
     }
 
     /// The virtio-net header in front of `f` (GSO mode).
@@ -280,12 +316,14 @@ impl<M: Model> Direction<M> {
         }
     }
 
-    /// Cuts super-packet `f` into wire segments and runs each through the model as one
-    /// packet. False (nothing done) if `f` is not one [`segment::plan`] can cut: the caller
-    /// sends it whole.
-    fn admit_segments(&mut self, f: &RxFrame, now: Nanos, c: &DirCounters) -> bool {
+    /// Runs each wire segment of super-packet `f` through the model as one packet. If the
+    /// model left every segment intact (sent once, uncorrupted, in order), the super-packet
+    /// leaves whole at its last segment's departure ([`Cut::Intact`], as a train would);
+    /// otherwise it is cut and each surviving copy leaves as its own frame. [`Cut::No`]
+    /// (nothing done) if [`segment::plan`] cannot cut it: the caller sends it whole.
+    fn admit_segments(&mut self, f: &RxFrame, now: Nanos, c: &DirCounters) -> Cut {
         let Some(hdr) = self.vnet_hdr(f) else {
-            return false;
+            return Cut::No;
         };
         let mem = self.rx.ring.mem();
         // Taken out for the loop (no allocation) so segments can be stored through `self`.
@@ -296,31 +334,67 @@ impl<M: Model> Direction<M> {
         } else {
             mem.slice(f.data_off, f.snaplen as usize)
         };
-        let plan = frame.and_then(|fr| Some((fr, segment::plan(&hdr, fr)?)));
-        let cut = plan.is_some();
-        if let Some((frame, plan)) = plan {
-            let n = plan.segments();
-            DirCounters::add(&c.segmented, 1);
-            DirCounters::add(&c.segments_made, u64::from(n));
-            DirCounters::add(&c.segments_in, u64::from(n));
-            for i in 0..n {
-                match self.model.arrive(plan.segment_len(i) as u32, now) {
-                    Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
-                    Decision::Drop(ModelDrop::QueueFull) => {
-                        DirCounters::add(&c.drop_queue_full, 1);
-                    }
-                    Decision::Send { first, second } => {
-                        self.store_segment(&plan, frame, i, first, c);
-                        if let Some(dup) = second {
-                            DirCounters::add(&c.duplicates, 1);
-                            self.store_segment(&plan, frame, i, dup, c);
-                        }
-                    }
+        let out = match frame.and_then(|fr| Some((fr, segment::plan(&hdr, fr)?))) {
+            Some((frame, plan)) => self.decide_segments(&plan, frame, now, c),
+            None => Cut::No,
+        };
+        self.scratch = scratch;
+        out
+    }
+
+    /// The model's decision for each segment of `plan`, then either the whole frame's
+    /// departure or the segments stored one by one.
+    fn decide_segments(&mut self, plan: &Plan, frame: &[u8], now: Nanos, c: &DirCounters) -> Cut {
+        let n = plan.segments();
+        DirCounters::add(&c.segments_in, u64::from(n));
+        self.decisions.clear();
+        // More segments than preallocated decisions (a tiny gso_size): cut as they come.
+        let keep = n as usize <= self.decisions.capacity();
+        let mut last = Some(0);
+        for i in 0..n {
+            let d = self.model.arrive(plan.segment_len(i) as u32, now);
+            if keep {
+                last = match (last, d) {
+                    (
+                        Some(prev),
+                        Decision::Send {
+                            first,
+                            second: None,
+                        },
+                    ) if first.corrupt.is_none() && first.at >= prev => Some(first.at),
+                    _ => None,
+                };
+                self.decisions.push(d);
+            } else {
+                self.act_on_segment(plan, frame, i, d, c);
+            }
+        }
+        if let (true, Some(at)) = (keep, last) {
+            DirCounters::add(&c.kept_whole, 1);
+            return Cut::Intact(Departure { at, corrupt: None });
+        }
+        for i in 0..self.decisions.len() {
+            let d = self.decisions[i];
+            self.act_on_segment(plan, frame, i as u32, d, c);
+        }
+        DirCounters::add(&c.segmented, 1);
+        DirCounters::add(&c.segments_made, u64::from(n));
+        Cut::Done
+    }
+
+    /// Carries out the model's decision `d` for segment `i`.
+    fn act_on_segment(&mut self, plan: &Plan, frame: &[u8], i: u32, d: Decision, c: &DirCounters) {
+        match d {
+            Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
+            Decision::Drop(ModelDrop::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
+            Decision::Send { first, second } => {
+                self.store_segment(plan, frame, i, first, c);
+                if let Some(dup) = second {
+                    DirCounters::add(&c.duplicates, 1);
+                    self.store_segment(plan, frame, i, dup, c);
                 }
             }
         }
-        self.scratch = scratch;
-        cut
     }
 
     /// Writes segment `i` of `frame` behind its virtio-net header into a slab slot and

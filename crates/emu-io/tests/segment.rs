@@ -101,8 +101,9 @@ fn assert_binomial(k: u64, n: u64, p: f64, what: &str) {
 fn print(report: &Report) {
     for (name, d) in [("a->b", &report.forward), ("b->a", &report.reverse)] {
         eprintln!(
-            "{name}: {} frames in, {} cut into {} segments, {} whole, {} out; {} segments seen, {} lost, {} dup, {} corrupted",
+            "{name}: {} frames in, {} kept whole, {} cut into {} segments, {} uncuttable, {} out; {} segments seen, {} lost, {} dup, {} corrupted",
             d.frames_in,
+            d.kept_whole,
             d.segmented,
             d.segments_made,
             d.unsegmented,
