@@ -118,6 +118,8 @@ pub struct Direction<M: Model> {
     scratch: Vec<u8>,
     /// The model's decisions for the segments of one super-packet (preallocated).
     decisions: Vec<Decision>,
+    /// The latest departure the model has given in this direction (GSO mode).
+    latest: Nanos,
 }
 
 impl<M: Model> Direction<M> {
@@ -158,6 +160,7 @@ impl<M: Model> Direction<M> {
             segmenting,
             scratch,
             decisions: Vec::with_capacity(if settings.gso { MAX_DECISIONS } else { 0 }),
+            latest: 0,
         }
     }
 
@@ -287,7 +290,9 @@ impl<M: Model> Direction<M> {
     /// The model's decision for a frame charged as `cost`, sent or dropped whole.
     fn arrive_whole(&mut self, cost: WireCost, now: Nanos, c: &DirCounters) -> Decision {
         DirCounters::add(&c.segments_in, u64::from(cost.segments));
-        self.model.arrive_train(cost.bytes, cost.segments, now)
+        let d = self.model.arrive_train(cost.bytes, cost.segments, now);
+        self.latest = self.latest.max(latest_departure(&d));
+        d
     }
 
     /// The virtio-net header in front of `f` (GSO mode).
@@ -348,28 +353,19 @@ impl<M: Model> Direction<M> {
         let n = plan.segments();
         DirCounters::add(&c.segments_in, u64::from(n));
         self.decisions.clear();
+        let latest = self.latest;
         // More segments than preallocated decisions (a tiny gso_size): cut as they come.
         let keep = n as usize <= self.decisions.capacity();
-        let mut last = Some(0);
         for i in 0..n {
             let d = self.model.arrive(plan.segment_len(i) as u32, now);
+            self.latest = self.latest.max(latest_departure(&d));
             if keep {
-                last = match (last, d) {
-                    (
-                        Some(prev),
-                        Decision::Send {
-                            first,
-                            second: None,
-                        },
-                    ) if first.corrupt.is_none() && first.at >= prev => Some(first.at),
-                    _ => None,
-                };
                 self.decisions.push(d);
             } else {
                 self.act_on_segment(plan, frame, i, d, c);
             }
         }
-        if let (true, Some(at)) = (keep, last) {
+        if let Some(at) = intact_departure(&self.decisions, latest).filter(|_| keep) {
             DirCounters::add(&c.kept_whole, 1);
             return Cut::Intact(Departure { at, corrupt: None });
         }
@@ -631,6 +627,29 @@ impl<M: Model> Direction<M> {
     }
 }
 
+/// The latest departure in `d` (0 for a drop).
+fn latest_departure(d: &Decision) -> Nanos {
+    match d {
+        Decision::Drop(_) => 0,
+        Decision::Send { first, second } => first.at.max(second.map_or(0, |s| s.at)),
+    }
+}
+
+/// The departure of a super-packet whose segments got the decisions `ds`, if the model left
+/// it intact: every segment sent once and uncorrupted, none leaving before the segment ahead
+/// of it or before `latest` (the latest departure given to anything earlier), so that sending
+/// it whole at its last segment's departure changes no order on the wire. `None` otherwise
+/// (it must be cut).
+fn intact_departure(ds: &[Decision], latest: Nanos) -> Option<Nanos> {
+    ds.iter().try_fold(latest, |prev, d| match *d {
+        Decision::Send {
+            first,
+            second: None,
+        } if first.corrupt.is_none() && first.at >= prev => Some(first.at),
+        _ => None,
+    })
+}
+
 /// Flips the corruption's bits in `frame`.
 fn flip(frame: &mut [u8], k: Corruption, c: &DirCounters) {
     if let Some(b) = frame.get_mut(k.offset as usize) {
@@ -666,6 +685,53 @@ fn fix_vnet_for_vlan(hdr: &mut [u8], f: &RxFrame) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn send(at: Nanos) -> Decision {
+        Decision::Send {
+            first: Departure { at, corrupt: None },
+            second: None,
+        }
+    }
+
+    #[test]
+    fn a_super_packet_is_intact_only_if_every_segment_leaves_once_unchanged_in_order() {
+        let ds = [send(100), send(112), send(112), send(124)];
+        assert_eq!(
+            intact_departure(&ds, 90),
+            Some(124),
+            "leaves at the last one"
+        );
+        assert_eq!(intact_departure(&ds, 100), Some(124), "ties keep order");
+        // The first segment was reordered ahead of something already scheduled.
+        assert_eq!(intact_departure(&ds, 101), None);
+        // A later segment skipped the delay line (reorder) and overtook the one ahead.
+        assert_eq!(intact_departure(&[send(100), send(50)], 0), None);
+        let lost = [send(100), Decision::Drop(ModelDrop::Loss)];
+        assert_eq!(intact_departure(&lost, 0), None);
+        let full = [Decision::Drop(ModelDrop::QueueFull), send(100)];
+        assert_eq!(intact_departure(&full, 0), None);
+        let dup = Decision::Send {
+            first: Departure {
+                at: 100,
+                corrupt: None,
+            },
+            second: Some(Departure {
+                at: 100,
+                corrupt: None,
+            }),
+        };
+        assert_eq!(intact_departure(&[send(90), dup], 0), None);
+        let corrupt = Decision::Send {
+            first: Departure {
+                at: 100,
+                corrupt: Some(Corruption { offset: 7, mask: 1 }),
+            },
+            second: None,
+        };
+        assert_eq!(intact_departure(&[corrupt, send(100)], 0), None);
+        assert_eq!(latest_departure(&dup), 100);
+        assert_eq!(latest_departure(&lost[1]), 0);
+    }
 
     #[test]
     fn arrival_time_subtracts_the_ring_wait_and_rejects_bad_stamps() {
