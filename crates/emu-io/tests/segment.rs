@@ -1,7 +1,8 @@
 //! Root integration test of GSO mode's user-space segmentation: offloads ON on every veth
 //! end, and a link with elements that act on single packets (loss, duplicate, reorder,
-//! corrupt). The emulator cuts each TSO super-packet into its wire segments, the model acts on
-//! each, and a TCP flow still delivers every byte intact.
+//! corrupt). The model acts on each wire segment of a TSO (or USO) super-packet; the emulator
+//! cuts those it changed, a TCP flow still delivers every byte intact, and USO datagrams each
+//! take their own chance of loss.
 
 mod common;
 
@@ -198,4 +199,91 @@ fn duplicate_reorder_and_corrupt_act_per_segment_and_the_data_arrives_intact() {
         "{csum_errors} checksum errors for {} corrupted segments",
         f.corrupted
     );
+}
+
+/// `UDP_SEGMENT` (linux/udp.h): the socket's sends become USO super-packets of this size.
+const UDP_SEGMENT: libc::c_int = 103;
+
+#[test]
+fn udp_gso_super_packets_are_cut_into_datagrams_and_each_has_its_own_loss() {
+    require_root!();
+    let lab = PathLab::with_offloads(true);
+    let bridge = gso_bridge(
+        &lab,
+        ImpairmentFlags {
+            delay: Some("1ms".into()),
+            seed: Some("3".into()),
+            ..Default::default()
+        },
+    );
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let sink = lab.server.spawn_in(move || {
+        let s = std::net::UdpSocket::bind((SERVER_IP, 5042)).expect("bind");
+        s.set_read_timeout(Some(Duration::from_millis(500)))
+            .expect("timeout");
+        ready_tx.send(()).expect("ready");
+        let (mut buf, mut got) = ([0_u8; 2048], Vec::new());
+        while let Ok(n) = s.recv(&mut buf) {
+            got.push(n);
+        }
+        got
+    });
+    ready_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("ready");
+    // Neighbour resolution first, on the lossless link: the counted part has no ARP in it.
+    let client = |count: u32, segs: usize| {
+        lab.client.run_in(move || {
+            use std::os::fd::AsRawFd;
+            let s = std::net::UdpSocket::bind(("0.0.0.0", 0)).expect("bind");
+            s.connect((SERVER_IP, 5042)).expect("connect");
+            let size: libc::c_int = 1000;
+            // Safety: a valid socket and a c_int option value of the size given.
+            let rc = unsafe {
+                libc::setsockopt(
+                    s.as_raw_fd(),
+                    libc::SOL_UDP,
+                    UDP_SEGMENT,
+                    (&raw const size).cast(),
+                    size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            assert_eq!(rc, 0, "UDP_SEGMENT");
+            let payload = vec![0x42_u8; 1000 * segs];
+            for _ in 0..count {
+                s.send(&payload).expect("send");
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        });
+    };
+    client(1, 1);
+    std::thread::sleep(Duration::from_millis(50));
+    let before = bridge.stats().forward;
+    let link = ImpairmentFlags {
+        delay: Some("1ms".into()),
+        loss: Some("5%".into()),
+        seed: Some("3".into()),
+        ..Default::default()
+    }
+    .to_link_config()
+    .expect("flags");
+    bridge.reconfigure_link(&link).expect("loss on");
+    client(400, 8);
+    let got = sink.join().expect("sink");
+    let f = bridge.stats().forward;
+    let report = bridge.stop();
+    print(&report);
+    let (seen, lost) = (
+        f.segments_in - before.segments_in,
+        f.drops.loss - before.drops.loss,
+    );
+    assert_eq!(seen, 400 * 8, "the model saw every datagram");
+    assert_eq!(got.len() as u64, 1 + seen - lost, "all the others arrived");
+    assert!(got.iter().all(|&n| n == 1000), "datagrams of gso_size each");
+    assert_eq!(f.unsegmented, 0);
+    assert!(
+        f.segmented > 0 && f.kept_whole > 0,
+        "USO super-packets reached the emulator: {f:?}"
+    );
+    assert_binomial(lost, seen, 0.05, "USO datagram loss");
 }
