@@ -8,7 +8,8 @@
 #   SKIP_GSO=1 ...                 # skip the offloads-on table (kernel bridge vs --gso)
 #   SKIP_EXTRA=1 ...               # skip the packet-rate and delay tables
 #   SKIP_SEGMENT=1 ...             # skip the user-space segmentation table (GSO mode + loss)
-#   ONLY_SEGMENT=1 ...             # only that table (PASSES=N interleaved passes, default 2)
+#   ONLY_SEGMENT=1 ...             # only that table (PASSES=N interleaved passes, default 2;
+#                                    LOSS=1% for another loss rate, default 0.1%)
 #   EMU_ALT=/path/emu_bridge ...   # segmentation table: one more --gso --loss row with this binary
 #
 # Prints one markdown row per configuration: TCP throughput (iperf3, 1 flow), and the
@@ -101,7 +102,7 @@ PY
 
 segment_table() {  # GSO mode cutting super-packets (--loss) vs offloads off, kernel bridge between
   echo
-  echo "User-space segmentation: loss 0.1% each way, 1 TCP flow (BBR), ratios to the kernel bridge with offloads on of the same pass:"
+  echo "User-space segmentation: loss ${LOSS:-0.1%} each way, 1 TCP flow (BBR), ratios to the kernel bridge with offloads on of the same pass:"
   echo
   echo "| path | TCP Mbit/s (1 flow, ${SECS}s) | ratio | emulator notes |"
   echo "|---|---|---|---|"
@@ -109,13 +110,13 @@ segment_table() {  # GSO mode cutting super-packets (--loss) vs offloads off, ke
     OFFL=on offloads
     KERNEL=$(kernel_bridge)
     echo "| kernel bridge, offloads on, pass $pass | $KERNEL | 1.00 | |"
-    emu_row "--gso --loss 0.1%, offloads on (segmenting), pass $pass" --gso --loss 0.1%
+    emu_row "--gso --loss ${LOSS:-0.1%}, offloads on (segmenting), pass $pass" --gso --loss "${LOSS:-0.1%}"
     if [ -n "${EMU_ALT:-}" ]; then
-      EMU_BIN=$EMU_ALT emu_row "--gso --loss 0.1%, offloads on, $(basename "$EMU_ALT"), pass $pass" --gso --loss 0.1%
+      EMU_BIN=$EMU_ALT emu_row "--gso --loss ${LOSS:-0.1%}, offloads on, $(basename "$EMU_ALT"), pass $pass" --gso --loss "${LOSS:-0.1%}"
     fi
     emu_row "--gso, offloads on, no loss (whole frames), pass $pass" --gso
     OFFL=off offloads
-    emu_row "--loss 0.1%, offloads off, pass $pass" --loss 0.1%
+    emu_row "--loss ${LOSS:-0.1%}, offloads off, pass $pass" --loss "${LOSS:-0.1%}"
     local k; k=$(kernel_bridge)
     echo "| kernel bridge, offloads off, pass $pass | $k | $(python3 -c "print('%.2f' % ($k / max($KERNEL, 1)))") | |"
   done
