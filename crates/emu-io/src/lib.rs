@@ -52,7 +52,7 @@
 //! `BENCH.md` beside this crate (run `bench.sh`): offloads off, 0.90-0.92x the kernel
 //! bridge's TCP throughput on 2 shared CPUs in the last run (0.49-1.03x over all runs); GSO
 //! mode with offloads on, 0.69-0.71x the kernel bridge with offloads on (3.6x the offloads-off
-//! kernel bridge); with `--loss 0.1%` (segmenting) it keeps most of it, 1.8-4.6x the
+//! kernel bridge); with `--loss 0.1%` (segmenting) it keeps most of it, 2.1-4.6x the
 //! offloads-off emulator with the same loss (session 4). Idle lateness p50 ≈ 1-3 µs / p99 < 100 µs on a quiet machine; under full
 //! load the lateness p99 reaches ms and the verdict says so.
 //!
