@@ -7,6 +7,10 @@
 #   EMU_UDP_FLAGS="--no-rt" ...   # emulator flags for the 64-byte packet-rate run
 #   SKIP_GSO=1 ...                 # skip the offloads-on table (kernel bridge vs --gso)
 #   SKIP_EXTRA=1 ...               # skip the packet-rate and delay tables
+#   SKIP_SEGMENT=1 ...             # skip the user-space segmentation table (GSO mode + loss)
+#   ONLY_SEGMENT=1 ...             # only that table (PASSES=N interleaved passes, default 2;
+#                                    LOSS=1% for another loss rate, default 0.1%)
+#   EMU_ALT=/path/emu_bridge ...   # segmentation table: one more --gso --loss row with this binary
 #
 # Prints one markdown row per configuration: TCP throughput (iperf3, 1 flow), and the
 # emulator's lateness/verdict. Namespaces are named tlx-bench-<pid>-*, removed on exit.
@@ -65,16 +69,11 @@ kernel_bridge() {  # prints the kernel bridge's TCP Mbit/s
   sleep 0.5
 }
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo
-echo "| path | TCP Mbit/s (1 flow, ${SECS}s) | ratio | emulator notes |"
-echo "|---|---|---|---|"
-KERNEL=$(kernel_bridge)
-echo "| kernel bridge | $KERNEL | 1.00 | |"
 
 emu_row() {  # $1 = label, rest = emu_bridge flags
   local label=$1; shift
   local out; out=$(mktemp)
-  ip netns exec "$M" "$EMU" m0 m1 --seconds "$((SECS + 3))" "$@" >"$out" 2>/dev/null &
+  ip netns exec "$M" "${EMU_BIN:-$EMU}" m0 m1 --seconds "$((SECS + 3))" "$@" >"$out" 2>/dev/null &
   local pid=$!
   PIDS+=($pid)
   sleep 1
@@ -86,8 +85,13 @@ d = json.load(open(sys.argv[1]))
 r, v = d["report"], d["verdict"]
 f = r["forward"]
 cpu = ", ".join("%s %.0f%%" % (t["name"], 100 * t["cpu_ns"] / max(t["wall_ns"], 1)) for t in r["threads"])
-print("a->b %d frames (%d segments, %d direct), lateness p50/p99/max %d/%d/%d us, ring overflow %d, CPU %s, %s" % (
-    f["frames_out"], f["segments_in"], f["direct"], f["lateness"]["p50_ns"] // 1000,
+cut = ""
+if f.get("segmented", 0) or f["drops"]["loss"]:
+    cut = "%d super-packets kept whole, %d cut into %d segments (%d uncuttable), lost %d of %d segments (%.3f %%), " % (
+        f.get("kept_whole", 0), f.get("segmented", 0), f.get("segments_made", 0), f.get("unsegmented", 0),
+        f["drops"]["loss"], f["segments_in"], 100 * f["drops"]["loss"] / max(f["segments_in"], 1))
+print("a->b %d frames (%d segments, %d direct), %slateness p50/p99/max %d/%d/%d us, ring overflow %d, CPU %s, %s" % (
+    f["frames_out"], f["segments_in"], f["direct"], cut, f["lateness"]["p50_ns"] // 1000,
     f["lateness"]["p99_ns"] // 1000, f["lateness"]["max_ns"] // 1000,
     f["drops"]["ring_overflow"], cpu, "trustworthy" if v["trustworthy"] else "untrustworthy"))
 PY
@@ -95,6 +99,37 @@ PY
   rm -f "$out"
   echo "| emu $label | $mbps | $(python3 -c "print('%.2f' % ($mbps / max($KERNEL, 1)))") | $notes |"
 }
+
+segment_table() {  # GSO mode cutting super-packets (--loss) vs offloads off, kernel bridge between
+  echo
+  echo "User-space segmentation: loss ${LOSS:-0.1%} each way, 1 TCP flow (BBR), ratios to the kernel bridge with offloads on of the same pass:"
+  echo
+  echo "| path | TCP Mbit/s (1 flow, ${SECS}s) | ratio | emulator notes |"
+  echo "|---|---|---|---|"
+  for pass in $(seq "${PASSES:-2}"); do
+    OFFL=on offloads
+    KERNEL=$(kernel_bridge)
+    echo "| kernel bridge, offloads on, pass $pass | $KERNEL | 1.00 | |"
+    emu_row "--gso --loss ${LOSS:-0.1%}, offloads on (segmenting), pass $pass" --gso --loss "${LOSS:-0.1%}"
+    if [ -n "${EMU_ALT:-}" ]; then
+      EMU_BIN=$EMU_ALT emu_row "--gso --loss ${LOSS:-0.1%}, offloads on, $(basename "$EMU_ALT"), pass $pass" --gso --loss "${LOSS:-0.1%}"
+    fi
+    emu_row "--gso, offloads on, no loss (whole frames), pass $pass" --gso
+    OFFL=off offloads
+    emu_row "--loss ${LOSS:-0.1%}, offloads off, pass $pass" --loss "${LOSS:-0.1%}"
+    local k; k=$(kernel_bridge)
+    echo "| kernel bridge, offloads off, pass $pass | $k | $(python3 -c "print('%.2f' % ($k / max($KERNEL, 1)))") | |"
+  done
+  echo
+  echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+if [ -n "${ONLY_SEGMENT:-}" ]; then segment_table; exit 0; fi
+
+echo
+echo "| path | TCP Mbit/s (1 flow, ${SECS}s) | ratio | emulator notes |"
+echo "|---|---|---|---|"
+KERNEL=$(kernel_bridge)
+echo "| kernel bridge | $KERNEL | 1.00 | |"
 
 if [ -n "${EMU_ROWS:-}" ]; then
   # EMU_ROWS="flags;flags;..." replaces the standard rows (each row labelled by its flags).
@@ -127,6 +162,12 @@ if [ -z "${SKIP_GSO:-}" ]; then
   emu_row "--gso, offloads on, pass 2" --gso
   echo "| (kernel bridge offloads off, from the first table) | $KERNEL_OFF | $(python3 -c "print('%.2f' % ($KERNEL_OFF / max($KERNEL, 1)))") | |"
   OFFL=off offloads
+  KERNEL=$KERNEL_OFF
+fi
+
+if [ -z "${SKIP_SEGMENT:-}" ]; then
+  KERNEL_OFF=$KERNEL
+  segment_table
   KERNEL=$KERNEL_OFF
 fi
 

@@ -315,23 +315,6 @@ fn bad_input_gives_one_line_and_exit_2() {
             "up",
             "--name",
             &n,
-            "--offloads",
-            "on",
-            "--delay",
-            "5ms",
-            "--loss",
-            "1%",
-        ],
-        "--offloads: forward.loss needs per-packet granularity",
-    );
-    assert_usage_error(
-        s,
-        &n,
-        &[
-            "lab",
-            "up",
-            "--name",
-            &n,
             "--sysctl",
             "client:net.core.rmem_max=8738000",
         ],

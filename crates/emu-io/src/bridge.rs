@@ -47,8 +47,6 @@ pub struct Bridge<M: Model> {
     busy_poll: bool,
     /// The keep-awake spinners (None when off or busy-polling).
     keep_awake: Option<KeepAwake>,
-    /// GSO mode (reconfigurations are checked against it).
-    pub(crate) gso: bool,
     /// The models' seed, when the bridge built them (see `EmuBridge::start`).
     pub(crate) seed: Option<u64>,
 }
@@ -174,7 +172,6 @@ impl<M: Model> Bridge<M> {
             started,
             busy_poll: opts.busy_poll,
             keep_awake,
-            gso: opts.gso,
             seed: None,
         })
     }

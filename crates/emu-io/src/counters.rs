@@ -2,7 +2,9 @@
 //! load + store), read at any time by [`crate::Bridge::stats`] as a [`DirSnapshot`].
 //!
 //! Accounting identity (checked by the integration tests once the schedule drained):
-//! `frames_in + duplicates = frames_out + drops.total() + queued`.
+//! `frames_in − segmented + segments_made + duplicates = frames_out + drops.after_arrival() +
+//! queued` (a super-packet cut into wire segments in GSO mode leaves as `segments_made`
+//! frames; drops and duplicates then count segments).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -36,6 +38,10 @@ pub struct DirCounters {
     pub(crate) order_clamped: AtomicU64,
     pub(crate) direct: AtomicU64,
     pub(crate) segments_in: AtomicU64,
+    pub(crate) segmented: AtomicU64,
+    pub(crate) segments_made: AtomicU64,
+    pub(crate) unsegmented: AtomicU64,
+    pub(crate) kept_whole: AtomicU64,
     pub(crate) lateness: LatenessHistogram,
 }
 
@@ -103,6 +109,20 @@ pub struct DirSnapshot {
     /// Wire packets the model was charged for `frames_in` (more than `frames_in` only in GSO
     /// mode, where a super-packet counts its segments).
     pub segments_in: u64,
+    /// GSO mode, a direction with an element acting on single packets: super-packets cut
+    /// into their wire segments in user space (`crate::segment`).
+    pub segmented: u64,
+    /// The wire segments those super-packets were cut into (each then went through the
+    /// model, and left, as its own frame).
+    pub segments_made: u64,
+    /// Super-packets that crossed whole although the direction needed per-packet
+    /// granularity (UFO, IPv6 extension headers, unparsable headers): the model's per-packet
+    /// elements acted on each as one unit. Should stay 0 for TCP.
+    pub unsegmented: u64,
+    /// GSO mode, a direction with per-packet elements: super-packets whose segments the model
+    /// all left intact (each sent once, uncorrupted, in order), so they left whole, at their
+    /// last segment's departure (not counted in `segmented`).
+    pub kept_whole: u64,
     /// Lateness of released frames.
     pub lateness: LatenessSummary,
 }
@@ -143,17 +163,21 @@ impl DirCounters {
             order_clamped: l(&self.order_clamped),
             direct: l(&self.direct),
             segments_in: l(&self.segments_in),
+            segmented: l(&self.segmented),
+            segments_made: l(&self.segments_made),
+            unsegmented: l(&self.unsegmented),
+            kept_whole: l(&self.kept_whole),
             lateness: self.lateness.summary(),
         }
     }
 }
 
 impl DirSnapshot {
-    /// True when every frame that arrived is accounted for:
-    /// `frames_in + duplicates == frames_out + drops.after_arrival() + queued`.
+    /// True when every frame that arrived is accounted for: `frames_in − segmented +
+    /// segments_made + duplicates == frames_out + drops.after_arrival() + queued`.
     pub fn balanced(&self) -> bool {
-        self.frames_in + self.duplicates
-            == self.frames_out + self.drops.after_arrival() + self.queued
+        self.frames_in + self.segments_made + self.duplicates
+            == self.frames_out + self.drops.after_arrival() + self.queued + self.segmented
     }
 }
 
@@ -183,5 +207,13 @@ mod tests {
         );
         DirCounters::set(&c.queued, 0);
         assert!(!c.snapshot().balanced());
+        // One more frame, a super-packet cut into 3 segments: one lost, two sent.
+        DirCounters::add(&c.frames_in, 1);
+        DirCounters::add(&c.segmented, 1);
+        DirCounters::add(&c.segments_made, 3);
+        DirCounters::add(&c.drop_loss, 1);
+        DirCounters::add(&c.frames_out, 2);
+        DirCounters::set(&c.queued, 1);
+        assert!(c.snapshot().balanced(), "11 − 1 + 3 + 1 = 10 + 3 + 1");
     }
 }

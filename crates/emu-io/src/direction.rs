@@ -12,7 +12,13 @@
 //!
 //! GSO mode: each RX entry starts with a virtio-net header ([`crate::gso`]), which travels
 //! with the frame (in the slab slot, or straight from the ring) to the egress socket; the
-//! model is charged the wire packets a super-packet stands for.
+//! model is charged the wire packets a super-packet stands for. When the model needs
+//! per-packet granularity ([`Model::needs_per_packet`]), each wire segment of a TCP/USO
+//! super-packet goes through the model as one packet. If the model left all of them intact
+//! (sent once, uncorrupted, in order), the super-packet still leaves whole, at its last
+//! segment's departure; otherwise it is cut ([`crate::segment`]) and each surviving copy is
+//! written straight into its own slab slot (no allocation; a preallocated scratch frame only
+//! when a VLAN tag must be re-inserted first) and leaves as its own frame.
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
@@ -20,11 +26,12 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use crate::counters::DirCounters;
 use crate::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
-use crate::model::{Decision, Departure, Model, ModelDrop};
+use crate::model::{Corruption, Decision, Departure, Model, ModelDrop};
 use crate::port::{RxPort, TxPort};
 use crate::ring::tx_v2::TxPush;
 use crate::ring::{PACKET_OUTGOING, RxFrame, RxNext, TP_STATUS_CSUMNOTREADY};
 use crate::schedule::{Entry, Schedule};
+use crate::segment::{self, Plan};
 use crate::slab::Slab;
 use crate::sys::clock::{Nanos, monotonic_ns, realtime_ns};
 
@@ -42,6 +49,20 @@ pub fn arrival_time(ts_real: Nanos, real_now: Nanos, mono_now: Nanos) -> Nanos {
         _ => mono_now,
     }
 }
+
+/// What [`Direction::admit_segments`] did with a super-packet.
+#[derive(Debug, Clone, Copy)]
+enum Cut {
+    /// Not cuttable: send it whole, charged as a train.
+    No,
+    /// Cut; every segment's fate is settled.
+    Done,
+    /// The model left every segment intact: send it whole, leaving at this departure.
+    Intact(Departure),
+}
+
+/// Most segment decisions held at once (a 64 KiB super-packet at `gso_size` 64).
+const MAX_DECISIONS: usize = 1024;
 
 /// A frame held in the RX ring for the direct path.
 #[derive(Debug, Clone, Copy)]
@@ -90,6 +111,15 @@ pub struct Direction<M: Model> {
     pub tx_blocked: bool,
     ring_timestamps: bool,
     gso: bool,
+    /// GSO mode and the model needs per-packet granularity: cut super-packets.
+    segmenting: bool,
+    /// A super-packet with its VLAN tag re-inserted, to cut from (GSO mode only; allocated
+    /// once).
+    scratch: Vec<u8>,
+    /// The model's decisions for the segments of one super-packet (preallocated).
+    decisions: Vec<Decision>,
+    /// The latest departure the model has given in this direction (GSO mode).
+    latest: Nanos,
 }
 
 impl<M: Model> Direction<M> {
@@ -105,6 +135,12 @@ impl<M: Model> Direction<M> {
         let slot = tx.max_frame();
         let reorder = model.may_reorder();
         let batch = settings.batch as usize;
+        let segmenting = settings.gso && model.needs_per_packet();
+        let scratch = if settings.gso {
+            vec![0; slot]
+        } else {
+            Vec::new()
+        };
         Self {
             name,
             rx,
@@ -121,6 +157,10 @@ impl<M: Model> Direction<M> {
             tx_blocked: false,
             ring_timestamps: settings.ring_timestamps,
             gso: settings.gso,
+            segmenting,
+            scratch,
+            decisions: Vec::with_capacity(if settings.gso { MAX_DECISIONS } else { 0 }),
+            latest: 0,
         }
     }
 
@@ -144,6 +184,7 @@ impl<M: Model> Direction<M> {
         while let Ok((cfg, answer)) = self.reconfig.try_recv() {
             let result = self.model.reconfigure(&cfg, now);
             self.sched.set_reorder(self.model.may_reorder());
+            self.segmenting = self.gso && self.model.needs_per_packet();
             // The caller may have given up waiting; the change applied either way.
             let _ = answer.send(result);
         }
@@ -203,8 +244,25 @@ impl<M: Model> Direction<M> {
             return false;
         }
         let cost = self.wire_cost(f);
-        DirCounters::add(&c.segments_in, u64::from(cost.segments));
-        match self.model.arrive_train(cost.bytes, cost.segments, now) {
+        let cut = if self.segmenting && cost.segments > 1 {
+            self.admit_segments(f, now, c)
+        } else {
+            Cut::No
+        };
+        let decision = match cut {
+            Cut::Done => return false,
+            Cut::Intact(first) => Decision::Send {
+                first,
+                second: None,
+            },
+            Cut::No => {
+                if self.segmenting && cost.segments > 1 {
+                    DirCounters::add(&c.unsegmented, 1);
+                }
+                self.arrive_whole(cost, now, c)
+            }
+        };
+        match decision {
             Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
             Decision::Drop(ModelDrop::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
             Decision::Send {
@@ -229,6 +287,23 @@ impl<M: Model> Direction<M> {
         false
     }
 
+    /// The model's decision for a frame charged as `cost`, sent or dropped whole.
+    fn arrive_whole(&mut self, cost: WireCost, now: Nanos, c: &DirCounters) -> Decision {
+        DirCounters::add(&c.segments_in, u64::from(cost.segments));
+        let d = self.model.arrive_train(cost.bytes, cost.segments, now);
+        self.latest = self.latest.max(latest_departure(&d));
+        d
+    }
+
+    /// The virtio-net header in front of `f` (GSO mode).
+    fn vnet_hdr(&self, f: &RxFrame) -> Option<VnetHdr> {
+        let mem = self.rx.ring.mem();
+        f.data_off
+            .checked_sub(VNET_HDR_LEN)
+            .and_then(|off| mem.slice(off, VNET_HDR_LEN))
+            .and_then(VnetHdr::parse)
+    }
+
     /// What the model is charged for `f`: itself, or in GSO mode the wire packets it stands
     /// for.
     fn wire_cost(&self, f: &RxFrame) -> WireCost {
@@ -240,15 +315,111 @@ impl<M: Model> Direction<M> {
             return own;
         }
         let mem = self.rx.ring.mem();
-        let hdr = f
-            .data_off
-            .checked_sub(VNET_HDR_LEN)
-            .and_then(|off| mem.slice(off, VNET_HDR_LEN))
-            .and_then(VnetHdr::parse);
-        match (hdr, mem.slice(f.data_off, f.snaplen as usize)) {
+        match (self.vnet_hdr(f), mem.slice(f.data_off, f.snaplen as usize)) {
             (Some(h), Some(frame)) => wire_cost(&h, frame, f.out_len() as u32 - f.snaplen),
             _ => own,
         }
+    }
+
+    /// Runs each wire segment of super-packet `f` through the model as one packet. If the
+    /// model left every segment intact (sent once, uncorrupted, in order), the super-packet
+    /// leaves whole at its last segment's departure ([`Cut::Intact`], as a train would);
+    /// otherwise it is cut and each surviving copy leaves as its own frame. [`Cut::No`]
+    /// (nothing done) if [`segment::plan`] cannot cut it: the caller sends it whole.
+    fn admit_segments(&mut self, f: &RxFrame, now: Nanos, c: &DirCounters) -> Cut {
+        let Some(hdr) = self.vnet_hdr(f) else {
+            return Cut::No;
+        };
+        let mem = self.rx.ring.mem();
+        // Taken out for the loop (no allocation) so segments can be stored through `self`.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let frame = if f.vlan.is_some() {
+            mem.copy_frame(f, &mut scratch)
+                .then(|| &scratch[..f.out_len()])
+        } else {
+            mem.slice(f.data_off, f.snaplen as usize)
+        };
+        let out = match frame.and_then(|fr| Some((fr, segment::plan(&hdr, fr)?))) {
+            Some((frame, plan)) => self.decide_segments(&plan, frame, now, c),
+            None => Cut::No,
+        };
+        self.scratch = scratch;
+        out
+    }
+
+    /// The model's decision for each segment of `plan`, then either the whole frame's
+    /// departure or the segments stored one by one.
+    fn decide_segments(&mut self, plan: &Plan, frame: &[u8], now: Nanos, c: &DirCounters) -> Cut {
+        let n = plan.segments();
+        DirCounters::add(&c.segments_in, u64::from(n));
+        self.decisions.clear();
+        let latest = self.latest;
+        // More segments than preallocated decisions (a tiny gso_size): cut as they come.
+        let keep = n as usize <= self.decisions.capacity();
+        for i in 0..n {
+            let d = self.model.arrive(plan.segment_len(i) as u32, now);
+            self.latest = self.latest.max(latest_departure(&d));
+            if keep {
+                self.decisions.push(d);
+            } else {
+                self.act_on_segment(plan, frame, i, d, c);
+            }
+        }
+        if let Some(at) = intact_departure(&self.decisions, latest).filter(|_| keep) {
+            DirCounters::add(&c.kept_whole, 1);
+            return Cut::Intact(Departure { at, corrupt: None });
+        }
+        for i in 0..self.decisions.len() {
+            let d = self.decisions[i];
+            self.act_on_segment(plan, frame, i as u32, d, c);
+        }
+        DirCounters::add(&c.segmented, 1);
+        DirCounters::add(&c.segments_made, u64::from(n));
+        Cut::Done
+    }
+
+    /// Carries out the model's decision `d` for segment `i`.
+    fn act_on_segment(&mut self, plan: &Plan, frame: &[u8], i: u32, d: Decision, c: &DirCounters) {
+        match d {
+            Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
+            Decision::Drop(ModelDrop::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
+            Decision::Send { first, second } => {
+                self.store_segment(plan, frame, i, first, c);
+                if let Some(dup) = second {
+                    DirCounters::add(&c.duplicates, 1);
+                    self.store_segment(plan, frame, i, dup, c);
+                }
+            }
+        }
+    }
+
+    /// Writes segment `i` of `frame` behind its virtio-net header into a slab slot and
+    /// schedules it. A corrupted copy gets its full checksum first (and a header without
+    /// `F_NEEDS_CSUM`), so the receiver sees the flipped bits as a bad checksum.
+    fn store_segment(
+        &mut self,
+        plan: &Plan,
+        frame: &[u8],
+        i: u32,
+        dep: Departure,
+        c: &DirCounters,
+    ) {
+        let Some(slot) = self.slab.alloc() else {
+            DirCounters::add(&c.drop_slab_full, 1);
+            return;
+        };
+        let (hdr, out) = self.slab.slot_mut(slot).split_at_mut(VNET_HDR_LEN);
+        let Some(len) = plan.write(frame, i, out) else {
+            DirCounters::add(&c.malformed, 1);
+            self.slab.release(slot);
+            return;
+        };
+        let mut vnet = plan.vnet_hdr();
+        if let Some(k) = dep.corrupt {
+            corrupt_settled(&mut vnet, &mut out[..len], k, c);
+        }
+        vnet.write(hdr);
+        self.sched.push(dep.at, slot, (VNET_HDR_LEN + len) as u32);
     }
 
     /// True if `f` can leave straight from the RX ring: `sendmmsg` egress, due now, nothing
@@ -316,9 +487,13 @@ impl<M: Model> Direction<M> {
             crate::csum::complete(frame);
         }
         if let Some(k) = dep.corrupt {
-            if let Some(b) = frame.get_mut(k.offset as usize) {
-                *b ^= k.mask;
-                DirCounters::add(&c.corrupted, 1);
+            match VnetHdr::parse(hdr) {
+                // A partial checksum would hide the corruption from the receiver.
+                Some(mut vnet) if !vnet.is_gso() => {
+                    corrupt_settled(&mut vnet, frame, k, c);
+                    vnet.write(hdr);
+                }
+                _ => flip(frame, k, c),
             }
         }
         self.sched.push(dep.at, slot, len as u32);
@@ -452,6 +627,47 @@ impl<M: Model> Direction<M> {
     }
 }
 
+/// The latest departure in `d` (0 for a drop).
+fn latest_departure(d: &Decision) -> Nanos {
+    match d {
+        Decision::Drop(_) => 0,
+        Decision::Send { first, second } => first.at.max(second.map_or(0, |s| s.at)),
+    }
+}
+
+/// The departure of a super-packet whose segments got the decisions `ds`, if the model left
+/// it intact: every segment sent once and uncorrupted, none leaving before the segment ahead
+/// of it or before `latest` (the latest departure given to anything earlier), so that sending
+/// it whole at its last segment's departure changes no order on the wire. `None` otherwise
+/// (it must be cut).
+fn intact_departure(ds: &[Decision], latest: Nanos) -> Option<Nanos> {
+    ds.iter().try_fold(latest, |prev, d| match *d {
+        Decision::Send {
+            first,
+            second: None,
+        } if first.corrupt.is_none() && first.at >= prev => Some(first.at),
+        _ => None,
+    })
+}
+
+/// Flips the corruption's bits in `frame`.
+fn flip(frame: &mut [u8], k: Corruption, c: &DirCounters) {
+    if let Some(b) = frame.get_mut(k.offset as usize) {
+        *b ^= k.mask;
+        DirCounters::add(&c.corrupted, 1);
+    }
+}
+
+/// Corrupts a GSO-mode frame whose virtio-net header is `vnet`: a partial checksum is
+/// completed in software first and the header's `F_NEEDS_CSUM` cleared, so the egress does
+/// not compute a checksum over the flipped bits (which would make them look valid).
+fn corrupt_settled(vnet: &mut VnetHdr, frame: &mut [u8], k: Corruption, c: &DirCounters) {
+    if vnet.flags & F_NEEDS_CSUM != 0 && crate::csum::complete(frame) {
+        vnet.flags &= !F_NEEDS_CSUM;
+    }
+    flip(frame, k, c);
+}
+
 /// A VLAN tag re-inserted after the MAC addresses moves the L4 header 4 bytes on: so must the
 /// header's checksum start (the kernel measured it on the untagged frame).
 fn fix_vnet_for_vlan(hdr: &mut [u8], f: &RxFrame) {
@@ -469,6 +685,53 @@ fn fix_vnet_for_vlan(hdr: &mut [u8], f: &RxFrame) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn send(at: Nanos) -> Decision {
+        Decision::Send {
+            first: Departure { at, corrupt: None },
+            second: None,
+        }
+    }
+
+    #[test]
+    fn a_super_packet_is_intact_only_if_every_segment_leaves_once_unchanged_in_order() {
+        let ds = [send(100), send(112), send(112), send(124)];
+        assert_eq!(
+            intact_departure(&ds, 90),
+            Some(124),
+            "leaves at the last one"
+        );
+        assert_eq!(intact_departure(&ds, 100), Some(124), "ties keep order");
+        // The first segment was reordered ahead of something already scheduled.
+        assert_eq!(intact_departure(&ds, 101), None);
+        // A later segment skipped the delay line (reorder) and overtook the one ahead.
+        assert_eq!(intact_departure(&[send(100), send(50)], 0), None);
+        let lost = [send(100), Decision::Drop(ModelDrop::Loss)];
+        assert_eq!(intact_departure(&lost, 0), None);
+        let full = [Decision::Drop(ModelDrop::QueueFull), send(100)];
+        assert_eq!(intact_departure(&full, 0), None);
+        let dup = Decision::Send {
+            first: Departure {
+                at: 100,
+                corrupt: None,
+            },
+            second: Some(Departure {
+                at: 100,
+                corrupt: None,
+            }),
+        };
+        assert_eq!(intact_departure(&[send(90), dup], 0), None);
+        let corrupt = Decision::Send {
+            first: Departure {
+                at: 100,
+                corrupt: Some(Corruption { offset: 7, mask: 1 }),
+            },
+            second: None,
+        };
+        assert_eq!(intact_departure(&[corrupt, send(100)], 0), None);
+        assert_eq!(latest_departure(&dup), 100);
+        assert_eq!(latest_departure(&lost[1]), 0);
+    }
 
     #[test]
     fn arrival_time_subtracts_the_ring_wait_and_rejects_bad_stamps() {

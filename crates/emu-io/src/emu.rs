@@ -48,6 +48,10 @@ impl Model for DirectionModel {
         DirectionModel::may_reorder(self)
     }
 
+    fn needs_per_packet(&self) -> bool {
+        self.config().needs_per_packet().is_some()
+    }
+
     fn reconfigure(&mut self, cfg: &DirectionConfig, now: Nanos) -> Result<(), String> {
         DirectionModel::reconfigure(self, cfg, now).map_err(|e| e.to_string())
     }
@@ -63,14 +67,6 @@ pub fn fresh_seed() -> u64 {
     x ^ (x >> 31)
 }
 
-/// In GSO mode, refuses a link with an element that needs single packets.
-fn refuse_per_packet(cfg: &LinkConfig, gso: bool) -> Result<(), IoError> {
-    match cfg.needs_per_packet() {
-        Some(element) if gso => Err(IoError::NeedsPerPacket { element }),
-        _ => Ok(()),
-    }
-}
-
 impl Bridge<DirectionModel> {
     /// Bridges `iface_a` (client side) and `iface_b` (server side) with the link `cfg`. The
     /// seed is `cfg.seed` or a fresh one; read it back with [`Bridge::seed`].
@@ -80,7 +76,6 @@ impl Bridge<DirectionModel> {
         cfg: &LinkConfig,
         opts: &IoOptions,
     ) -> Result<Self, IoError> {
-        refuse_per_packet(cfg, opts.gso)?;
         let link = LinkModel::new(cfg, fresh_seed()).map_err(|e| IoError::Config(e.to_string()))?;
         let seed = link.seed();
         let mut bridge = Self::with_models(iface_a, iface_b, link.forward, link.reverse, opts)?;
@@ -91,7 +86,6 @@ impl Bridge<DirectionModel> {
     /// Changes the impairments of the running link; queued frames keep their departures.
     pub fn reconfigure_link(&self, cfg: &LinkConfig) -> Result<(), IoError> {
         cfg.validate().map_err(|e| IoError::Config(e.to_string()))?;
-        refuse_per_packet(cfg, self.gso)?;
         self.reconfigure(cfg.forward.clone(), cfg.reverse.clone())
     }
 }
@@ -116,27 +110,19 @@ mod tests {
     }
 
     #[test]
-    fn gso_mode_refuses_per_packet_elements_by_name() {
+    fn per_packet_elements_make_a_direction_segment() {
         let mut cfg = LinkConfig::default();
         cfg.reverse.duplicate = 0.01;
-        assert!(refuse_per_packet(&cfg, false).is_ok());
-        let e = refuse_per_packet(&cfg, true).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "reverse.duplicate needs per-packet granularity, which GSO mode (offloads on) does not have: turn offloads off (`offloads off`) or remove reverse.duplicate"
+        let link = LinkModel::new(&cfg, 1).unwrap();
+        assert!(!Model::needs_per_packet(&link.forward));
+        assert!(Model::needs_per_packet(&link.reverse));
+        let mut fwd = link.forward;
+        cfg.forward.corrupt = 0.001;
+        Model::reconfigure(&mut fwd, &cfg.forward, 0).unwrap();
+        assert!(
+            Model::needs_per_packet(&fwd),
+            "a reconfigure switches it on"
         );
-        // Rejected before any interface is looked up.
-        let opts = IoOptions {
-            gso: true,
-            ..Default::default()
-        };
-        let e = EmuBridge::start("nonexistent0", "nonexistent1", &cfg, &opts).unwrap_err();
-        assert!(matches!(
-            e,
-            IoError::NeedsPerPacket {
-                element: "reverse.duplicate"
-            }
-        ));
     }
 
     #[test]

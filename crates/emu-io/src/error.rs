@@ -55,15 +55,6 @@ pub enum IoError {
     /// The link configuration is invalid (the model's message names the field and the fix).
     #[error("link configuration: {0}")]
     Config(String),
-    /// GSO mode carries super-packets whole, so an element that acts on single packets
-    /// cannot run (see `tcplab_emu::LinkConfig::needs_per_packet`).
-    #[error(
-        "{element} needs per-packet granularity, which GSO mode (offloads on) does not have: turn offloads off (`offloads off`) or remove {element}"
-    )]
-    NeedsPerPacket {
-        /// The element, e.g. "forward.loss".
-        element: &'static str,
-    },
     /// GSO mode sends super-packets out of `iface`; without TSO and TX checksum offload there
     /// the kernel refuses or re-segments them.
     #[error(

@@ -64,6 +64,12 @@ pub trait Model: Send + 'static {
     /// True if departures can come out of arrival order (the I/O then keeps a heap, else a
     /// FIFO).
     fn may_reorder(&self) -> bool;
+    /// True if an element acts on single packets (loss, duplicate, reorder, corrupt): GSO
+    /// mode then cuts super-packets into their wire segments before [`Model::arrive`]
+    /// (`crate::segment`). Default false: super-packets cross whole.
+    fn needs_per_packet(&self) -> bool {
+        false
+    }
     /// Applies a new configuration without dropping what is queued; an error leaves the old
     /// configuration in force and is reported by the bridge.
     fn reconfigure(&mut self, cfg: &Self::Config, now: Nanos) -> Result<(), String>;
@@ -134,6 +140,10 @@ impl Model for BasicModel {
 
     fn may_reorder(&self) -> bool {
         false
+    }
+
+    fn needs_per_packet(&self) -> bool {
+        self.cfg.loss > 0.0
     }
 
     fn reconfigure(&mut self, cfg: &BasicConfig, _now: Nanos) -> Result<(), String> {

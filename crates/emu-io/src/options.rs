@@ -86,8 +86,9 @@ pub struct IoOptions {
     /// both sockets, ring and slab slots large enough for 64 KiB super-packets, and each
     /// frame's virtio-net header carried from RX to TX unchanged, so TSO/GSO super-packets
     /// cross whole and partial checksums stay partial. The model charges a super-packet as
-    /// the wire packets it stands for (`tcplab_emu::DirectionModel::arrive_train`); links
-    /// whose `LinkConfig::needs_per_packet()` names an element are refused. RX rings then
+    /// the wire packets it stands for (`tcplab_emu::DirectionModel::arrive_train`); a
+    /// direction whose model needs per-packet granularity cuts them into wire segments
+    /// instead (`crate::segment`). RX rings then
     /// hold at most [`GSO_RING_FRAMES`] frames and slabs [`GSO_SLAB_SLOTS`] slots (64 KiB each).
     pub gso: bool,
     /// While a frame waits for a later departure, run a `SCHED_IDLE` spinner on each CPU so

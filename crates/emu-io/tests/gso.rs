@@ -1,6 +1,7 @@
 //! Root integration test of GSO mode: offloads ON on every veth end, so TSO super-packets
 //! reach the emulator; it carries them whole (virtio-net headers), charges the model their
-//! wire packets, and the link still shows its configured delay and rate.
+//! wire packets, and the link still shows its configured delay and rate. Links with elements
+//! acting on single packets (segmentation in user space) are tested in `segment.rs`.
 
 mod common;
 
@@ -8,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{PathLab, SERVER_IP, median, tcp_echo_server, tcp_rr_rtts};
 use tcplab_emu::ImpairmentFlags;
-use tcplab_emu_io::{EmuBridge, IoError, IoOptions};
+use tcplab_emu_io::{EmuBridge, IoOptions};
 
 fn gso_opts() -> IoOptions {
     IoOptions {
@@ -114,44 +115,6 @@ fn tso_super_packets_cross_whole_with_delay_and_rate() {
         f.frames_in,
         f.segments_in
     );
-}
-
-#[test]
-fn gso_mode_refuses_loss_and_names_the_fix() {
-    require_root!();
-    let lab = PathLab::with_offloads(true);
-    let cfg = ImpairmentFlags {
-        loss: Some("1%".into()),
-        ..Default::default()
-    }
-    .to_link_config()
-    .expect("flags");
-    let c = cfg.clone();
-    let e = lab
-        .middle
-        .run_in(move || EmuBridge::start("m0", "m1", &c, &gso_opts()))
-        .expect_err("loss refused in GSO mode");
-    assert!(
-        matches!(
-            e,
-            IoError::NeedsPerPacket {
-                element: "forward.loss"
-            }
-        ),
-        "{e}"
-    );
-    assert!(e.to_string().contains("offloads off"), "{e}");
-    // A running GSO bridge refuses it on reconfigure too, and keeps running.
-    let bridge = lab
-        .middle
-        .run_in(move || {
-            EmuBridge::start("m0", "m1", &tcplab_emu::LinkConfig::default(), &gso_opts())
-        })
-        .expect("transparent GSO bridge starts");
-    let e = bridge.reconfigure_link(&cfg).expect_err("refused");
-    assert!(matches!(e, IoError::NeedsPerPacket { .. }));
-    assert!(bridge.is_running());
-    let _ = bridge.stop();
 }
 
 #[test]

@@ -109,8 +109,8 @@ impl DirectionConfig {
     /// The first configured element that decides per wire packet — `"loss"`, `"duplicate"`,
     /// `"reorder"` or `"corrupt"` — or `None`. A GSO super-packet stands for many wire
     /// packets; these elements would drop, copy, move or damage all of them at once, so an
-    /// emulator carrying super-packets (offloads on) must refuse such a configuration (or
-    /// segment first). Delay, jitter, rate and queue work on super-packets exactly
+    /// emulator carrying super-packets (offloads on) must segment first (`tcplab_emu_io`
+    /// does, per direction) or refuse. Delay, jitter, rate and queue work on super-packets exactly
     /// (`DirectionModel::arrive_train`).
     pub fn needs_per_packet(&self) -> Option<&'static str> {
         let flags = [

@@ -30,7 +30,9 @@
 //! * A GSO super-packet ([`DirectionModel::arrive_train`]) is queued and serialised as its
 //!   wire packets (queue limits in packets count segments) and departs when its last one
 //!   would. Loss, duplicate, reorder and corrupt cannot act on single packets of a train:
-//!   [`LinkConfig::needs_per_packet`] names the element so the I/O layer can refuse it.
+//!   where [`LinkConfig::needs_per_packet`] names one, the I/O layer cuts super-packets into
+//!   their wire segments first (`tcplab_emu_io::segment`) and calls [`DirectionModel::arrive`]
+//!   per segment.
 //! * A reordered packet skips the delay line; a duplicate takes its own place in the queue;
 //!   corruption names one bit ([`Corruption`]) that the I/O layer flips.
 //! * Each element draws from its own ChaCha8 stream of the one seed ([`rng`]) a fixed number

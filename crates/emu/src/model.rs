@@ -192,9 +192,10 @@ impl DirectionModel {
     /// bottleneck serialises and queues it as `segments` back-to-back packets (queue limits in
     /// packets count segments) and it departs when its last segment would, plus the delay line.
     /// Counters count segments. Loss, duplicate, reorder and corruption draw once and act on
-    /// the whole train, which is not what a real link does to its packets: callers that carry
-    /// super-packets should refuse configurations where
-    /// [`DirectionConfig::needs_per_packet`] names an element. `segments` 0 is taken as 1.
+    /// the whole train, which is not what a real link does to its packets: where
+    /// [`DirectionConfig::needs_per_packet`] names an element, callers should cut the
+    /// super-packet and call [`Self::arrive`] per segment (as `tcplab_emu_io` does in GSO
+    /// mode). `segments` 0 is taken as 1.
     pub fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Verdict {
         let segments = segments.max(1);
         let now = now.max(self.last_now);

@@ -44,7 +44,8 @@ pub struct Emulator {
 }
 
 /// The emulator's I/O options for a lab with these offloads: with segmentation offloads on it
-/// carries super-packets whole (GSO-aware mode), else one wire packet per frame.
+/// runs in GSO-aware mode (super-packets cross whole unless a per-packet element changed one
+/// of their segments; then it is cut), else one wire packet per frame.
 /// Every other I/O option takes its default unless [`IO_OPTIONS_ENV`] holds a JSON object of
 /// `IoOptions` fields (for experiments and benchmarks, e.g. `{"keep_awake": false}`).
 pub fn io_options(offloads: Offloads) -> Result<IoOptions> {

@@ -636,21 +636,12 @@ impl LabSpec {
                     ));
                 }
             }
+            // Any impairment goes with offloads on too: where an element acts on single
+            // packets (loss, duplicate, reorder, corrupt), the emulator cuts TSO/GSO
+            // super-packets into their wire segments (tcplab_emu_io::segment).
             emu.link
                 .validate()
                 .map_err(|e| LabError::invalid("impairments", e.to_string()))?;
-            if let Some(element) = emu
-                .link
-                .needs_per_packet()
-                .filter(|_| self.offloads.segments())
-            {
-                return Err(LabError::invalid(
-                    "--offloads",
-                    format!(
-                        "{element} needs per-packet granularity, which the emulator does not have with offloads on (it carries TSO/GSO super-packets whole): use --offloads off, or drop {element}"
-                    ),
-                ));
-            }
         }
         for (i, s) in self.sysctls.iter().enumerate() {
             if s.host != "all" && !names.contains(s.host.as_str()) {

@@ -296,3 +296,75 @@ fn with_offloads_on_super_packets_cross_whole_at_the_configured_rate() {
         "the rate holds for super-packets: {goodput:.0} bit/s"
     );
 }
+
+#[test]
+fn with_offloads_on_and_1pct_loss_the_lab_comes_up_and_loses_single_segments() {
+    let state = tempfile::tempdir().unwrap();
+    let mut link = delay_link(1);
+    for dir in [&mut link.forward, &mut link.reverse] {
+        dir.loss = Some(tcplab_emu::Loss::Bernoulli { probability: 0.01 });
+    }
+    let lab = emulated_with(
+        &state,
+        "gsoloss",
+        Topology::Path,
+        Some(link),
+        BridgeMode::Auto,
+        Offloads::ALL_ON,
+    );
+    let listener = lab
+        .host("server")
+        .unwrap()
+        .run(|| TcpListener::bind("198.18.0.101:0").unwrap())
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sink = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let (mut buf, mut total) = (vec![0u8; 1 << 16], 0u64);
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+        }
+        total
+    });
+    let total: u64 = 16 << 20;
+    lab.host("client")
+        .unwrap()
+        .run(move || {
+            let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
+            let chunk = vec![7u8; 1 << 16];
+            for _ in 0..total / chunk.len() as u64 {
+                s.write_all(&chunk).unwrap();
+            }
+        })
+        .unwrap();
+    assert_eq!(
+        sink.join().unwrap(),
+        total,
+        "the flow completes through 1 % loss"
+    );
+    let status = lab.emulator_status().unwrap();
+    let fwd = &status.counters["forward"];
+    let count = |k: &str| fwd[k].as_u64().unwrap();
+    let (segmented, made, seen, lost) = (
+        count("segmented"),
+        count("segments_made"),
+        count("segments_in"),
+        fwd["drops"]["loss"].as_u64().unwrap(),
+    );
+    assert!(
+        segmented > 0 && made > 2 * segmented,
+        "super-packets were cut: {segmented} into {made} segments"
+    );
+    assert_eq!(count("unsegmented"), 0);
+    // Each wire segment had its own 1 % chance: within the 99 % binomial interval.
+    let (mean, sd) = (seen as f64 * 0.01, (seen as f64 * 0.01 * 0.99).sqrt());
+    assert!(
+        (lost as f64 - mean).abs() <= 2.576 * sd,
+        "{lost} lost of {seen} segments, expected {mean:.0} ± {:.0}",
+        2.576 * sd
+    );
+}

@@ -207,3 +207,29 @@ fn flags_parse_or_explain() {
         "4096 87380 6291456"
     );
 }
+
+#[test]
+fn offloads_on_accept_every_impairment_the_emulator_segments_for() {
+    // Loss, duplicate, reorder and corrupt act on single wire packets; with offloads on the
+    // emulator cuts super-packets into them, so none of these is refused any more.
+    let flags = tcplab_emu::ImpairmentFlags {
+        delay: Some("5ms".into()),
+        loss: Some("1%".into()),
+        duplicate: Some("0.1%".into()),
+        reorder: Some("0.1%".into()),
+        corrupt: Some("0.01%".into()),
+        ..Default::default()
+    };
+    let link = flags.to_link_config().unwrap();
+    assert_eq!(link.needs_per_packet(), Some("forward.loss"));
+    let spec = LabSpec::builtin(&BuiltinOptions {
+        name: "gsoloss".into(),
+        topology: Topology::Path,
+        offloads: Offloads::ALL_ON,
+        link: Some(link.clone()),
+        ..BuiltinOptions::default()
+    })
+    .unwrap();
+    assert!(spec.offloads.segments());
+    assert_eq!(spec.emulation.unwrap().link, link);
+}

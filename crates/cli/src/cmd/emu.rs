@@ -35,8 +35,9 @@ pub struct EmuArgs {
     #[arg(long)]
     busy_poll: bool,
     /// GSO-aware mode for interfaces with segmentation offloads on (tso, gso and tx checksum
-    /// on both): TSO/GSO super-packets cross whole, charged as the wire packets they stand for.
-    /// Loss, duplicate, reorder and corrupt need offloads off. With --lab, the lab's offloads decide.
+    /// on both): TSO/GSO super-packets cross whole, charged as the wire packets they stand for;
+    /// each segment meets loss, duplicate, reorder and corrupt on its own, and a super-packet
+    /// one of them changed is cut into its segments. With --lab, the lab's offloads decide.
     #[arg(long)]
     gso: bool,
     /// Let the CPUs halt while frames wait for their departure (by default a lowest-priority
