@@ -77,6 +77,7 @@ pub mod slab;
 pub mod sys;
 pub mod verdict;
 mod worker;
+mod xsk_port;
 
 pub use bridge::{Bridge, Snapshot};
 pub use counters::{DirSnapshot, Drops};

@@ -12,6 +12,11 @@ pub enum RxRingKind {
     /// TPACKET_V3: block hand-over; wakes only when a block fills or its retire timer fires
     /// (ms, rounded to jiffies), so it adds up to a timer tick of delay at low rates.
     V3,
+    /// AF_XDP: an XDP program on each interface (native mode, veth's NAPI) stamps each frame
+    /// and redirects it to an AF_XDP socket's RX ring (copy mode: veth has no zero-copy).
+    /// The frames never reach the middle host's stack or its packet taps. Needs offloads off
+    /// (XDP sees neither partial checksums nor GSO sizes) and no other XDP program.
+    Xdp,
 }
 
 /// How frames leave on the egress interface.
@@ -27,6 +32,9 @@ pub enum TxKind {
     /// 172-458 µs) and less worker CPU (BENCH.md, session 3).
     #[default]
     Sendmmsg,
+    /// The TX ring of the interface's AF_XDP socket, kicked with `sendto` (copy mode: the
+    /// kernel copies each frame into a new skb, 32 frames per call at most).
+    Xsk,
 }
 
 /// How directions map to worker threads.
@@ -187,6 +195,13 @@ impl IoOptions {
                 "rt_priority",
                 format!("{:?} with busy_poll", self.rt_priority),
                 "a SCHED_FIFO thread that never sleeps starves the TCP endpoints on its CPU: set rt_priority to None or busy_poll to false",
+            );
+        }
+        if self.gso && (self.rx_ring == RxRingKind::Xdp || self.tx == TxKind::Xsk) {
+            return bad(
+                "rx_ring",
+                format!("{:?} / tx {:?} with gso", self.rx_ring, self.tx),
+                "AF_XDP carries no virtio-net header, so super-packets cannot cross it: turn gso off (and offloads off) or use rx_ring V2 and tx Sendmmsg",
             );
         }
         let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
