@@ -112,6 +112,8 @@ pub struct XskSocket {
     tx: Option<RingMap>,
     comp: RingMap,
     umem: Mmap,
+    /// The TX socket when the interface both receives and sends (shares the UMEM).
+    tx_fd: Option<OwnedFd>,
     fd: OwnedFd,
     spec: XskSpec,
 }
@@ -186,6 +188,67 @@ fn map_ring(
     })
 }
 
+fn new_socket() -> Result<OwnedFd, XskError> {
+    // Safety: plain socket(2); the fd is checked and then owned.
+    let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(step("socket(AF_XDP)")(io::Error::last_os_error()));
+    }
+    // Safety: fresh valid fd.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+/// `XDP_TX_RING`, and a send buffer with room for the skbs veth has not orphaned yet (the
+/// default holds ~90 frames).
+fn set_tx_ring(fd: &OwnedFd, entries: u32) -> Result<(), XskError> {
+    setsockopt(fd, libc::XDP_TX_RING, &entries).map_err(step("XDP_TX_RING"))?;
+    let bytes: libc::c_int = 16 << 20;
+    // Safety: value points to a live c_int; the kernel copies it. Best effort (capped by
+    // net.core.wmem_max).
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&bytes as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    Ok(())
+}
+
+fn mmap_offsets(fd: &OwnedFd) -> Result<libc::xdp_mmap_offsets, XskError> {
+    // Safety: all-zero is a valid xdp_mmap_offsets (plain integers).
+    let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
+    getsockopt(fd, libc::XDP_MMAP_OFFSETS, &mut off).map_err(step("XDP_MMAP_OFFSETS"))?;
+    Ok(off)
+}
+
+/// Binds to queue 0 of `ifindex` (`flags`: `XDP_COPY`, or `XDP_SHARED_UMEM` with the UMEM
+/// owner's fd).
+fn bind(fd: &OwnedFd, ifindex: i32, flags: u16, shared_fd: u32) -> io::Result<()> {
+    let sxdp = libc::sockaddr_xdp {
+        sxdp_family: libc::AF_XDP as u16,
+        sxdp_flags: flags,
+        sxdp_ifindex: ifindex as u32,
+        sxdp_queue_id: 0,
+        sxdp_shared_umem_fd: shared_fd,
+    };
+    // Safety: sxdp is a valid sockaddr_xdp and the length passed is its size.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sxdp as *const libc::sockaddr_xdp).cast(),
+            size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
 /// Ring entries for `frames` chunks (a power of two, at least 64: the kernel wants both UMEM
 /// rings even on a socket that only receives or only sends).
 fn ring_entries(frames: u32) -> u32 {
@@ -195,15 +258,16 @@ fn ring_entries(frames: u32) -> u32 {
 impl XskSocket {
     /// Opens, maps and binds the socket to queue 0 of `spec.ifindex` in copy mode; when it
     /// receives, attaches the redirect program (native XDP) and points queue 0 at it.
+    ///
+    /// A socket that both receives and sends is two sockets sharing one UMEM
+    /// (`XDP_SHARED_UMEM`, same queue): one with the RX ring, one with the TX ring. With one
+    /// socket, every `ppoll` of the receiving direction also runs copy-mode transmission of
+    /// the other direction's TX ring (`xsk_poll` → `__xsk_generic_xmit`), and the two threads
+    /// fight over the socket's mutex (`mutex_spin_on_owner` 5.9 % of all CPU in a profile).
     pub fn open(spec: XskSpec) -> Result<Self, XskError> {
-        // Safety: plain socket(2); the fd is checked and then owned.
-        let raw = unsafe { libc::socket(libc::AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            return Err(step("socket(AF_XDP)")(io::Error::last_os_error()));
-        }
-        // Safety: fresh valid fd.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = new_socket()?;
         let (rx_n, tx_n) = (ring_entries(spec.rx_frames), ring_entries(spec.tx_frames));
+        let (receives, sends) = (spec.rx_frames > 0, spec.tx_frames > 0);
         let chunks = u64::from(spec.rx_frames) + u64::from(spec.tx_frames);
         let umem = Mmap::anonymous((chunks * u64::from(spec.frame_size)) as usize)
             .map_err(step("mmap of the UMEM"))?;
@@ -219,52 +283,13 @@ impl XskSocket {
         setsockopt(&fd, libc::XDP_UMEM_FILL_RING, &rx_n).map_err(step("XDP_UMEM_FILL_RING"))?;
         setsockopt(&fd, libc::XDP_UMEM_COMPLETION_RING, &tx_n)
             .map_err(step("XDP_UMEM_COMPLETION_RING"))?;
-        if spec.rx_frames > 0 {
+        if receives {
             setsockopt(&fd, libc::XDP_RX_RING, &rx_n).map_err(step("XDP_RX_RING"))?;
+        } else {
+            set_tx_ring(&fd, tx_n)?;
         }
-        if spec.tx_frames > 0 {
-            setsockopt(&fd, libc::XDP_TX_RING, &tx_n).map_err(step("XDP_TX_RING"))?;
-            // Room for skbs veth has not orphaned yet (the default is ~90 frames).
-            let bytes: libc::c_int = 16 << 20;
-            // Safety: value points to a live c_int; the kernel copies it.
-            unsafe {
-                libc::setsockopt(
-                    fd.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_SNDBUF,
-                    (&bytes as *const libc::c_int).cast(),
-                    size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
-        }
-        // Safety: all-zero is a valid xdp_mmap_offsets (plain integers).
-        let mut off: libc::xdp_mmap_offsets = unsafe { std::mem::zeroed() };
-        getsockopt(&fd, libc::XDP_MMAP_OFFSETS, &mut off).map_err(step("XDP_MMAP_OFFSETS"))?;
+        let off = mmap_offsets(&fd)?;
         let desc = size_of::<libc::xdp_desc>();
-        let rx = (spec.rx_frames > 0)
-            .then(|| {
-                map_ring(
-                    &fd,
-                    &off.rx,
-                    rx_n,
-                    desc,
-                    libc::XDP_PGOFF_RX_RING as u64,
-                    "mmap of the RX ring",
-                )
-            })
-            .transpose()?;
-        let tx = (spec.tx_frames > 0)
-            .then(|| {
-                map_ring(
-                    &fd,
-                    &off.tx,
-                    tx_n,
-                    desc,
-                    libc::XDP_PGOFF_TX_RING as u64,
-                    "mmap of the TX ring",
-                )
-            })
-            .transpose()?;
         let fill = map_ring(
             &fd,
             &off.fr,
@@ -281,27 +306,56 @@ impl XskSocket {
             libc::XDP_UMEM_PGOFF_COMPLETION_RING,
             "mmap of the completion ring",
         )?;
-        let sxdp = libc::sockaddr_xdp {
-            sxdp_family: libc::AF_XDP as u16,
-            sxdp_flags: libc::XDP_COPY,
-            sxdp_ifindex: spec.ifindex as u32,
-            sxdp_queue_id: 0,
-            sxdp_shared_umem_fd: 0,
-        };
-        // Safety: sxdp is a valid sockaddr_xdp and the length passed is its size.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&sxdp as *const libc::sockaddr_xdp).cast(),
-                size_of::<libc::sockaddr_xdp>() as libc::socklen_t,
+        let rx = receives
+            .then(|| {
+                map_ring(
+                    &fd,
+                    &off.rx,
+                    rx_n,
+                    desc,
+                    libc::XDP_PGOFF_RX_RING as u64,
+                    "mmap of the RX ring",
+                )
+            })
+            .transpose()?;
+        let mut tx = (!receives)
+            .then(|| {
+                map_ring(
+                    &fd,
+                    &off.tx,
+                    tx_n,
+                    desc,
+                    libc::XDP_PGOFF_TX_RING as u64,
+                    "mmap of the TX ring",
+                )
+            })
+            .transpose()?;
+        bind(&fd, spec.ifindex, libc::XDP_COPY, 0)
+            .map_err(step("bind(AF_XDP, queue 0, copy mode)"))?;
+        let tx_fd = if receives && sends {
+            let t = new_socket()?;
+            set_tx_ring(&t, tx_n)?;
+            let toff = mmap_offsets(&t)?;
+            tx = Some(map_ring(
+                &t,
+                &toff.tx,
+                tx_n,
+                desc,
+                libc::XDP_PGOFF_TX_RING as u64,
+                "mmap of the TX ring",
+            )?);
+            bind(
+                &t,
+                spec.ifindex,
+                libc::XDP_SHARED_UMEM,
+                fd.as_raw_fd() as u32,
             )
+            .map_err(step("bind(AF_XDP, queue 0, shared UMEM)"))?;
+            Some(t)
+        } else {
+            None
         };
-        if rc < 0 {
-            return Err(step("bind(AF_XDP, queue 0, copy mode)")(
-                io::Error::last_os_error(),
-            ));
-        }
-        let xdp = if spec.rx_frames > 0 {
+        let xdp = if receives {
             let x = XdpRedirect::attach(spec.ifindex, 1)?;
             x.insert(0, fd.as_fd())
                 .map_err(step("BPF_MAP_UPDATE_ELEM (XSKMAP)"))?;
@@ -316,6 +370,7 @@ impl XskSocket {
             tx,
             comp,
             umem,
+            tx_fd,
             fd,
             spec,
         })
@@ -360,7 +415,7 @@ impl XskSocket {
         // Safety: a zero-length sendto with no buffer and no address is the AF_XDP TX trigger.
         let rc = unsafe {
             libc::sendto(
-                self.fd.as_raw_fd(),
+                self.tx_fd.as_ref().unwrap_or(&self.fd).as_raw_fd(),
                 std::ptr::null(),
                 0,
                 libc::MSG_DONTWAIT,
