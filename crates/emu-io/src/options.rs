@@ -15,7 +15,11 @@ pub enum RxRingKind {
     /// AF_XDP: an XDP program on each interface (native mode, veth's NAPI) stamps each frame
     /// and redirects it to an AF_XDP socket's RX ring (copy mode: veth has no zero-copy).
     /// The frames never reach the middle host's stack or its packet taps. Needs offloads off
-    /// (XDP sees neither partial checksums nor GSO sizes) and no other XDP program.
+    /// (XDP sees neither partial checksums nor GSO sizes) and no other XDP program. Not the
+    /// default: 0.79-0.88x of the kernel bridge against 0.81-0.92x for V2 in the same
+    /// interleaved runs, because veth must copy TCP's cloned skbs before XDP
+    /// (`skb_pp_cow_data`) and copy mode copies again into the UMEM: two copies, V2 one
+    /// (BENCH.md, session 4).
     Xdp,
 }
 
@@ -33,7 +37,9 @@ pub enum TxKind {
     #[default]
     Sendmmsg,
     /// The TX ring of the interface's AF_XDP socket, kicked with `sendto` (copy mode: the
-    /// kernel copies each frame into a new skb, 32 frames per call at most).
+    /// kernel copies each frame into a new skb, 32 frames per call at most). A tie with
+    /// `Sendmmsg` (median ratio 1.01 over 34 interleaved pairs, BENCH.md session 4); needs
+    /// no XDP program, but no other AF_XDP socket on the interface.
     Xsk,
 }
 
@@ -253,5 +259,24 @@ mod tests {
         .validate()
         .unwrap_err();
         assert!(e.to_string().starts_with("IoOptions.slab_slots = 1"));
+        let e = IoOptions {
+            rx_ring: RxRingKind::Xdp,
+            gso: true,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("IoOptions.rx_ring = Xdp / tx Sendmmsg with gso: AF_XDP carries no virtio-net header"),
+            "{e}"
+        );
+        IoOptions {
+            rx_ring: RxRingKind::Xdp,
+            tx: TxKind::Xsk,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
     }
 }

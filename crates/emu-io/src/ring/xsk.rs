@@ -190,6 +190,8 @@ pub struct XskRx {
     real_minus_mono: i64,
     /// True when the current entry's descriptor was read (so `consume` knows its chunk).
     current: Option<u64>,
+    /// End of the RX chunks in the UMEM (the TX chunks follow).
+    rx_end: u64,
 }
 
 impl XskRx {
@@ -212,6 +214,7 @@ impl XskRx {
             max_held: rx_frames as usize / 2,
             real_minus_mono: 0,
             current: None,
+            rx_end: u64::from(rx_frames) * u64::from(frame_size),
         };
         for i in 0..u64::from(rx_frames) {
             s.give_back(i * s.frame_size);
@@ -226,9 +229,13 @@ impl XskRx {
     }
 
     /// Clears the stamp slot (so a frame without metadata reads 0) and puts the chunk on the
-    /// fill ring (unpublished).
+    /// fill ring (unpublished). An address outside the RX chunks (a malformed descriptor) is
+    /// not given back: it may name a TX chunk.
     fn give_back(&mut self, addr: u64) {
         let chunk = addr - addr % self.frame_size.max(1);
+        if chunk >= self.rx_end {
+            return;
+        }
         if let Some(stamp_off) = (addr as usize).checked_sub(self.meta_len) {
             if stamp_off as u64 >= chunk {
                 write_u64(&self.umem, stamp_off, 0);
@@ -519,12 +526,19 @@ mod tests {
             2,
             8,
         );
-        t.put_u32(128, 4000);
+        // The kernel took both fill entries and returned an address past the UMEM.
+        t.put_u32(1024 + LAYOUT.consumer, 2);
+        t.put_u32(128, 5000);
         t.put_u32(128 + 8, 200);
         t.put_u32(LAYOUT.producer, 1);
         assert_eq!(rx.peek(), RxNext::Malformed);
         rx.consume();
         assert_eq!(cons(&mut t, 0), 1);
+        assert_eq!(
+            prod(&mut t, 1024),
+            2,
+            "an address outside the RX chunks is not refilled"
+        );
         assert_eq!(rx.peek(), RxNext::Empty);
     }
 
