@@ -52,7 +52,7 @@
 //!
 //! # Performance
 //! `BENCH.md` beside this crate (run `bench.sh`): offloads off, a mean 0.81-1.03x the kernel
-//! bridge's TCP throughput over 41 interleaved rounds on 2 shared CPUs (session 4; the AF_XDP
+//! bridge's TCP throughput per run over 42 interleaved rounds on 2 shared CPUs (session 4; the AF_XDP
 //! route measured 0.79-0.88x receiving, a tie transmitting: veth has no zero-copy AF_XDP and
 //! must copy TCP's cloned skbs before XDP, so receive costs two copies instead of one); GSO
 //! mode with offloads on, 0.69-0.71x the kernel bridge with offloads on (3.6x the offloads-off
