@@ -11,6 +11,12 @@
 #   ONLY_SEGMENT=1 ...             # only that table (PASSES=N interleaved passes, default 2;
 #                                    LOSS=1% for another loss rate, default 0.1%)
 #   EMU_ALT=/path/emu_bridge ...   # segmentation table: one more --gso --loss row with this binary
+#   ROUNDS=5 EMU_ROWS="...;..." ...  # interleaved: kernel bridge, then each row, 5 times, then
+#                                    # a summary (mean, range, ratio to the same round's kernel)
+#   IPERF_FLAGS="-A 0,1" ...          # extra iperf3 client flags for the TCP tables (here: client
+#                                    # on CPU 0, server on CPU 1), kernel bridge and emulator alike
+#   A row token "napi=threaded" is not an emulator flag: after the emulator started (and
+#   attached XDP, which turns veth NAPI on) it writes 1 to /sys/class/net/m{0,1}/threaded.
 #
 # Prints one markdown row per configuration: TCP throughput (iperf3, 1 flow), and the
 # emulator's lateness/verdict. Namespaces are named tlx-bench-<pid>-*, removed on exit.
@@ -54,7 +60,7 @@ PIDS+=($!)
 sleep 0.5
 
 iperf() {  # prints receiver Mbit/s of a 1-flow TCP test
-  ip netns exec "$C" iperf3 -c 198.18.0.2 -p 5201 -t "$SECS" -J \
+  ip netns exec "$C" iperf3 -c 198.18.0.2 -p 5201 -t "$SECS" -J ${IPERF_FLAGS:-} \
     | python3 -c 'import json,sys; d=json.load(sys.stdin); print("%.0f" % (d["end"]["sum_received"]["bits_per_second"]/1e6))'
 }
 
@@ -70,14 +76,22 @@ kernel_bridge() {  # prints the kernel bridge's TCP Mbit/s
 }
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-emu_row() {  # $1 = label, rest = emu_bridge flags
+emu_row() {  # $1 = label, rest = emu_bridge flags (and "napi=threaded")
   local label=$1; shift
   local out; out=$(mktemp)
-  ip netns exec "$M" "${EMU_BIN:-$EMU}" m0 m1 --seconds "$((SECS + 3))" "$@" >"$out" 2>/dev/null &
+  local flags=() threaded=
+  for f in "$@"; do
+    if [ "$f" = napi=threaded ]; then threaded=1; else flags+=("$f"); fi
+  done
+  ip netns exec "$M" "${EMU_BIN:-$EMU}" m0 m1 --seconds "$((SECS + 3))" "${flags[@]}" >"$out" 2>/dev/null &
   local pid=$!
   PIDS+=($pid)
   sleep 1
+  if [ -n "$threaded" ]; then
+    ip netns exec "$M" sh -c 'echo 1 > /sys/class/net/m0/threaded && echo 1 > /sys/class/net/m1/threaded'
+  fi
   local mbps; mbps=$(iperf)
+  LAST_MBPS=$mbps
   wait "$pid" || true
   local notes; notes=$(python3 - "$out" <<'PY'
 import json, sys
@@ -133,8 +147,37 @@ echo "| kernel bridge | $KERNEL | 1.00 | |"
 
 if [ -n "${EMU_ROWS:-}" ]; then
   # EMU_ROWS="flags;flags;..." replaces the standard rows (each row labelled by its flags).
+  # ROUNDS=N repeats kernel bridge + rows N times (interleaved) and summarises.
   IFS=';' read -ra rows <<<"$EMU_ROWS"
-  for r in "${rows[@]}"; do emu_row "$r" $r; done
+  SUMMARY=$(mktemp)
+  for round in $(seq 1 "${ROUNDS:-1}"); do
+    [ "$round" -gt 1 ] && { KERNEL=$(kernel_bridge); echo "| kernel bridge, round $round | $KERNEL | 1.00 | load $(cut -d' ' -f1 /proc/loadavg) |"; }
+    echo "kernel bridge	$KERNEL	$KERNEL" >>"$SUMMARY"
+    for r in "${rows[@]}"; do
+      emu_row "$r" $r
+      echo "emu ${r:-default}	$LAST_MBPS	$KERNEL" >>"$SUMMARY"
+    done
+  done
+  if [ "${ROUNDS:-1}" -gt 1 ]; then
+    echo
+    echo "Summary over ${ROUNDS} interleaved rounds (load average at end: $(cut -d' ' -f1-3 /proc/loadavg)):"
+    echo
+    echo "| path | mean Mbit/s | min-max | mean ratio to the same round's kernel bridge | ratios |"
+    echo "|---|---|---|---|---|"
+    python3 - "$SUMMARY" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, mbps, kern = line.rstrip("\n").split("\t")
+    rows.setdefault(name, []).append((float(mbps), float(kern)))
+for name, v in rows.items():
+    m = [a for a, _ in v]
+    r = [a / max(k, 1) for a, k in v]
+    print("| %s | %.0f | %.0f-%.0f | %.2f | %s |" % (name, sum(m) / len(m), min(m), max(m),
+          sum(r) / len(r), ", ".join("%.2f" % x for x in r)))
+PY
+  fi
+  rm -f "$SUMMARY"
 else
   # Interleaved twice: the default egress (sendmmsg + direct from the RX ring) and the TX ring.
   for pass in 1 2; do

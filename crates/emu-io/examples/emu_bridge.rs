@@ -2,9 +2,9 @@
 //! namespace for a fixed time, then prints the report and verdict as JSON (for BENCH.md).
 //!
 //! `emu_bridge IFACE_A IFACE_B [--delay 10ms] [--jitter ..] [--loss 1%] [--rate 1gbit]
-//!  [--queue 1000] [--seed N] [--seconds S] [--threads single|per] [--rx v2|v3] [--busy]
+//!  [--queue 1000] [--seed N] [--seconds S] [--threads single|per] [--rx v2|v3|xdp] [--busy]
 //!  [--spin-ns N] [--rt PRIO|--no-rt] [--no-ring-ts] [--batch N] [--cpus 0,1]
-//!  [--ring-frames N] [--tx ring|sendmmsg] [--gso]`
+//!  [--ring-frames N] [--tx ring|sendmmsg|xsk] [--gso]`
 //! (impairment values as `tcplab emu` takes them, "A/B" for per-direction.)
 
 use std::time::{Duration, Instant};
@@ -53,7 +53,8 @@ fn main() {
                 opts.rx_ring = match value::<String>(&mut args, &flag).as_str() {
                     "v2" => RxRingKind::V2,
                     "v3" => RxRingKind::V3,
-                    other => fail(&format!("--rx {other}: use v2 or v3")),
+                    "xdp" => RxRingKind::Xdp,
+                    other => fail(&format!("--rx {other}: use v2, v3 or xdp")),
                 }
             }
             "--busy" => {
@@ -70,7 +71,8 @@ fn main() {
                 opts.tx = match value::<String>(&mut args, &flag).as_str() {
                     "ring" => TxKind::Ring,
                     "sendmmsg" => TxKind::Sendmmsg,
-                    other => fail(&format!("--tx {other}: use ring or sendmmsg")),
+                    "xsk" => TxKind::Xsk,
+                    other => fail(&format!("--tx {other}: use ring, sendmmsg or xsk")),
                 }
             }
             "--gso" => opts.gso = true,

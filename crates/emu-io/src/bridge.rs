@@ -13,7 +13,7 @@ use crate::direction::{DirSettings, Direction, ReconfigRequest};
 use crate::error::IoError;
 use crate::model::Model;
 use crate::options::{IoOptions, Threads};
-use crate::port::{open_rx, open_tx};
+use crate::port::open_ports;
 use crate::sys::clock::monotonic_ns;
 use crate::sys::iface::{self, IfaceInfo};
 use crate::sys::wake::Waker;
@@ -92,8 +92,7 @@ impl<M: Model> Bridge<M> {
                 });
             }
         }
-        let ports_ab = (open_rx(&a, opts)?, open_tx(&b, opts)?);
-        let ports_ba = (open_rx(&b, opts)?, open_tx(&a, opts)?);
+        let (ports_ab, ports_ba) = open_ports(&a, &b, opts)?;
         let counters = [
             Arc::new(DirCounters::default()),
             Arc::new(DirCounters::default()),

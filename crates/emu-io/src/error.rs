@@ -64,6 +64,32 @@ pub enum IoError {
         /// The interface.
         iface: String,
     },
+    /// The AF_XDP route could not be set up on `iface` (socket, UMEM, rings, bind, or the
+    /// XDP program: `log` holds the verifier's output when the program was refused).
+    #[error(
+        "AF_XDP on {iface}: {what} failed: {source}{}: the AF_XDP route (IoOptions rx_ring Xdp / tx Xsk, --rx xdp / --tx xsk) needs native XDP on {iface} (veth or a driver with XDP), no other XDP program or AF_XDP socket (another emulator) on it, and one RX queue; use the default rings (rx_ring V2, tx Sendmmsg) otherwise",
+        if log.is_empty() { String::new() } else { format!(" (verifier: {log})") }
+    )]
+    Xdp {
+        /// The interface.
+        iface: String,
+        /// The step that failed.
+        what: &'static str,
+        /// The kernel's error.
+        source: io::Error,
+        /// The verifier log, if the program was refused.
+        log: String,
+    },
+    /// The AF_XDP route serves RX queue 0 only; frames on other queues would bypass it.
+    #[error(
+        "AF_XDP on {iface}: {queues} RX queues in use, the AF_XDP route serves one: run `ethtool -L {iface} rx 1 tx 1` (and on its peer), or use the default rings (rx_ring V2)"
+    )]
+    XdpQueues {
+        /// The interface.
+        iface: String,
+        /// RX queues in use.
+        queues: u32,
+    },
     /// The link model refused a new configuration (the old one stays in force).
     #[error("reconfigure {direction}: {reason}")]
     Reconfigure {

@@ -14,9 +14,15 @@
 //!  iface B ──RX ring──► Direction b->a ── … ──► A
 //! ```
 //! * [`sys`] — kernel objects, one module each (socket, mmap, iface, clock, wake, `batch`:
-//!   `sendmmsg`). The only place with system calls; every `unsafe` block says why it is sound.
-//! * [`ring`] — TPACKET_V2/V3 RX and V2 TX ring layouts parsed over raw memory; tested on
-//!   synthetic memory without root. Re-inserts VLAN tags the kernel moved into metadata.
+//!   `sendmmsg` or an AF_XDP TX ring; `xsk`: the AF_XDP socket; `bpf`: the XDP program, built
+//!   by hand and attached through a BPF link). The only place with system calls; every
+//!   `unsafe` block says why it is sound.
+//! * [`ring`] — TPACKET_V2/V3 RX and V2 TX ring layouts and the AF_XDP rings parsed over raw
+//!   memory; tested on synthetic memory without root. Re-inserts VLAN tags the kernel moved
+//!   into metadata.
+//! * `port`, `xsk_port` — opening each direction's RX and TX ends: packet sockets, or (the
+//!   AF_XDP route, [`RxRingKind::Xdp`] / [`TxKind::Xsk`]) one AF_XDP socket per interface
+//!   whose RX side serves one direction and TX side the other.
 //! * [`csum`] — completes partial TCP/UDP checksums of frames sent with checksum offload on.
 //! * [`gso`] — GSO mode: the virtio-net header carried with each frame, and the wire
 //!   packets (segments, bytes) a TSO/GSO super-packet stands for. Pure.
@@ -51,8 +57,10 @@
 //! kick that sent the frame − its scheduled departure.
 //!
 //! # Performance
-//! `BENCH.md` beside this crate (run `bench.sh`): offloads off, 0.90-0.92x the kernel
-//! bridge's TCP throughput on 2 shared CPUs in the last run (0.49-1.03x over all runs); GSO
+//! `BENCH.md` beside this crate (run `bench.sh`): offloads off, a mean 0.81-1.03x the kernel
+//! bridge's TCP throughput per run over 42 interleaved rounds on 2 shared CPUs (session 4; the AF_XDP
+//! route measured 0.79-0.88x receiving, a tie transmitting: veth has no zero-copy AF_XDP and
+//! must copy TCP's cloned skbs before XDP, so receive costs two copies instead of one); GSO
 //! mode with offloads on, 0.69-0.71x the kernel bridge with offloads on (3.6x the offloads-off
 //! kernel bridge); with `--loss 0.1%` (segmenting) it keeps most of it, 2.1-4.6x the
 //! offloads-off emulator with the same loss (session 4). Idle lateness p50 ≈ 1-3 µs / p99 < 100 µs on a quiet machine; under full
@@ -87,6 +95,7 @@ pub mod slab;
 pub mod sys;
 pub mod verdict;
 mod worker;
+mod xsk_port;
 
 pub use bridge::{Bridge, Snapshot};
 pub use counters::{DirSnapshot, Drops};

@@ -12,6 +12,15 @@ pub enum RxRingKind {
     /// TPACKET_V3: block hand-over; wakes only when a block fills or its retire timer fires
     /// (ms, rounded to jiffies), so it adds up to a timer tick of delay at low rates.
     V3,
+    /// AF_XDP: an XDP program on each interface (native mode, veth's NAPI) stamps each frame
+    /// and redirects it to an AF_XDP socket's RX ring (copy mode: veth has no zero-copy).
+    /// The frames never reach the middle host's stack or its packet taps. Needs offloads off
+    /// (XDP sees neither partial checksums nor GSO sizes) and no other XDP program. Not the
+    /// default: 0.79-0.88x of the kernel bridge against 0.81-0.92x for V2 in the same
+    /// interleaved runs, because veth must copy TCP's cloned skbs before XDP
+    /// (`skb_pp_cow_data`) and copy mode copies again into the UMEM: two copies, V2 one
+    /// (BENCH.md, session 4).
+    Xdp,
 }
 
 /// How frames leave on the egress interface.
@@ -27,6 +36,11 @@ pub enum TxKind {
     /// 172-458 µs) and less worker CPU (BENCH.md, session 3).
     #[default]
     Sendmmsg,
+    /// The TX ring of the interface's AF_XDP socket, kicked with `sendto` (copy mode: the
+    /// kernel copies each frame into a new skb, 32 frames per call at most). A tie with
+    /// `Sendmmsg` (median ratio 1.01 over 34 interleaved pairs, BENCH.md session 4); needs
+    /// no XDP program, but no other AF_XDP socket on the interface.
+    Xsk,
 }
 
 /// How directions map to worker threads.
@@ -195,6 +209,13 @@ impl IoOptions {
                 "a SCHED_FIFO thread that never sleeps starves the TCP endpoints on its CPU: set rt_priority to None or busy_poll to false",
             );
         }
+        if self.gso && (self.rx_ring == RxRingKind::Xdp || self.tx == TxKind::Xsk) {
+            return bad(
+                "rx_ring",
+                format!("{:?} / tx {:?} with gso", self.rx_ring, self.tx),
+                "AF_XDP carries no virtio-net header, so super-packets cannot cross it: turn gso off (and offloads off) or use rx_ring V2 and tx Sendmmsg",
+            );
+        }
         let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
         if let Some(c) = self.cpus.iter().find(|&&c| c >= ncpu) {
             return bad("cpus", c.to_string(), "name CPUs that exist (0..nproc)");
@@ -244,5 +265,24 @@ mod tests {
         .validate()
         .unwrap_err();
         assert!(e.to_string().starts_with("IoOptions.slab_slots = 1"));
+        let e = IoOptions {
+            rx_ring: RxRingKind::Xdp,
+            gso: true,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("IoOptions.rx_ring = Xdp / tx Sendmmsg with gso: AF_XDP carries no virtio-net header"),
+            "{e}"
+        );
+        IoOptions {
+            rx_ring: RxRingKind::Xdp,
+            tx: TxKind::Xsk,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
     }
 }

@@ -10,10 +10,10 @@ use crate::ring::rx_v2::RxRingV2;
 use crate::ring::rx_v3::RxRingV3;
 use crate::ring::tx_v2::TxRingV2;
 use crate::ring::{RingMem, RxRing};
-use crate::sys::batch::SendBatch;
+use crate::sys::batch::{SendBatch, TxSock};
 use crate::sys::iface::IfaceInfo;
 use crate::sys::mmap::Mmap;
-use crate::sys::socket::{ETH_P_ALL, PacketSocket, RingRequest};
+use crate::sys::socket::{ETH_P_ALL, PacketSocket, RingRequest, RingStats};
 
 /// Ring slot size for an interface MTU: header room + Ethernet + VLAN tag + MTU, rounded up to
 /// a power of two, at least 2048.
@@ -73,11 +73,51 @@ fn v3_request(frame_size: u32, frames: u32, retire_ms: u32) -> RingRequest {
 /// The receiving end on one interface.
 #[derive(Debug)]
 pub struct RxPort {
-    /// Parsed ring (points into `_map`; declared first so it is dropped first).
+    /// Parsed ring (points into `_map` or the AF_XDP socket's UMEM; declared first so it is
+    /// dropped first).
     pub ring: Box<dyn RxRing>,
-    _map: Mmap,
+    pub(crate) _map: Option<Mmap>,
     /// The socket (ring statistics, poll).
-    pub sock: PacketSocket,
+    pub sock: RxSock,
+}
+
+/// The socket an [`RxPort`] receives on.
+#[derive(Debug)]
+pub enum RxSock {
+    /// A packet socket with a TPACKET RX ring.
+    Packet(PacketSocket),
+    /// The interface's AF_XDP socket (its TX side may belong to the other direction).
+    Xsk {
+        /// The socket.
+        sock: std::sync::Arc<crate::sys::xsk::XskSocket>,
+        /// Cumulative drops already reported (the kernel's counters never reset).
+        reported: u64,
+    },
+}
+
+impl RxSock {
+    /// Ring statistics since the last call: frames dropped because the ring (or, for AF_XDP,
+    /// the fill ring) was full.
+    pub fn take_stats(&mut self) -> std::io::Result<RingStats> {
+        match self {
+            Self::Packet(s) => s.take_stats(),
+            Self::Xsk { sock, reported } => {
+                let total = sock.rx_drops()?;
+                let drops = total.saturating_sub(*reported);
+                *reported = total;
+                Ok(RingStats { packets: 0, drops })
+            }
+        }
+    }
+}
+
+impl AsFd for RxSock {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Self::Packet(s) => s.as_fd(),
+            Self::Xsk { sock, .. } => sock.as_fd(),
+        }
+    }
 }
 
 /// The transmitting end on one interface: a TX ring, or `sendmmsg` batches.
@@ -92,12 +132,12 @@ pub enum TxPort {
         /// The socket (kick).
         sock: PacketSocket,
     },
-    /// `sendmmsg` from the frames' own memory.
+    /// `sendmmsg` from the frames' own memory, or an AF_XDP TX ring.
     Send {
         /// Scratch message arrays.
         batch: SendBatch,
         /// The socket.
-        sock: PacketSocket,
+        sock: TxSock,
         /// Largest frame accepted (including a virtio-net header in GSO mode).
         max_frame: usize,
     },
@@ -132,39 +172,44 @@ pub fn open_rx(iface: &IfaceInfo, opts: &IoOptions) -> Result<RxPort, IoError> {
     let sock = PacketSocket::open().map_err(err("socket(AF_PACKET)"))?;
     let frame_size = frame_size(iface, opts);
     let frames = opts.effective_ring_frames();
-    let (req, version) = match opts.rx_ring {
-        RxRingKind::V2 => (
-            v2_request(frame_size, frames),
-            libc::tpacket_versions::TPACKET_V2,
-        ),
-        RxRingKind::V3 => (
+    // Any kind but V3 means V2 here (AF_XDP ports are opened by `open_ports`).
+    let v3 = opts.rx_ring == RxRingKind::V3;
+    let (req, version) = if v3 {
+        (
             v3_request(frame_size, frames, opts.v3_retire_ms),
             libc::tpacket_versions::TPACKET_V3,
-        ),
+        )
+    } else {
+        (
+            v2_request(frame_size, frames),
+            libc::tpacket_versions::TPACKET_V2,
+        )
     };
     sock.set_version(version as libc::c_int)
         .map_err(err("PACKET_VERSION"))?;
     if opts.gso {
         sock.set_vnet_hdr().map_err(err("PACKET_VNET_HDR"))?;
     }
-    match opts.rx_ring {
-        RxRingKind::V2 => sock.set_ring_v2(false, &req),
-        RxRingKind::V3 => sock.set_rx_ring_v3(&req),
+    if v3 {
+        sock.set_rx_ring_v3(&req)
+    } else {
+        sock.set_ring_v2(false, &req)
     }
     .map_err(err("PACKET_RX_RING"))?;
     let map = Mmap::packet_rings(sock.as_fd(), req.bytes()).map_err(err("mmap of the RX ring"))?;
     let mem = mem_of(&map);
-    let ring: Box<dyn RxRing> = match opts.rx_ring {
-        RxRingKind::V2 => Box::new(RxRingV2::new(
-            mem,
-            frame_size as usize,
-            req.frame_nr as usize,
-        )),
-        RxRingKind::V3 => Box::new(RxRingV3::new(
+    let ring: Box<dyn RxRing> = if v3 {
+        Box::new(RxRingV3::new(
             mem,
             req.block_size as usize,
             req.block_nr as usize,
-        )),
+        ))
+    } else {
+        Box::new(RxRingV2::new(
+            mem,
+            frame_size as usize,
+            req.frame_nr as usize,
+        ))
     };
     sock.set_promisc(iface.index)
         .map_err(err("PACKET_ADD_MEMBERSHIP promiscuous"))?;
@@ -173,9 +218,49 @@ pub fn open_rx(iface: &IfaceInfo, opts: &IoOptions) -> Result<RxPort, IoError> {
     sock.bind(iface.index, ETH_P_ALL).map_err(err("bind"))?;
     Ok(RxPort {
         ring,
-        _map: map,
-        sock,
+        _map: Some(map),
+        sock: RxSock::Packet(sock),
     })
+}
+
+/// The ports of one direction: where it receives, where it sends.
+pub type Ports = (RxPort, TxPort);
+
+/// Opens both directions' ports on `a` and `b`: (a->b, b->a). With AF_XDP on either side
+/// ([`RxRingKind::Xdp`], [`TxKind::Xsk`]) each interface gets one AF_XDP socket whose RX
+/// ring serves the direction receiving there and whose TX ring the direction sending there.
+pub fn open_ports(
+    a: &IfaceInfo,
+    b: &IfaceInfo,
+    opts: &IoOptions,
+) -> Result<(Ports, Ports), IoError> {
+    if !crate::xsk_port::uses_xsk(opts) {
+        return Ok((
+            (open_rx(a, opts)?, open_tx(b, opts)?),
+            (open_rx(b, opts)?, open_tx(a, opts)?),
+        ));
+    }
+    let (xa, xb) = (
+        crate::xsk_port::open(a, opts)?,
+        crate::xsk_port::open(b, opts)?,
+    );
+    let rx = |i: &IfaceInfo, x| match x {
+        Some(x) => crate::xsk_port::rx_port(i, x),
+        None => open_rx(i, opts),
+    };
+    let tx = |i: &IfaceInfo, x| match x {
+        Some(x) if opts.effective_tx() == TxKind::Xsk => crate::xsk_port::tx_port(i, x, opts),
+        _ => open_tx(i, opts),
+    };
+    let ab = (
+        rx(a, xa.as_ref().filter(|x| x.receives()))?,
+        tx(b, xb.as_ref())?,
+    );
+    let ba = (
+        rx(b, xb.as_ref().filter(|x| x.receives()))?,
+        tx(a, xa.as_ref())?,
+    );
+    Ok((ab, ba))
 }
 
 /// Opens the TX side on `iface`: a TX ring or a `sendmmsg` socket ([`IoOptions::effective_tx`]).
@@ -200,7 +285,7 @@ pub fn open_tx(iface: &IfaceInfo, opts: &IoOptions) -> Result<TxPort, IoError> {
         };
         return Ok(TxPort::Send {
             batch: SendBatch::new(opts.batch as usize),
-            sock,
+            sock: TxSock::Packet(sock),
             max_frame,
         });
     }

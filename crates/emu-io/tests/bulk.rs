@@ -77,8 +77,12 @@ fn bulk_echo(opts: IoOptions, port: u16) {
         report.threads
     );
     assert!(report.forward.frames_out > (TOTAL / 1_514) as u64);
-    if opts.tx == tcplab_emu_io::TxKind::Sendmmsg && opts.rx_ring == tcplab_emu_io::RxRingKind::V2 {
-        // No delay: every data frame is due on arrival and leaves straight from the RX ring.
+    use tcplab_emu_io::{RxRingKind, TxKind};
+    if matches!(opts.tx, TxKind::Sendmmsg | TxKind::Xsk)
+        && matches!(opts.rx_ring, RxRingKind::V2 | RxRingKind::Xdp)
+    {
+        // No delay: every data frame is due on arrival and leaves straight from the RX ring
+        // (or the AF_XDP UMEM).
         assert!(
             report.forward.direct > report.forward.frames_out / 2,
             "{report:?}"
@@ -150,5 +154,43 @@ fn bulk_tcp_busy_poll() {
             ..Default::default()
         },
         5013,
+    );
+}
+
+#[test]
+fn bulk_tcp_af_xdp_rx() {
+    require_root!();
+    bulk_echo(
+        IoOptions {
+            rx_ring: tcplab_emu_io::RxRingKind::Xdp,
+            ..Default::default()
+        },
+        5015,
+    );
+}
+
+#[test]
+fn bulk_tcp_af_xdp_rx_and_tx() {
+    require_root!();
+    bulk_echo(
+        IoOptions {
+            rx_ring: tcplab_emu_io::RxRingKind::Xdp,
+            tx: tcplab_emu_io::TxKind::Xsk,
+            ..Default::default()
+        },
+        5016,
+    );
+}
+
+#[test]
+fn bulk_tcp_af_xdp_tx_single_thread() {
+    require_root!();
+    bulk_echo(
+        IoOptions {
+            tx: tcplab_emu_io::TxKind::Xsk,
+            threads: tcplab_emu_io::Threads::Single,
+            ..Default::default()
+        },
+        5017,
     );
 }

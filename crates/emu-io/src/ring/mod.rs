@@ -1,5 +1,6 @@
 //! `AF_PACKET` ring layouts parsed over raw shared memory: TPACKET_V2 RX frames ([`rx_v2`]),
-//! TPACKET_V3 RX blocks ([`rx_v3`]) and the TPACKET_V2 TX ring ([`tx_v2`]).
+//! TPACKET_V3 RX blocks ([`rx_v3`]), the TPACKET_V2 TX ring ([`tx_v2`]) and the AF_XDP
+//! rings ([`xsk`]).
 //!
 //! No system calls here: a ring is a [`RingMem`] (base pointer + length) plus a cursor, so the
 //! tests build rings on synthetic memory exactly as the kernel lays them out and check the
@@ -9,6 +10,7 @@
 pub mod rx_v2;
 pub mod rx_v3;
 pub mod tx_v2;
+pub mod xsk;
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};

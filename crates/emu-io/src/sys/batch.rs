@@ -1,4 +1,5 @@
-//! [`SendBatch`]: many frames to one packet socket in one `sendmmsg(2)`.
+//! [`SendBatch`]: many frames to one egress in one go: a packet socket's `sendmmsg(2)`, or
+//! an AF_XDP socket's TX ring and `sendto` kicks ([`TxSock`]).
 //!
 //! Why not the TX ring: a TPACKET TX-ring skb points into the ring's pages and is marked
 //! zero-copy, so when veth hands it to another namespace the kernel copies it again
@@ -10,6 +11,34 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd};
 
 use super::socket::PacketSocket;
+use super::xsk::XskSocket;
+use crate::ring::xsk::XskTx;
+
+/// Where a [`SendBatch`] sends.
+#[derive(Debug)]
+pub enum TxSock {
+    /// `sendmmsg` on a packet socket.
+    Packet(PacketSocket),
+    /// The TX ring of the interface's AF_XDP socket (shared with the direction that receives
+    /// on it, which uses only its RX ring).
+    Xsk {
+        /// The TX ring, completion ring and TX chunks, owned by this direction (declared
+        /// first: it points into the socket's mappings).
+        ring: XskTx,
+        /// The socket (kicks).
+        sock: std::sync::Arc<XskSocket>,
+    },
+}
+
+impl TxSock {
+    /// The packet socket, if this is one.
+    pub fn packet(&self) -> Option<&PacketSocket> {
+        match self {
+            Self::Packet(s) => Some(s),
+            Self::Xsk { .. } => None,
+        }
+    }
+}
 
 /// What one [`SendBatch::send`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,6 +85,17 @@ impl SendBatch {
     /// ignored. A refused frame is counted and skipped; the rest are still sent.
     pub fn send<'a>(
         &mut self,
+        sock: &mut TxSock,
+        items: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> SendOutcome {
+        match sock {
+            TxSock::Packet(s) => self.send_mmsg(s, items),
+            TxSock::Xsk { sock, ring } => send_xsk(sock, ring, items.take(self.capacity)),
+        }
+    }
+
+    fn send_mmsg<'a>(
+        &mut self,
         sock: &PacketSocket,
         items: impl Iterator<Item = (&'a [u8], &'a [u8])>,
     ) -> SendOutcome {
@@ -96,6 +136,41 @@ impl SendBatch {
         }
         out
     }
+}
+
+/// Copies the frames into TX chunks, publishes them and kicks until the kernel has taken them
+/// all (copy mode takes at most 32 per `sendto`), within a bounded number of calls; what it
+/// has not taken by then leaves with the next batch's kicks.
+fn send_xsk<'a>(
+    sock: &XskSocket,
+    ring: &mut XskTx,
+    items: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> SendOutcome {
+    let mut out = SendOutcome::default();
+    ring.reclaim();
+    for (prefix, frame) in items {
+        if ring.push(prefix, frame) {
+            out.sent += 1;
+            out.sent_bytes += (prefix.len() + frame.len()) as u64;
+        } else {
+            out.failed += 1;
+        }
+    }
+    ring.publish();
+    let limit = 4 + 2 * ring.pending().div_ceil(32);
+    while out.calls < limit && ring.pending() > 0 {
+        out.calls += 1;
+        match sock.kick_tx() {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS)
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    out
 }
 
 fn iovec(b: &[u8]) -> libc::iovec {

@@ -19,11 +19,16 @@ pub struct IfaceInfo {
     pub tso: bool,
     /// TX checksum offload on (`ETHTOOL_GTXCSUM`); false if the query failed.
     pub tx_csum: bool,
+    /// RX queues in use (`ETHTOOL_GCHANNELS`: rx + combined); 1 if the query failed. The
+    /// AF_XDP route serves queue 0 only.
+    pub rx_queues: u32,
 }
 
 /// `ETHTOOL_GTXCSUM` / `ETHTOOL_GTSO` from `linux/ethtool.h`.
 const ETHTOOL_GTXCSUM: u32 = 0x16;
 const ETHTOOL_GTSO: u32 = 0x1e;
+/// `ETHTOOL_GCHANNELS`.
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
 
 /// `struct ethtool_value`.
 #[repr(C)]
@@ -60,7 +65,24 @@ pub fn lookup(name: &str) -> io::Result<Option<IfaceInfo>> {
         mtu: mtu.max(0) as u32,
         tso: ethtool_get(fd, name, ETHTOOL_GTSO).is_ok_and(|v| v != 0),
         tx_csum: ethtool_get(fd, name, ETHTOOL_GTXCSUM).is_ok_and(|v| v != 0),
+        rx_queues: rx_queues(fd, name).unwrap_or(1),
     }))
+}
+
+/// RX queues in use: `rx_count + combined_count` of `struct ethtool_channels`.
+fn rx_queues(fd: i32, name: &str) -> io::Result<u32> {
+    // cmd, max_rx, max_tx, max_other, max_combined, rx_count, tx_count, other_count,
+    // combined_count
+    let mut ch = [0_u32; 9];
+    ch[0] = ETHTOOL_GCHANNELS;
+    let mut ifr = named_ifreq(name);
+    ifr.ifr_ifru.ifru_data = ch.as_mut_ptr().cast();
+    // Safety: ifr names the interface and points at a live ethtool_channels the kernel fills.
+    let rc = unsafe { libc::ioctl(fd, libc::SIOCETHTOOL as libc::Ioctl, &mut ifr) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((ch[5] + ch[8]).max(1))
 }
 
 fn named_ifreq(name: &str) -> libc::ifreq {
@@ -114,6 +136,7 @@ mod tests {
         assert!(lo.up);
         assert_eq!(lo.mtu, 65536);
         assert!(lo.tso && lo.tx_csum, "loopback offloads everything: {lo:?}");
+        assert_eq!(lo.rx_queues, 1, "no channels on loopback: one queue");
         assert_eq!(lookup("tlx-nonexistent").unwrap(), None);
         assert_eq!(lookup("").unwrap(), None);
         assert_eq!(lookup("a-name-longer-than-ifnamsiz").unwrap(), None);

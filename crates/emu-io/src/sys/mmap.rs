@@ -40,6 +40,46 @@ impl Mmap {
         Ok(Self { ptr, len })
     }
 
+    /// `len` bytes of the socket `fd`'s memory at page offset `offset` (`MAP_POPULATE`): the
+    /// AF_XDP rings, each mapped at its own `XDP_PGOFF_*` / `XDP_UMEM_PGOFF_*` offset.
+    pub fn socket_at(fd: BorrowedFd<'_>, len: usize, offset: u64) -> io::Result<Self> {
+        Self::map(Some(fd), len, offset)
+    }
+
+    /// `len` bytes of zeroed anonymous memory (an AF_XDP UMEM), pre-faulted.
+    pub fn anonymous(len: usize) -> io::Result<Self> {
+        Self::map(None, len, 0)
+    }
+
+    fn map(fd: Option<BorrowedFd<'_>>, len: usize, offset: u64) -> io::Result<Self> {
+        let (flags, raw) = match fd {
+            Some(fd) => (libc::MAP_SHARED | libc::MAP_POPULATE, fd.as_raw_fd()),
+            None => (
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+            ),
+        };
+        let offset = libc::off_t::try_from(offset).map_err(io::Error::other)?;
+        // Safety: a fresh mapping at an address the kernel chooses; no existing memory is
+        // affected. A socket fd is an AF_XDP socket whose ring at `offset` is configured.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                flags,
+                raw,
+                offset,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr =
+            NonNull::new(ptr.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave NULL"))?;
+        Ok(Self { ptr, len })
+    }
+
     /// Start of the mapping.
     pub fn as_ptr(&self) -> NonNull<u8> {
         self.ptr
