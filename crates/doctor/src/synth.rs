@@ -85,6 +85,7 @@ pub fn facts(hz: u32) -> Facts {
             available: vec!["reno".into(), "cubic".into(), "bbr".into()],
             default: "cubic".into(),
         },
+        scheduling: Default::default(),
         machine_sysctls: [
             ("net.core.rmem_max", "212992"),
             ("net.core.wmem_max", "212992"),

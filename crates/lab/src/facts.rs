@@ -66,6 +66,24 @@ pub struct Cpu {
     pub model: String,
 }
 
+/// What decides how late a woken thread runs: the emulator's schedule and every latency tail
+/// depend on it (docs/lab.md, keep-awake).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Scheduling {
+    /// The kernel's preemption model: `none`, `voluntary`, `full`, `lazy` or `rt` when known,
+    /// else what can be told (`dynamic (mode unreadable)`). Under `none` a woken real-time
+    /// thread waits for the running task to leave the kernel.
+    pub preemption: String,
+    /// How it was found (debugfs `sched/preempt`, the `preempt=` boot option, or `uname -v`).
+    pub preemption_source: String,
+    /// The cpuidle driver (`none`: idle CPUs halt, and a VM's halted vCPU wakes late).
+    pub cpuidle_driver: Option<String>,
+    /// `kernel.sched_rt_runtime_us` (RT throttling: real-time threads get this much per second).
+    pub rt_runtime_us: Option<i64>,
+    /// `kernel.sched_autogroup_enabled` (CPU shared per session first, then per task).
+    pub autogroup: Option<bool>,
+}
+
 /// Congestion control as the host machine offers it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CongestionControl {
@@ -114,6 +132,10 @@ pub struct Facts {
     pub congestion_control: CongestionControl,
     /// [`MACHINE_SYSCTLS`] as the host machine has them.
     pub machine_sysctls: BTreeMap<String, String>,
+    /// Preemption, idle and CPU-sharing settings (absent in results stored before they were
+    /// recorded).
+    #[serde(default)]
+    pub scheduling: Scheduling,
     /// Lab hosts by name (empty when measuring without a lab).
     pub hosts: BTreeMap<String, HostFacts>,
 }
@@ -136,6 +158,10 @@ impl Facts {
                 default: sysctl::read("net.ipv4.tcp_congestion_control").unwrap_or_default(),
             },
             machine_sysctls: read_keys(MACHINE_SYSCTLS.iter().copied()),
+            scheduling: scheduling(
+                &uname.release().to_string_lossy(),
+                &uname.version().to_string_lossy(),
+            ),
             hosts: BTreeMap::new(),
         }
     }
@@ -191,12 +217,101 @@ fn measure_hz(release: &str) -> Hz {
     }
 }
 
-/// CONFIG_HZ from /boot/config-RELEASE when the distribution ships it uncompressed.
+/// CONFIG_HZ from the kernel's configuration, when a readable copy exists.
 fn configured_hz(release: &str) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/boot/config-{release}")).ok()?;
-    text.lines()
+    kernel_config(release)?
+        .lines()
         .find_map(|l| l.strip_prefix("CONFIG_HZ="))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// The kernel's build configuration: /boot/config-RELEASE as distributions ship it, else the
+/// kernel's own gzipped copy in /proc/config.gz (CONFIG_IKCONFIG_PROC).
+fn kernel_config(release: &str) -> Option<String> {
+    use std::io::Read;
+    if let Ok(text) = std::fs::read_to_string(format!("/boot/config-{release}")) {
+        return Some(text);
+    }
+    let gz = std::fs::File::open("/proc/config.gz").ok()?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(gz)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(text)
+}
+
+/// The preemption model a kernel built with `text` boots in (a dynamic kernel's default,
+/// before any `preempt=` option or debugfs change). Pure.
+pub fn config_preemption(text: &str) -> Option<&'static str> {
+    let set = |key: &str| text.lines().any(|l| l == format!("{key}=y"));
+    [
+        ("CONFIG_PREEMPT_RT", "rt"),
+        ("CONFIG_PREEMPT_NONE", "none"),
+        ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+        ("CONFIG_PREEMPT_LAZY", "lazy"),
+        ("CONFIG_PREEMPT", "full"),
+    ]
+    .into_iter()
+    .find_map(|(key, mode)| set(key).then_some(mode))
+}
+
+/// Reads the scheduling facts; each one is optional (debugfs is often unmounted or locked).
+fn scheduling(release: &str, uname_version: &str) -> Scheduling {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let (mut preemption, mut preemption_source) = preemption(
+        read("/sys/kernel/debug/sched/preempt").as_deref(),
+        read("/proc/cmdline").as_deref().unwrap_or(""),
+        uname_version,
+    );
+    if preemption.starts_with("dynamic") {
+        if let Some(mode) = kernel_config(release)
+            .as_deref()
+            .and_then(config_preemption)
+        {
+            preemption = mode.to_string();
+            preemption_source = "kernel config default (no preempt= option)".into();
+        }
+    }
+    Scheduling {
+        preemption,
+        preemption_source,
+        cpuidle_driver: read("/sys/devices/system/cpu/cpuidle/current_driver")
+            .map(|s| s.trim().to_string()),
+        rt_runtime_us: read("/proc/sys/kernel/sched_rt_runtime_us")
+            .and_then(|s| s.trim().parse().ok()),
+        autogroup: read("/proc/sys/kernel/sched_autogroup_enabled").map(|s| s.trim() == "1"),
+    }
+}
+
+/// The preemption model and where it was read: debugfs names the active mode in parentheses
+/// (`none voluntary (full) lazy`); else a `preempt=` boot option; else `uname -v`, which tells
+/// RT and non-dynamic builds apart but not a dynamic kernel's mode. Pure.
+pub fn preemption(debugfs: Option<&str>, cmdline: &str, uname_version: &str) -> (String, String) {
+    let active = debugfs.and_then(|s| {
+        let start = s.find('(')? + 1;
+        let end = start + s[start..].find(')')?;
+        Some(s[start..end].to_string())
+    });
+    if let Some(mode) = active {
+        return (mode, "debugfs sched/preempt".into());
+    }
+    if let Some(mode) = cmdline
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("preempt="))
+    {
+        return (mode.to_string(), "boot option preempt=".into());
+    }
+    let words: Vec<&str> = uname_version.split_whitespace().collect();
+    let mode = if words.contains(&"PREEMPT_RT") {
+        "rt"
+    } else if words.contains(&"PREEMPT_DYNAMIC") {
+        "dynamic (mode unreadable)"
+    } else if words.contains(&"PREEMPT") {
+        "full"
+    } else {
+        "none or voluntary"
+    };
+    (mode.to_string(), "uname -v".into())
 }
 
 fn cpu() -> Cpu {
@@ -213,4 +328,51 @@ fn cpu() -> Cpu {
         })
         .unwrap_or_else(|| "unknown".into());
     Cpu { count, model }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{config_preemption, preemption};
+
+    #[test]
+    fn a_dynamic_kernel_boots_in_its_configured_model() {
+        let cfg = "CONFIG_PREEMPT_BUILD=y\nCONFIG_PREEMPT_NONE=y\n# CONFIG_PREEMPT is not set\nCONFIG_PREEMPT_DYNAMIC=y\n";
+        assert_eq!(config_preemption(cfg), Some("none"));
+        assert_eq!(
+            config_preemption("CONFIG_PREEMPT=y\nCONFIG_PREEMPT_DYNAMIC=y"),
+            Some("full")
+        );
+        assert_eq!(
+            config_preemption("CONFIG_PREEMPT_RT=y\nCONFIG_PREEMPT=y"),
+            Some("rt")
+        );
+        assert_eq!(config_preemption("# nothing"), None);
+    }
+
+    #[test]
+    fn the_preemption_model_comes_from_the_best_source_there_is() {
+        let (m, src) = preemption(
+            Some("none voluntary (full) lazy\n"),
+            "preempt=none",
+            "#1 SMP",
+        );
+        assert_eq!(
+            (m.as_str(), src.as_str()),
+            ("full", "debugfs sched/preempt")
+        );
+        let (m, src) = preemption(None, "quiet preempt=voluntary ro", "#1 SMP PREEMPT_DYNAMIC");
+        assert_eq!(
+            (m.as_str(), src.as_str()),
+            ("voluntary", "boot option preempt=")
+        );
+        let (m, _) = preemption(None, "quiet", "#1 SMP PREEMPT_DYNAMIC @0");
+        assert_eq!(m, "dynamic (mode unreadable)");
+        assert_eq!(preemption(None, "", "#1 SMP PREEMPT_RT").0, "rt");
+        assert_eq!(preemption(None, "", "#1 SMP PREEMPT Tue").0, "full");
+        assert_eq!(preemption(None, "", "#1 SMP").0, "none or voluntary");
+        assert_eq!(
+            preemption(Some("garbage"), "", "#1 SMP").0,
+            "none or voluntary"
+        );
+    }
 }

@@ -44,6 +44,20 @@ impl FactsArgs {
             facts.congestion_control.default,
             facts.congestion_control.available.join(" ")
         );
+        let sched = &facts.scheduling;
+        let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
+        println!(
+            "scheduling  preemption {} ({}), cpuidle driver {}, RT runtime {} us/s, autogroup {}",
+            sched.preemption,
+            sched.preemption_source,
+            or_unknown(sched.cpuidle_driver.clone()),
+            or_unknown(sched.rt_runtime_us.map(|v| v.to_string())),
+            or_unknown(
+                sched
+                    .autogroup
+                    .map(|v| if v { "on".into() } else { "off".into() })
+            ),
+        );
         for (k, v) in &facts.machine_sysctls {
             println!("machine     {k} = {v}");
         }
