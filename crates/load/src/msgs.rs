@@ -221,6 +221,22 @@ pub struct MsgsRun {
     /// Receive stamps (CLOCK_MONOTONIC ns), kept for --samples.
     #[serde(skip)]
     pub recv_ns: Vec<u64>,
+    /// Where the client's time around the timed loop went (not part of the result's JSON: a
+    /// harness's cost, not the workload's; a sweep adds it to its overhead report).
+    #[serde(skip)]
+    pub phases: Phases,
+}
+
+/// The client's time outside the timed loop, ns, for overhead accounting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Phases {
+    /// Control connection, test sent, Ready received, data connection open.
+    pub setup_ns: u64,
+    /// From the later of the last write's return and the last message's arrival to the server's
+    /// report (receive stamps included) decoded.
+    pub report_ns: u64,
+    /// The run's summaries (per-message cost, one-way delay, receive gaps, stalls).
+    pub summary_ns: u64,
 }
 
 /// The `summary` object of a msgs result.
@@ -333,11 +349,13 @@ fn run_one(
     (interval_ms, on_interval): (u64, OnLive<'_, MsgsInterval>),
 ) -> Result<MsgsRun> {
     let timeout = Duration::from_millis(cfg.timeout_ms);
+    let t_setup = now_ns();
     let mut session = Session::open(target, TestSpec::Msgs(cfg.clone()), timeout)?;
     let mut data = session.connect_data(&cfg.opts)?;
     if meta.options.is_none() {
         meta.options = Some(read_back(data.as_raw_fd(), &cfg.opts));
     }
+    let setup_ns = now_ns() - t_setup;
     let n = cfg.count as usize;
     let mut send_ns = if cfg.timestamps {
         vec![0u64; n]
@@ -364,17 +382,26 @@ fn run_one(
             ServerReport::default()
         }
     };
+    let t_report = now_ns();
+    // Messages still in flight after the last write are the workload's time, not the report's.
+    let drained = report.recv_ns.last().map_or(t_end, |&r| r.max(t_end));
     meta.absorb(&report);
     send_ns.truncate(sent as usize);
     let received = report.transactions;
-    Ok(summarise(
+    let mut run = summarise(
         cfg,
         (sent, received),
         t_end.saturating_sub(t0),
         send_ns,
         report.recv_ns,
         t_end,
-    ))
+    );
+    run.phases = Phases {
+        setup_ns,
+        report_ns: t_report.saturating_sub(drained),
+        summary_ns: now_ns() - t_report,
+    };
+    Ok(run)
 }
 
 /// The reporter's per-interval step: the difference of the published count.
@@ -479,22 +506,8 @@ fn summarise(
     {
         (None, None, 0, None)
     } else {
-        // One scratch buffer for both distributions: a fresh 100,000-value vector costs its
-        // page faults (~0.5 ms here), and `Dist::of` reorders whatever it is given.
-        let mut us: Vec<f64> = send_ns
-            .iter()
-            .zip(&recv_ns)
-            .map(|(s, r)| r.saturating_sub(*s) as f64 / 1e3)
-            .collect();
-        let one_way = Dist::of(&mut us);
-        us.clear();
-        us.extend(
-            recv_ns
-                .windows(2)
-                .map(|w| w[1].saturating_sub(w[0]) as f64 / 1e3),
-        );
-        let (stalls, every) = stall_stats(&us, cfg.stall_ms * 1e3);
-        (Some(one_way), Some(Dist::of(&mut us)), stalls, every)
+        let (one_way, (gaps, stalls, every)) = both_dists(&send_ns, &recv_ns, cfg.stall_ms * 1e3);
+        (Some(one_way), Some(gaps), stalls, every)
     };
     MsgsRun {
         size: cfg.size,
@@ -512,7 +525,47 @@ fn summarise(
             .map(|r| Theory::new(cfg.size, cfg.count, r)),
         send_ns,
         recv_ns,
+        phases: Phases::default(),
     }
+}
+
+/// The one-way delay and receive-gap summaries, on two threads: they are independent and each
+/// takes a millisecond or more on 100,000 values (both here, in turn, if no thread starts).
+fn both_dists(send_ns: &[u64], recv_ns: &[u64], stall_us: f64) -> (Dist, (Dist, u64, Option<f64>)) {
+    std::thread::scope(|scope| {
+        let gaps = std::thread::Builder::new()
+            .name("tcplab-summary".into())
+            .spawn_scoped(scope, || gap_dist(recv_ns, stall_us));
+        let one_way = one_way_dist(send_ns, recv_ns);
+        let gaps = match gaps {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => gap_dist(recv_ns, stall_us),
+        };
+        (one_way, gaps)
+    })
+}
+
+/// One-way delays, µs.
+fn one_way_dist(send_ns: &[u64], recv_ns: &[u64]) -> Dist {
+    let mut us: Vec<f64> = send_ns
+        .iter()
+        .zip(recv_ns)
+        .map(|(s, r)| r.saturating_sub(*s) as f64 / 1e3)
+        .collect();
+    Dist::of(&mut us)
+}
+
+/// Gaps between consecutive receptions, µs: their distribution, the stalls above
+/// `stall_us` and the median spacing between those ([`stall_stats`]).
+fn gap_dist(recv_ns: &[u64], stall_us: f64) -> (Dist, u64, Option<f64>) {
+    let mut us: Vec<f64> = recv_ns
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]) as f64 / 1e3)
+        .collect();
+    let (stalls, every) = stall_stats(&us, stall_us);
+    (Dist::of(&mut us), stalls, every)
 }
 
 /// Counts gaps above `limit_us` and the median spacing (in messages) between them.

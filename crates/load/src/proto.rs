@@ -34,6 +34,11 @@ use crate::{crr::CrrConfig, msgs::MsgsConfig, rr::RrConfig, stream::StreamConfig
 /// Protocol version; a server refuses other versions with a clear message. Version 2: the
 /// report's `recv_ns` travels in a bulk frame after the JSON report.
 pub const VERSION: u32 = 2;
+/// Socket buffer of both ends of a control connection, bytes (the kernel caps it at
+/// `net.core.{w,r}mem_max`, ~200 KiB by default): a report and its stamps frame (~150 KB for
+/// 100,000 messages) then go out in one write and arrive without the two ends taking turns
+/// to empty and refill a 16 KiB initial buffer, each turn a wake-up on a busy machine.
+pub const CTRL_BUFFER: u32 = 1 << 20;
 /// Default control port of `tcplab serve` (iperf3's 5201 is left free for side-by-side runs).
 pub const DEFAULT_PORT: u16 = 5301;
 /// Largest frame accepted (a bulk frame of 10 M stamps of up to 10 bytes each fits).

@@ -142,6 +142,9 @@ impl ServerCtx {
 
 fn handle(mut ctrl: TcpStream) -> Result<()> {
     let _ = ctrl.set_nodelay(true);
+    // Best effort: a smaller buffer only costs the report's transfer some wake-ups.
+    let buffer = i32::try_from(proto::CTRL_BUFFER).unwrap_or(i32::MAX);
+    let _ = crate::sockopt::set_int(ctrl.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, buffer);
     ctrl.set_read_timeout(Some(HELLO_TIMEOUT))
         .map_err(|e| LoadError::io("control timeout", e))?;
     ctrl.set_write_timeout(Some(HELLO_TIMEOUT))

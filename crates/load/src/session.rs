@@ -96,7 +96,11 @@ pub struct Session {
 impl Session {
     /// Connects the control connection, sends the test, and waits for the data port.
     pub fn open(target: SocketAddr, test: TestSpec, timeout: Duration) -> Result<Self> {
-        let mut ctrl = match net::connect(target, &SockOpts::default(), timeout) {
+        let ctrl_opts = SockOpts {
+            rcvbuf: Some(proto::CTRL_BUFFER),
+            ..SockOpts::default()
+        };
+        let mut ctrl = match net::connect(target, &ctrl_opts, timeout) {
             Ok(s) => s,
             Err(ConnectError::Io(source)) => {
                 return Err(LoadError::Connect {

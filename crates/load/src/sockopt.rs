@@ -73,7 +73,12 @@ pub struct AppliedOpts {
     pub mss: u32,
 }
 
-fn set_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, val: libc::c_int) -> io::Result<()> {
+pub(crate) fn set_int(
+    fd: RawFd,
+    level: libc::c_int,
+    opt: libc::c_int,
+    val: libc::c_int,
+) -> io::Result<()> {
     // Safety: we pass a pointer to a live c_int and its exact size.
     let rc = unsafe {
         libc::setsockopt(

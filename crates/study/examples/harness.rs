@@ -49,6 +49,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| e.to_string())?;
         let client_ms = t.elapsed().as_secs_f64() * 1e3;
         let own_ms = tcplab_study::executor::own_time(&report) * 1e3;
+        if let tcplab_load::Report::Msgs(m) = &report
+            && let Some(p) = m.runs.first().map(|r| r.phases)
+        {
+            println!(
+                "  client phases: setup {:.2} ms, report {:.2} ms, summaries {:.2} ms",
+                p.setup_ns as f64 / 1e6,
+                p.report_ns as f64 / 1e6,
+                p.summary_ns as f64 / 1e6
+            );
+        }
         let t = Instant::now();
         let doc = serde_json::to_value(&report)?;
         let json_ms = t.elapsed().as_secs_f64() * 1e3;

@@ -47,11 +47,7 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
                     "# section=message size={} t0_ns={t0} columns=seq,send_ns,recv_ns\n",
                     run.size
                 );
-                table(
-                    out,
-                    &header,
-                    &[&rel(&run.send_ns, t0), &rel(&run.recv_ns, t0)],
-                );
+                table(out, &header, &[(&run.send_ns, t0), (&run.recv_ns, t0)]);
             }
         }
         Report::Rr(r) => {
@@ -70,7 +66,7 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
                     col(|s| s.sent_ns),
                     col(|s| s.done_ns),
                 ];
-                table(out, &header, &[&cols[0], &cols[1], &cols[2]]);
+                table(out, &header, &[(&cols[0], 0), (&cols[1], 0), (&cols[2], 0)]);
             }
         }
         Report::Crr(r) => {
@@ -87,7 +83,7 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
                 col(|s| s.connected_ns),
                 col(|s| s.done_ns),
             ];
-            table(out, &header, &[&cols[0], &cols[1], &cols[2]]);
+            table(out, &header, &[(&cols[0], 0), (&cols[1], 0), (&cols[2], 0)]);
             let mut tw = String::from("# section=time_wait columns=t_s,count\n");
             for (t, n) in &r.time_wait.samples {
                 tw.push_str(&format!("{t:.6},{n}\n"));
@@ -176,10 +172,6 @@ fn unpack_table(r: &mut Reader<'_>, out: &mut Vec<u8>) -> Result<(), String> {
     Ok(())
 }
 
-fn rel(values: &[u64], t0: u64) -> Vec<u64> {
-    values.iter().map(|v| v.saturating_sub(t0)).collect()
-}
-
 fn text(out: &mut Vec<u8>, s: &str) {
     text_bytes(out, s.as_bytes());
 }
@@ -190,19 +182,25 @@ fn text_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-fn table(out: &mut Vec<u8>, header: &str, cols: &[&Vec<u64>]) {
+/// A numeric section; each column is `(values, t0)` and is written as `value - t0` (saturating
+/// at zero), computed on the fly rather than in a copy of the column.
+fn table(out: &mut Vec<u8>, header: &str, cols: &[(&[u64], u64)]) {
     out.push(TABLE);
     put_varint(out, header.len() as u64);
     out.extend_from_slice(header.as_bytes());
     put_varint(out, cols.len() as u64);
-    put_varint(out, cols.iter().map(|c| c.len()).max().unwrap_or(0) as u64);
-    for col in cols {
-        out.reserve(col.len() * 2);
+    put_varint(
+        out,
+        cols.iter().map(|c| c.0.len()).max().unwrap_or(0) as u64,
+    );
+    for &(col, t0) in cols {
+        out.reserve(col.len() * 2 + 10);
         put_varint(out, col.len() as u64);
         let mut prev = 0i128;
-        for &v in col.iter() {
-            let d = i128::from(v) - prev;
-            prev = i128::from(v);
+        for &v in col {
+            let v = i128::from(v.saturating_sub(t0));
+            let d = v - prev;
+            prev = v;
             // Values are ns offsets within one run: a difference always fits in an i64.
             put_varint(out, zigzag(i64::try_from(d).unwrap_or(i64::MAX)));
         }
@@ -219,7 +217,17 @@ fn unzigzag(v: u64) -> i64 {
 }
 
 /// LEB128: seven bits per byte, high bit set on every byte but the last.
+#[inline]
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    if v < 0x4000 {
+        // One or two bytes: nearly every stamp difference, without the loop.
+        if v < 0x80 {
+            out.push(v as u8);
+        } else {
+            out.extend_from_slice(&[(v as u8) | 0x80, (v >> 7) as u8]);
+        }
+        return;
+    }
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;

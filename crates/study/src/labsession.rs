@@ -19,6 +19,7 @@ use tcplab_lab::{Lab, LabSpec, Role, SysctlSetting};
 
 use crate::runner::RunError;
 use crate::tcp_metrics::Flusher;
+use crate::worker::HostWorker;
 
 /// A lab, its server, and its reset state.
 #[derive(Debug)]
@@ -39,6 +40,11 @@ pub struct LabSession {
     facts: Option<serde_json::Value>,
     /// Each host's TCP metrics flusher, opened inside it at the first reset.
     flushers: Vec<(String, Flusher)>,
+    /// A thread kept in each host that needed one (sysctl writes, the client), by host name.
+    workers: BTreeMap<String, HostWorker>,
+    /// Per sysctl key: whether it is the namespace's own (written here through the workers)
+    /// rather than the machine's (written by the lab, which journals it first).
+    per_namespace: BTreeMap<String, bool>,
 }
 
 impl LabSession {
@@ -80,6 +86,8 @@ impl LabSession {
         Ok(LabSession {
             facts: None,
             flushers: Vec::new(),
+            workers: BTreeMap::new(),
+            per_namespace: BTreeMap::new(),
             config_id,
             link,
             lab,
@@ -105,6 +113,23 @@ impl LabSession {
     /// The host the client runs in.
     pub fn client(&self) -> &str {
         &self.client
+    }
+
+    /// The thread kept in the client host, started at the first call.
+    pub fn client_worker(&mut self) -> Result<&HostWorker, RunError> {
+        let client = self.client.clone();
+        self.worker(&client)
+    }
+
+    /// The thread kept in `host`, started at the first call.
+    fn worker(&mut self, host: &str) -> Result<&HostWorker, RunError> {
+        if !self.workers.contains_key(host) {
+            let w = HostWorker::start(self.lab.host(host).map_err(lab_error)?)?;
+            self.workers.insert(host.to_string(), w);
+        }
+        self.workers
+            .get(host)
+            .ok_or_else(|| RunError::Failed(format!("no thread in host {host}")))
     }
 
     /// What the last reset applied, (host, key) → value (for the run's facts).
@@ -183,9 +208,21 @@ impl LabSession {
         if !changes.is_empty() {
             // Until the writes succeed the lab's state is not known: the next reset rewrites all.
             self.applied.clear();
-            self.lab
-                .set_sysctls(&changes, spec.allow_host_sysctl)
-                .map_err(lab_error)?;
+            let mut machine = Vec::new();
+            let mut own = Vec::new();
+            for c in changes {
+                if self.is_per_namespace(&c.key)? {
+                    own.push(c);
+                } else {
+                    machine.push(c);
+                }
+            }
+            if !machine.is_empty() {
+                self.lab
+                    .set_sysctls(&machine, spec.allow_host_sysctl)
+                    .map_err(lab_error)?;
+            }
+            self.write_in_hosts(own)?;
         }
         self.applied = target;
         let link = spec.emulation.as_ref().map(|e| e.link.clone());
@@ -215,6 +252,53 @@ impl LabSession {
         Ok(())
     }
 
+    /// Whether `key` belongs to each namespace: writable from inside the lab's first host, as
+    /// the lab decides it (`tcplab_lab::Lab::set_sysctls`); asked once per key.
+    fn is_per_namespace(&mut self, key: &str) -> Result<bool, RunError> {
+        if let Some(&own) = self.per_namespace.get(key) {
+            return Ok(own);
+        }
+        tcplab_lab::sysctl::validate_key(key).map_err(lab_error)?;
+        let Some(first) = self.lab.hosts().first().map(|h| h.name().to_string()) else {
+            return Ok(false);
+        };
+        let k = key.to_string();
+        let own = self
+            .worker(&first)?
+            .run(move || tcplab_lab::sysctl::writable_here(&k))?
+            == Some(true);
+        self.per_namespace.insert(key.to_string(), own);
+        Ok(own)
+    }
+
+    /// Writes namespace keys in their hosts (each write read back, as the lab does), every
+    /// host's at once on its kept thread.
+    fn write_in_hosts(&mut self, settings: Vec<SysctlSetting>) -> Result<(), RunError> {
+        let mut pending = Vec::new();
+        for s in settings {
+            let worker = self.worker(&s.host)?;
+            let p = worker
+                .submit(move || tcplab_lab::sysctl::write_verified(&s.host, &s.key, &s.value))?;
+            pending.push(p);
+        }
+        let mut first_error = None;
+        for p in pending {
+            match p.recv() {
+                Ok(Ok(Ok(_))) => {}
+                Ok(Ok(Err(e))) => {
+                    first_error.get_or_insert(lab_error(e));
+                }
+                Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                Err(_) => {
+                    first_error.get_or_insert(RunError::Failed(
+                        "a host's thread stopped during a sysctl write".into(),
+                    ));
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     /// `all` → every host, in order; later settings of a key win.
     fn expand(&self, settings: &[SysctlSetting]) -> BTreeMap<(String, String), String> {
         let mut out = BTreeMap::new();
@@ -237,6 +321,8 @@ impl LabSession {
     }
 
     fn stop_server(&mut self) {
+        // The kept threads leave their hosts before the lab goes.
+        self.workers.clear();
         self.stop.store(true, Ordering::Relaxed);
         // The accept loop looks at the flag between accepts: a connection wakes it now rather
         // than at its next poll (the connection is dropped at once; the server shrugs it off).

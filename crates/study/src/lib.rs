@@ -14,7 +14,8 @@
 //!                    ▼
 //!                  runner::sweep ─► Executor::run (executor::LabExecutor, remote::RemoteExecutor, mock)
 //!                    │   │  LabExecutor: labsession::LabSession (lab + its server, kept between
-//!                    │   │  runs; reset = "reset": sysctls back to fresh values, tcp_metrics flush)
+//!                    │   │  runs; reset = "reset": sysctls back to fresh values, tcp_metrics flush;
+//!                    │   │  worker::HostWorker: a thread kept in each host for writes and the client)
 //!                    │   │  samples packed by codec (delta + varint); RunTiming per run
 //!                    │   racing rounds (tcplab_stats::race_round)      progress bar (stderr)
 //!                    ▼
@@ -25,8 +26,8 @@
 //! ```
 //! Pure layers (no I/O, no clock): [`span`], [`workload`], [`scenario`] parsing from text,
 //! [`factor`], [`plan`], [`codec`]. I/O: [`store`] (the file), [`runner`] (the clock, the
-//! executor, the progress bar), [`executor`], [`labsession`] and [`tcp_metrics`] (labs, sockets,
-//! netlink), [`export`] (writers).
+//! executor, the progress bar), [`executor`], [`labsession`], [`worker`] and [`tcp_metrics`]
+//! (labs, sockets, netlink), [`export`] (writers).
 //!
 //! Where a sweep's time goes is measured, not guessed: every run stores its
 //! [`RunTiming`] (the workloads' own time, lab, packing), and every `sweep` call stores an
@@ -75,6 +76,7 @@ pub mod span;
 pub mod store;
 pub mod tcp_metrics;
 pub mod to_report;
+pub mod worker;
 pub mod workload;
 
 pub use error::{Diagnostic, ScenarioError, StoreError, StudyError};

@@ -21,6 +21,7 @@ pub struct RemoteExecutor {
 impl RemoteExecutor {
     /// Runs go to `target` (the address `tcplab serve` listens on).
     pub fn new(target: SocketAddr) -> RemoteExecutor {
+        crate::executor::retain_freed_memory();
         RemoteExecutor { target }
     }
 }
@@ -67,6 +68,7 @@ impl Executor for RemoteExecutor {
                 workload_s: collected.workload_s,
                 lab_s: 0.0,
                 encode_s: collected.encode.as_secs_f64(),
+                ..collected.harness
             },
         })
     }

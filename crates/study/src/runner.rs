@@ -72,6 +72,12 @@ pub struct RunTiming {
     pub lab_s: f64,
     /// Packing the raw samples, s.
     pub encode_s: f64,
+    /// Harness: control connection, test sent, data connection open (msgs; 0 for others), s.
+    pub setup_s: f64,
+    /// Harness: from the workload's end to the server's report decoded (msgs), s.
+    pub report_s: f64,
+    /// Harness: the workload's own summaries (msgs), s.
+    pub summary_s: f64,
 }
 
 /// Why a run failed.
@@ -144,6 +150,12 @@ pub struct SweepReport {
     pub lab_time: Duration,
     /// Packing raw samples (sum of [`RunTiming::encode_s`]).
     pub encode_time: Duration,
+    /// Harness: control and data connections (sum of [`RunTiming::setup_s`]).
+    pub setup_time: Duration,
+    /// Harness: waiting for and decoding the server's reports (sum of [`RunTiming::report_s`]).
+    pub report_time: Duration,
+    /// Harness: the workloads' summaries (sum of [`RunTiming::summary_s`]).
+    pub summary_time: Duration,
     /// Time writing to the store (compression included).
     pub store_time: Duration,
     /// Time in racing statistics.
@@ -163,9 +175,19 @@ pub struct Overhead {
     pub workload_s: f64,
     /// Lab build, reset and teardown.
     pub lab_s: f64,
-    /// The rest of the executor: server start, control and data connections, the server's
-    /// report and the workload's own summaries (inside `tcplab-load`), facts, result decoding.
+    /// The rest of the executor: control and data connections, the server's report and the
+    /// workload's own summaries (inside `tcplab-load`, split out below for msgs), the client's
+    /// thread, facts, result decoding.
     pub harness_s: f64,
+    /// Of `harness_s`: control and data connections (msgs).
+    #[serde(default)]
+    pub setup_s: f64,
+    /// Of `harness_s`: the server's reports, from the workload's end to decoded (msgs).
+    #[serde(default)]
+    pub report_s: f64,
+    /// Of `harness_s`: the workloads' summaries (msgs).
+    #[serde(default)]
+    pub summary_s: f64,
     /// Packing samples.
     pub encode_s: f64,
     /// Compressing and writing runs to the store.
@@ -182,13 +204,18 @@ impl Overhead {
     /// One line for the terminal.
     pub fn line(&self) -> String {
         format!(
-            "wall {:.1} s, workloads {:.1} s; overhead {:.1}%: labs {:.2} s, harness (server, control connection, facts) {:.2} s, \
+            "wall {:.1} s, workloads {:.1} s; overhead {:.1}%: labs {:.2} s, harness {:.2} s (connections {:.2}, \
+             server reports {:.2}, summaries {:.2}, rest: threads, facts, results {:.2}), \
              sample packing {:.2} s, storing {:.2} s, statistics {:.2} s, scheduling {:.2} s",
             self.wall_s,
             self.workload_s,
             self.fraction * 100.0,
             self.lab_s,
             self.harness_s,
+            self.setup_s,
+            self.report_s,
+            self.summary_s,
+            (self.harness_s - self.setup_s - self.report_s - self.summary_s).max(0.0),
             self.encode_s,
             self.store_s,
             self.stats_s,
@@ -218,6 +245,9 @@ impl SweepReport {
             workload_s: workload,
             lab_s: s(self.lab_time),
             harness_s: harness,
+            setup_s: s(self.setup_time),
+            report_s: s(self.report_time),
+            summary_s: s(self.summary_time),
             encode_s: s(self.encode_time),
             store_s: s(self.store_time),
             stats_s: s(self.stats_time),
@@ -285,7 +315,7 @@ pub fn sweep(
             if run.reset == crate::scenario::Reset::Reuse {
                 run.fresh_lab |= labs_built.insert(run.config.id);
             }
-            if let Some(failed) = execute(plan, store, executor, &run, &mut report)? {
+            if let Some(failed) = execute(plan, store, executor, &run, &mut report, &mut race)? {
                 inactive.insert(run.config.id);
                 report.failed_configs.push((run.config.id, failed));
             }
@@ -305,6 +335,11 @@ pub fn sweep(
     let teardown = executor.finish();
     report.executor_time += teardown;
     report.lab_time += teardown;
+    if report.executed > 0 {
+        let t = Instant::now();
+        store.checkpoint()?;
+        report.store_time += t.elapsed();
+    }
     report.wall = start.elapsed();
     if report.executed > 0 {
         store.record_session(now_ms(), report.executed, &report.overhead())?;
@@ -319,6 +354,7 @@ fn execute(
     executor: &mut dyn Executor,
     run: &PlannedRun,
     report: &mut SweepReport,
+    race: &mut RaceState,
 ) -> Result<Option<String>, StudyError> {
     let started_ms = now_ms();
     let t = Instant::now();
@@ -329,6 +365,9 @@ fn execute(
         report.workload_time += secs(o.timing.workload_s);
         report.lab_time += secs(o.timing.lab_s);
         report.encode_time += secs(o.timing.encode_s);
+        report.setup_time += secs(o.timing.setup_s);
+        report.report_time += secs(o.timing.report_s);
+        report.summary_time += secs(o.timing.summary_s);
     }
     if let Err(RunError::Fatal(reason)) = &result {
         return Err(StudyError::Fatal(reason.clone()));
@@ -350,6 +389,10 @@ fn execute(
     let t = Instant::now();
     store.record_run(run, &result, started_ms, wall)?;
     report.executed += 1;
+    race.stored(
+        run.config.id,
+        result.as_ref().ok().and_then(|o| o.metrics.get(metric)),
+    );
     let stop = match &result {
         Ok(_) => None,
         Err(e) => {
@@ -367,7 +410,9 @@ fn execute(
     Ok(stop)
 }
 
-/// Objective samples per configuration, kept in memory (seeded from the store on resume).
+/// Objective samples per configuration, kept in memory: read from the store once (a resumed
+/// study's runs), then added to as each run is stored, in the store's order, so a racing round
+/// sees exactly what re-reading the store would give without parsing every run again.
 struct RaceState {
     samples: BTreeMap<usize, Vec<f64>>,
     round: u32,
@@ -384,6 +429,14 @@ impl RaceState {
         };
         state.reload(plan, store)?;
         Ok(state)
+    }
+
+    /// A run was just stored: its objective value if it succeeded.
+    fn stored(&mut self, config_id: usize, objective: Option<&f64>) {
+        self.seen_runs += 1;
+        if let Some(v) = objective {
+            self.samples.entry(config_id).or_default().push(*v);
+        }
     }
 
     fn reload(&mut self, plan: &Plan, store: &Store) -> Result<(), StudyError> {
@@ -407,7 +460,6 @@ impl RaceState {
         inactive: &mut BTreeSet<usize>,
         report: &mut SweepReport,
     ) -> Result<(), StudyError> {
-        self.reload(plan, store)?;
         let active: Vec<&crate::plan::Configuration> = plan
             .configurations
             .iter()

@@ -72,6 +72,18 @@ fn one_lab_serves_every_configuration_with_exactly_its_sysctls() {
         }
         assert!(r.timing.workload_s > 0.0 && r.timing.lab_s >= 0.0);
         assert!(r.timing.workload_s < r.executor_wall_s, "{:?}", r.timing);
+        // The harness's timed parts are there and fit, with the rest, in the executor's time.
+        let t = r.timing;
+        assert!(
+            t.setup_s > 0.0 && t.report_s > 0.0 && t.summary_s > 0.0,
+            "{t:?}"
+        );
+        assert!(
+            t.workload_s + t.lab_s + t.encode_s + t.setup_s + t.report_s + t.summary_s
+                < r.executor_wall_s,
+            "{t:?} vs {}",
+            r.executor_wall_s
+        );
     }
     assert!(
         baseline_after_change > 0,
