@@ -17,8 +17,9 @@ fn be16(b: &[u8], off: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(off)?, *b.get(off + 1)?]))
 }
 
-/// Ones'-complement sum of `data` as big-endian 16-bit words (odd tail padded with zero).
-fn sum16(data: &[u8], mut acc: u64) -> u64 {
+/// Ones'-complement sum of `data` as big-endian 16-bit words (odd tail padded with zero),
+/// unfolded (shared with `segment`).
+pub(crate) fn sum16(data: &[u8], mut acc: u64) -> u64 {
     let mut chunks = data.chunks_exact(2);
     for c in &mut chunks {
         acc += u64::from(u16::from_be_bytes([c[0], c[1]]));
@@ -29,7 +30,8 @@ fn sum16(data: &[u8], mut acc: u64) -> u64 {
     acc
 }
 
-fn fold(mut acc: u64) -> u16 {
+/// Folds an unfolded ones'-complement sum to 16 bits.
+pub(crate) fn fold(mut acc: u64) -> u16 {
     while acc > 0xffff {
         acc = (acc & 0xffff) + (acc >> 16);
     }

@@ -26,6 +26,7 @@
 //! (`gso_type` UDP, IP fragmentation; no local Linux stack has produced it since 4.14), IPv6
 //! with extension headers, and headers that do not parse.
 
+use crate::csum::{fold, sum16};
 use crate::gso::{F_NEEDS_CSUM, VnetHdr};
 
 const GSO_TCPV4: u8 = 1;
@@ -71,25 +72,6 @@ fn be16(b: &[u8], off: usize) -> Option<u16> {
 
 fn put16(b: &mut [u8], off: usize, v: u16) {
     b[off..off + 2].copy_from_slice(&v.to_be_bytes());
-}
-
-/// Ones'-complement sum of big-endian 16-bit words (odd tail padded with zero), unfolded.
-fn sum16(data: &[u8], mut acc: u64) -> u64 {
-    let mut chunks = data.chunks_exact(2);
-    for c in &mut chunks {
-        acc += u64::from(u16::from_be_bytes([c[0], c[1]]));
-    }
-    if let [last] = chunks.remainder() {
-        acc += u64::from(*last) << 8;
-    }
-    acc
-}
-
-fn fold(mut acc: u64) -> u16 {
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
 }
 
 /// Reads `frame`'s headers (L2 onwards, as it will leave: a VLAN tag, if any, in place) for
