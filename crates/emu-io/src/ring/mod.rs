@@ -355,6 +355,16 @@ pub(crate) mod testmem {
             // Safety: the Vec outlives every use in the test that created it.
             unsafe { RingMem::new(base, len) }
         }
+        /// `len` bytes at `off` of the buffer as ring memory (several rings in one buffer).
+        pub fn sub(&mut self, off: usize, len: usize) -> RingMem {
+            assert!(
+                off + len <= self.buf.len() * 16,
+                "sub-ring outside the test buffer"
+            );
+            let base = NonNull::new(self.buf.as_mut_ptr().cast::<u8>()).unwrap();
+            // Safety: in bounds (asserted); the Vec outlives every use in the test.
+            unsafe { RingMem::new(base.add(off), len) }
+        }
         pub fn bytes(&mut self) -> &mut [u8] {
             let len = self.buf.len() * 16;
             // Safety: reinterpreting owned u128s as bytes.

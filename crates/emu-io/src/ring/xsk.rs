@@ -438,17 +438,7 @@ mod tests {
     fn rx_frames_flow_through_and_chunks_return_to_the_fill_ring() {
         // One buffer: RX ring at 0, fill ring at 1024, UMEM at 4096 (4 chunks of 2048).
         let mut t = TestMem::new(4096 + 4 * 2048);
-        let mem = t.mem();
-        let sub = |off: usize, len: usize| {
-            // Safety: in bounds of the test buffer, which outlives the rings.
-            unsafe {
-                RingMem::new(
-                    std::ptr::NonNull::new(mem.base.as_ptr().add(off)).unwrap(),
-                    len,
-                )
-            }
-        };
-        let (rxm, fillm, umem) = (sub(0, 1024), sub(1024, 1024), sub(4096, 4 * 2048));
+        let (rxm, fillm, umem) = (t.sub(0, 1024), t.sub(1024, 1024), t.sub(4096, 4 * 2048));
         let rx_ring = XskRing::new(rxm, LAYOUT, 4, 16, false);
         let fill_ring = XskRing::new(fillm, LAYOUT, 4, 8, true);
         let mut rx = XskRx::new(rx_ring, fill_ring, umem, 2048, 4, 8);
@@ -508,20 +498,10 @@ mod tests {
     #[test]
     fn a_descriptor_outside_the_umem_is_malformed_and_still_consumed() {
         let mut t = TestMem::new(4096 + 2 * 2048);
-        let mem = t.mem();
-        let sub = |off: usize, len: usize| {
-            // Safety: in bounds of the test buffer, which outlives the rings.
-            unsafe {
-                RingMem::new(
-                    std::ptr::NonNull::new(mem.base.as_ptr().add(off)).unwrap(),
-                    len,
-                )
-            }
-        };
         let mut rx = XskRx::new(
-            XskRing::new(sub(0, 1024), LAYOUT, 2, 16, false),
-            XskRing::new(sub(1024, 1024), LAYOUT, 2, 8, true),
-            sub(4096, 2 * 2048),
+            XskRing::new(t.sub(0, 1024), LAYOUT, 2, 16, false),
+            XskRing::new(t.sub(1024, 1024), LAYOUT, 2, 8, true),
+            t.sub(4096, 2 * 2048),
             2048,
             2,
             8,
@@ -546,20 +526,10 @@ mod tests {
     fn tx_chunks_cycle_through_the_completion_ring() {
         // TX ring at 0, completion ring at 1024, UMEM at 4096: chunks 2 and 3 are TX chunks.
         let mut t = TestMem::new(4096 + 4 * 2048);
-        let mem = t.mem();
-        let sub = |off: usize, len: usize| {
-            // Safety: in bounds of the test buffer, which outlives the rings.
-            unsafe {
-                RingMem::new(
-                    std::ptr::NonNull::new(mem.base.as_ptr().add(off)).unwrap(),
-                    len,
-                )
-            }
-        };
         let mut tx = XskTx::new(
-            XskRing::new(sub(0, 1024), LAYOUT, 4, 16, true),
-            XskRing::new(sub(1024, 1024), LAYOUT, 4, 8, false),
-            sub(4096, 4 * 2048),
+            XskRing::new(t.sub(0, 1024), LAYOUT, 4, 16, true),
+            XskRing::new(t.sub(1024, 1024), LAYOUT, 4, 8, false),
+            t.sub(4096, 4 * 2048),
             2048,
             2,
             2,
