@@ -66,21 +66,7 @@ impl PacketSocket {
     }
 
     fn setsockopt<T>(&self, name: libc::c_int, value: &T) -> io::Result<()> {
-        // Safety: value points to a live T of the size passed; the kernel copies it.
-        let rc = unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_PACKET,
-                name,
-                (value as *const T).cast(),
-                size_of::<T>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(())
-        }
+        setsockopt(self.fd.as_fd(), libc::SOL_PACKET, name, value)
     }
 
     /// `PACKET_VERSION` (TPACKET_V2 = 1, TPACKET_V3 = 2).
@@ -243,5 +229,29 @@ impl PacketSocket {
 impl AsFd for PacketSocket {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+}
+
+/// `setsockopt(fd, level, name, value)` for a plain-data `value` (shared with `sys::xsk`).
+pub(crate) fn setsockopt<T>(
+    fd: BorrowedFd<'_>,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: &T,
+) -> io::Result<()> {
+    // Safety: value points to a live T of the size passed; the kernel copies it.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (value as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
     }
 }

@@ -125,22 +125,9 @@ unsafe impl Sync for XskSocket {}
 // Safety: as above; moving the handle moves nothing the kernel relies on.
 unsafe impl Send for XskSocket {}
 
+/// `setsockopt(fd, SOL_XDP, name, value)`.
 fn setsockopt<T>(fd: &OwnedFd, name: libc::c_int, value: &T) -> io::Result<()> {
-    // Safety: value points to a live T of the size passed; the kernel copies it.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            SOL_XDP,
-            name,
-            (value as *const T).cast(),
-            size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    super::socket::setsockopt(fd.as_fd(), SOL_XDP, name, value)
 }
 
 fn getsockopt<T>(fd: &OwnedFd, name: libc::c_int, value: &mut T) -> io::Result<()> {
@@ -203,17 +190,8 @@ fn new_socket() -> Result<OwnedFd, XskError> {
 fn set_tx_ring(fd: &OwnedFd, entries: u32) -> Result<(), XskError> {
     setsockopt(fd, libc::XDP_TX_RING, &entries).map_err(step("XDP_TX_RING"))?;
     let bytes: libc::c_int = 16 << 20;
-    // Safety: value points to a live c_int; the kernel copies it. Best effort (capped by
-    // net.core.wmem_max).
-    unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&bytes as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
+    // Best effort (capped by net.core.wmem_max), so a failure is not an error.
+    let _ = super::socket::setsockopt(fd.as_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, &bytes);
     Ok(())
 }
 
