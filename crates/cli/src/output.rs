@@ -26,7 +26,7 @@ pub fn print_json<T: Serialize>(value: &T) -> ExitCode {
 /// on stdout (so a script parsing stdout always gets JSON); the one-line message also goes to
 /// stderr.
 pub fn fail(json: bool, err: &anyhow::Error) -> ExitCode {
-    let message = format!("{err:#}");
+    let message = one_line(err);
     if json {
         let doc = serde_json::json!({ "error": message });
         println!("{doc}");
@@ -35,7 +35,54 @@ pub fn fail(json: bool, err: &anyhow::Error) -> ExitCode {
     ExitCode::from(EXIT_USAGE)
 }
 
+/// The error and its causes on one line, `outer: cause: root`. A cause whose text the message
+/// already carries is left out: library errors (thiserror) often print their source inside
+/// their own message *and* report it as the source, which `{:#}` would print twice
+/// (`--loss 150%: loss must be … : loss must be …`).
+fn one_line(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if message.is_empty() {
+            message = text;
+        } else if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message
+}
+
 /// Runs a command body, turning its error into the usage exit code.
 pub fn finish(json: bool, result: anyhow::Result<ExitCode>) -> ExitCode {
     result.unwrap_or_else(|e| fail(json, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+    use tcplab_emu::{ConfigError, ValueError};
+
+    #[test]
+    fn a_cause_already_in_the_message_is_not_repeated() {
+        let e = anyhow::Error::new(ConfigError::Flag {
+            flag: "--loss",
+            value: "150%".into(),
+            source: ValueError::OutOfRange {
+                what: "loss",
+                range: "between 0% and 100%",
+            },
+        });
+        assert_eq!(
+            one_line(&e),
+            "--loss 150%: loss must be between 0% and 100%"
+        );
+    }
+
+    #[test]
+    fn context_and_new_causes_are_joined() {
+        let e = anyhow::Error::new(std::io::Error::other("permission denied"))
+            .context("opening /run/tcplab");
+        assert_eq!(one_line(&e), "opening /run/tcplab: permission denied");
+    }
 }

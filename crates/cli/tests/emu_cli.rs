@@ -130,12 +130,23 @@ fn emu_rejects_bad_interfaces_and_values() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("tcplab-nope0"), "{err}");
-    let out = run(
-        s,
-        &["emu", "--iface", "lo", "--iface", "lo", "--loss", "101%"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--loss"));
+    // One line each, the cause said once, a negative value reaching the value parser.
+    for (args, line) in [
+        (
+            &["--loss", "101%"][..],
+            "tcplab: error: --loss 101%: loss must be between 0% and 100%\n",
+        ),
+        (
+            &["--delay", "-5ms"][..],
+            "tcplab: error: --delay -5ms: `-5ms` is negative: values cannot be negative (write e.g. 10ms, 250us, 1.5s or 0)\n",
+        ),
+    ] {
+        let mut argv = vec!["emu", "--iface", "lo", "--iface", "lo"];
+        argv.extend_from_slice(args);
+        let out = run(s, &argv);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), line, "{argv:?}");
+    }
     let out = run(s, &["lab", "up", "--topology", "pair", "--delay", "10ms"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no middle host"));

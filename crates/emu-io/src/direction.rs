@@ -26,6 +26,7 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use crate::counters::DirCounters;
 use crate::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
+use crate::lateness::handoff_time;
 use crate::model::{Corruption, Decision, Departure, Model, ModelDrop};
 use crate::port::{RxPort, TxPort};
 use crate::ring::tx_v2::TxPush;
@@ -456,8 +457,10 @@ impl<M: Model> Direction<M> {
             DirCounters::add(&c.drop_tx_failed, u64::from(out.failed));
             DirCounters::add(&c.kicks, u64::from(out.calls));
         }
-        for h in &self.held {
-            c.lateness.record(sent_at.saturating_sub(h.at));
+        let (end, n) = (monotonic_ns(), self.held.len());
+        for (i, h) in self.held.iter().enumerate() {
+            c.lateness
+                .record(handoff_time(sent_at, end, i, n).saturating_sub(h.at));
         }
         self.held.clear();
         self.rx.ring.release_held();
@@ -552,8 +555,10 @@ impl<M: Model> Direction<M> {
             DirCounters::add(&c.drop_tx_failed, u64::from(out.failed));
             DirCounters::add(&c.kicks, u64::from(out.calls));
         }
-        for e in &self.due {
-            c.lateness.record(sent_at.saturating_sub(e.at));
+        let (end, n) = (monotonic_ns(), self.due.len());
+        for (i, e) in self.due.iter().enumerate() {
+            c.lateness
+                .record(handoff_time(sent_at, end, i, n).saturating_sub(e.at));
             self.slab.release(e.slot);
         }
         self.due.len()
@@ -609,8 +614,10 @@ impl<M: Model> Direction<M> {
         }
         DirCounters::add(&c.drop_tx_failed, ring.take_refused());
         DirCounters::add(&c.kicks, 1);
-        for &at in &self.batch_at {
-            c.lateness.record(sent_at.saturating_sub(at));
+        let (end, n) = (monotonic_ns(), self.batch_at.len());
+        for (i, &at) in self.batch_at.iter().enumerate() {
+            c.lateness
+                .record(handoff_time(sent_at, end, i, n).saturating_sub(at));
         }
     }
 

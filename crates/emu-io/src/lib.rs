@@ -53,8 +53,10 @@
 //! # Clocks
 //! `now` is CLOCK_MONOTONIC ns, shared by all namespaces of the machine. A frame's arrival
 //! time is the kernel's receive timestamp (CLOCK_REALTIME, converted per batch), so time spent
-//! waiting in the RX ring is not added to the configured delay. Lateness = the time of the TX
-//! kick that sent the frame − its scheduled departure.
+//! waiting in the RX ring is not added to the configured delay. Lateness = when the frame was handed
+//! to the kernel − its scheduled departure; a frame's hand-off inside a batch call (`sendmmsg`,
+//! a TX-ring kick) is its share of the call's duration ([`lateness::handoff_time`]), since on
+//! veth each frame's hand-off runs the receiver's stack before the next one goes.
 //!
 //! # Performance
 //! `BENCH.md` beside this crate (run `bench.sh`): offloads off, a mean 0.81-1.03x the kernel

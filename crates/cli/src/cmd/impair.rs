@@ -4,47 +4,53 @@
 use clap::Args;
 use tcplab_emu::{ImpairmentFlags, LinkConfig};
 
-/// Link impairments.
+/// Link impairments. Numeric flags accept a leading `-` so that `--delay -5ms` reaches the value
+/// parser and is refused as negative with the flag named, rather than read as an unknown flag.
 #[derive(Debug, Args, Clone, Default)]
 pub struct ImpairArgs {
     /// One-way delay, e.g. 10ms or 10ms/2ms (client→server/server→client).
-    #[arg(long, value_name = "DELAY[/DELAY]", help_heading = "Impairments")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "DELAY[/DELAY]",
+        help_heading = "Impairments"
+    )]
     delay: Option<String>,
     /// Jitter amount, e.g. 1ms (the sd for --jitter-dist normal).
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     jitter: Option<String>,
     /// uniform, normal, pareto, paretonormal, or table:FILE (netem .dist format).
     #[arg(long, help_heading = "Impairments")]
     jitter_dist: Option<String>,
     /// Correlation of successive jitter values, e.g. 25%.
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     correlation: Option<String>,
     /// Random loss, e.g. 0.1%.
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     loss: Option<String>,
     /// ge:P,R,1-H,1-K (Gilbert-Elliott) or pattern:FILE.
     #[arg(long, help_heading = "Impairments")]
     loss_model: Option<String>,
     /// Bottleneck rate, e.g. 1gbit, 100mbit.
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     rate: Option<String>,
     /// Bottleneck queue: packets (1000) or bytes (256kb); drop-tail.
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     queue: Option<String>,
     /// Per-packet overhead counted by --rate, bytes (24 for Ethernet preamble, IFG and FCS).
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     overhead: Option<String>,
     /// Reordering: a probability (1%), gap:N, or jitter (let jitter reorder).
     #[arg(long, help_heading = "Impairments")]
     reorder: Option<String>,
     /// Duplication probability, e.g. 0.1%.
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     duplicate: Option<String>,
     /// Corruption probability (one bit flipped), e.g. 0.01%.
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     corrupt: Option<String>,
     /// Seed of every random stream (printed when not given; replays a run).
-    #[arg(long, help_heading = "Impairments")]
+    #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     seed: Option<String>,
 }
 
