@@ -31,16 +31,36 @@ fn battery(r: StreamResult, facts: tcplab_lab::Facts) -> Battery {
     }
 }
 
+/// Most measurements taken before giving up on one whose client was not CPU-saturated.
+const ATTEMPTS: usize = 3;
+
+/// A stream with an 8 KiB receive buffer, measured again (up to [`ATTEMPTS`] times) while the
+/// doctor finds its client CPU-saturated: on a machine busy with the rest of the test suite the
+/// sender is then limited by the CPU, not the window, and the rule rightly stays silent (a CI
+/// run under parallel load saw 90 % busy and no `rwnd_limited`). `None` without root.
+fn small_buffer_run() -> Option<(StreamResult, Vec<tcplab_doctor::Finding>)> {
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let (r, facts) = in_fresh_netns(|| {
+            sysctl("net.ipv4.tcp_rmem", "4096 8192 8192");
+            (stream(), facts_here(KEYS))
+        })?;
+        let found = diagnose(&battery(r.clone(), facts));
+        let saturated = found.iter().any(|f| f.id == "untrustworthy.cpu");
+        last = Some((r, found));
+        if !saturated {
+            break;
+        }
+    }
+    last
+}
+
 #[test]
 fn small_receive_buffer_is_found_and_the_fix_helps() {
-    let Some((r, facts)) = in_fresh_netns(|| {
-        sysctl("net.ipv4.tcp_rmem", "4096 8192 8192");
-        (stream(), facts_here(KEYS))
-    }) else {
+    let Some((r, found)) = small_buffer_run() else {
         return;
     };
     let before_bps = r.summary.throughput_bps.unwrap();
-    let found = diagnose(&battery(r, facts));
     let f = found
         .iter()
         .find(|f| f.id == "rwnd_limited")
