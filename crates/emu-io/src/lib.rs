@@ -59,14 +59,17 @@
 //! veth each frame's hand-off runs the receiver's stack before the next one goes.
 //!
 //! # Performance
-//! `BENCH.md` beside this crate (run `bench.sh`): offloads off, a mean 0.81-1.03x the kernel
-//! bridge's TCP throughput per run over 42 interleaved rounds on 2 shared CPUs (session 4; the AF_XDP
-//! route measured 0.79-0.88x receiving, a tie transmitting: veth has no zero-copy AF_XDP and
-//! must copy TCP's cloned skbs before XDP, so receive costs two copies instead of one); GSO
-//! mode with offloads on, 0.69-0.71x the kernel bridge with offloads on (3.6x the offloads-off
-//! kernel bridge); with `--loss 0.1%` (segmenting) it keeps most of it, 2.1-4.6x the
-//! offloads-off emulator with the same loss (session 4). Idle lateness p50 ≈ 1-3 µs / p99 < 100 µs on a quiet machine; under full
-//! load the lateness p99 reaches ms and the verdict says so.
+//! `docs/BENCHMARKS.md` and `BENCH.md` beside this crate (`benches/emu.sh`, `bench.sh`): offloads
+//! off on a quiet 2-vCPU machine, a median 0.88-1.02x the kernel bridge's TCP throughput over
+//! three sets of 12 alternating rounds (session 5; 0.81-1.03x per run on a busy one, session 4;
+//! AF_XDP on veth lost or tied: veth must copy TCP's cloned skbs before XDP, so receiving costs
+//! two copies instead of one). GSO mode with offloads on reaches 0.64-0.72x the kernel bridge with
+//! offloads on, 2.3-2.9x the offloads-off kernel bridge. With `--loss 0.1%` (segmenting) it keeps
+//! most of that: 2.1-4.6x the offloads-off emulator with the same loss (session 4). Idle lateness
+//! is 1-12 µs at p99. Under a bulk TCP flow it is 41-47 µs at p50 and 90-139 µs at p99 when the
+//! flow is paced at 1 Gbit/s, and 0.7-2.4 ms at p99 unpaced. veth runs the receiver's TCP stack
+//! inside each `sendmmsg` (2.7 µs per frame), so a sender's micro-bursts leave over three times
+//! their arrival span; the verdict says so.
 //!
 //! # Requirements
 //! Root (CAP_NET_RAW; CAP_SYS_NICE for the default SCHED_FIFO), both interfaces up.
