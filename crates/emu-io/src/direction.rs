@@ -26,7 +26,6 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use crate::counters::DirCounters;
 use crate::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
-use crate::lateness::handoff_time;
 use crate::model::{Corruption, Decision, Departure, Model, ModelDrop};
 use crate::port::{RxPort, TxPort};
 use crate::ring::tx_v2::TxPush;
@@ -457,11 +456,8 @@ impl<M: Model> Direction<M> {
             DirCounters::add(&c.drop_tx_failed, u64::from(out.failed));
             DirCounters::add(&c.kicks, u64::from(out.calls));
         }
-        let (end, n) = (monotonic_ns(), self.held.len());
-        for (i, h) in self.held.iter().enumerate() {
-            c.lateness
-                .record(handoff_time(sent_at, end, i, n).saturating_sub(h.at));
-        }
+        c.lateness
+            .record_batch(sent_at, monotonic_ns(), self.held.iter().map(|h| h.at));
         self.held.clear();
         self.rx.ring.release_held();
     }
@@ -555,10 +551,9 @@ impl<M: Model> Direction<M> {
             DirCounters::add(&c.drop_tx_failed, u64::from(out.failed));
             DirCounters::add(&c.kicks, u64::from(out.calls));
         }
-        let (end, n) = (monotonic_ns(), self.due.len());
-        for (i, e) in self.due.iter().enumerate() {
-            c.lateness
-                .record(handoff_time(sent_at, end, i, n).saturating_sub(e.at));
+        c.lateness
+            .record_batch(sent_at, monotonic_ns(), self.due.iter().map(|e| e.at));
+        for e in &self.due {
             self.slab.release(e.slot);
         }
         self.due.len()
@@ -614,11 +609,8 @@ impl<M: Model> Direction<M> {
         }
         DirCounters::add(&c.drop_tx_failed, ring.take_refused());
         DirCounters::add(&c.kicks, 1);
-        let (end, n) = (monotonic_ns(), self.batch_at.len());
-        for (i, &at) in self.batch_at.iter().enumerate() {
-            c.lateness
-                .record(handoff_time(sent_at, end, i, n).saturating_sub(at));
-        }
+        c.lateness
+            .record_batch(sent_at, monotonic_ns(), self.batch_at.iter().copied());
     }
 
     /// Adds the kernel's RX-ring drop count (read and reset) to the counters.

@@ -96,6 +96,20 @@ impl LatenessHistogram {
         }
     }
 
+    /// Records the frames of one batch call that ran from `start` to `end`, given their
+    /// scheduled departures in the order they were handed over ([`handoff_time`]).
+    pub fn record_batch(
+        &self,
+        start: Nanos,
+        end: Nanos,
+        departures: impl ExactSizeIterator<Item = Nanos>,
+    ) {
+        let n = departures.len();
+        for (i, at) in departures.enumerate() {
+            self.record(handoff_time(start, end, i, n).saturating_sub(at));
+        }
+    }
+
     /// Summary of what was recorded so far.
     pub fn summary(&self) -> LatenessSummary {
         let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Relaxed)).collect();
@@ -137,14 +151,10 @@ pub fn handoff_time(start: Nanos, end: Nanos, i: usize, n: usize) -> Nanos {
     if n <= 1 || end <= start {
         return start;
     }
-    let (span, i, n) = (end - start, i.min(n - 1) as u64, n as u64);
-    // u64 unless the product overflows (a call of seconds in a huge batch): no 128-bit
-    // division per frame on the packet path.
-    let share = span.checked_mul(i).map_or_else(
-        || (u128::from(span) * u128::from(i) / u128::from(n)) as u64,
-        |p| p / n,
-    );
-    start + share
+    // The per-frame share is rounded down to whole ns (an error of at most `i` ns), so the
+    // product never exceeds the span and cannot overflow.
+    let share = (end - start) / n as u64;
+    start + share * i.min(n - 1) as u64
 }
 
 #[cfg(test)]
@@ -166,9 +176,13 @@ mod tests {
         );
         // An index past the batch is clamped to its last frame.
         assert_eq!(handoff_time(0, 64_000, 99, 64), 63_000);
-        // A span too long for the 64-bit product still divides exactly.
+        // A span of the whole clock range does not overflow.
         let max = u64::MAX;
-        assert_eq!(handoff_time(0, max, 3, 4), (u128::from(max) * 3 / 4) as u64);
+        let exact = (u128::from(max) * 3 / 4) as u64;
+        assert!(
+            exact - handoff_time(0, max, 3, 4) <= 3,
+            "no overflow, within i ns"
+        );
     }
 
     #[test]
@@ -213,6 +227,17 @@ mod tests {
         assert!((1_400..=1_600).contains(&s.p50_ns), "p50 {}", s.p50_ns);
         let expected_mean = (990 * 1_000 + 989 * 990 / 2 + 9 * 50_000 + 3_000_000) / 1_000;
         assert_eq!(s.mean_ns, expected_mean);
+    }
+
+    #[test]
+    fn a_batch_records_each_frame_against_its_share_of_the_call() {
+        let h = LatenessHistogram::new();
+        // Due at 0, 0, 150, 900; the call ran 1_000..1_400: handed over at 1000, 1100, 1200, 1300.
+        h.record_batch(1_000, 1_400, [0, 0, 150, 900].into_iter());
+        let s = h.summary();
+        assert_eq!(s.count, 4);
+        assert_eq!(s.max_ns, 1_100);
+        assert_eq!(s.mean_ns, (1_000 + 1_100 + 1_050 + 400) / 4);
     }
 
     #[test]

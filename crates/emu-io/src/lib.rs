@@ -53,10 +53,11 @@
 //! # Clocks
 //! `now` is CLOCK_MONOTONIC ns, shared by all namespaces of the machine. A frame's arrival
 //! time is the kernel's receive timestamp (CLOCK_REALTIME, converted per batch), so time spent
-//! waiting in the RX ring is not added to the configured delay. Lateness = when the frame was handed
-//! to the kernel − its scheduled departure; a frame's hand-off inside a batch call (`sendmmsg`,
-//! a TX-ring kick) is its share of the call's duration ([`lateness::handoff_time`]), since on
-//! veth each frame's hand-off runs the receiver's stack before the next one goes.
+//! waiting in the RX ring is not added to the configured delay. Lateness = when the frame was
+//! handed to the kernel − its scheduled departure. Inside a batch call (`sendmmsg`, a TX-ring
+//! kick) a frame's hand-off is its share of the call's duration ([`lateness::handoff_time`],
+//! via `LatenessHistogram::record_batch`): on veth each hand-off runs the receiver's stack
+//! before the next frame goes.
 //!
 //! # Performance
 //! `docs/BENCHMARKS.md` and `BENCH.md` beside this crate (`benches/emu.sh`, `bench.sh`): offloads
