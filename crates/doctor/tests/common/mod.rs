@@ -56,6 +56,32 @@ fn loopback_up() {
     }
 }
 
+/// Pins the calling thread to the CPU it is running on; threads it starts afterwards (a
+/// server, a workload's client) inherit that, so both ends of a loopback flow share one CPU
+/// instead of wherever the scheduler puts them each run.
+pub fn pin_to_this_cpu() {
+    // Safety: sched_getcpu takes no arguments and only returns a number.
+    let cpu = unsafe { libc::sched_getcpu() };
+    assert!(
+        cpu >= 0,
+        "sched_getcpu: {}",
+        std::io::Error::last_os_error()
+    );
+    // Safety: cpu_set_t is plain data (zeroed = empty); CPU_SET writes one bit inside it, and
+    // sched_setaffinity reads exactly size_of::<cpu_set_t>() bytes of it for this thread (0).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        let rc = libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set);
+        assert_eq!(
+            rc,
+            0,
+            "sched_setaffinity: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
 /// Writes a sysctl of the calling thread's network namespace.
 pub fn sysctl(key: &str, value: &str) {
     let path = format!("/proc/sys/{}", key.replace('.', "/"));
