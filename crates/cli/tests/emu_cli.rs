@@ -93,10 +93,35 @@ fn persistent_emulated_lab_runs_its_emulator_as_a_companion() {
         "{}",
         String::from_utf8_lossy(&set.stderr)
     );
+    assert_eq!(
+        String::from_utf8_lossy(&set.stdout),
+        format!("lab '{name}': impairments now\n  each way: delay 2ms, loss 1%\n")
+    );
     let status = json(&run(s, &["lab", "status", &name, "--json"]));
     assert_eq!(
         status["emulators"][&name]["link"]["reverse"]["delay_ns"],
         2_000_000
+    );
+    assert_eq!(
+        status["emulators"][&name]["link"]["seed"], 42,
+        "the models keep their streams, so the seed in force stays"
+    );
+    let human = run(s, &["lab", "status", &name]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    for expected in [
+        "  emulator  running, seed 42, up ",
+        "    link           each way: delay 2ms, loss 1%\n",
+        "    client→server  ",
+        "    server→client  ",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+    let reseed = run(s, &["lab", "set", &name, "--delay", "2ms", "--seed", "7"]);
+    assert_eq!(reseed.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&reseed.stderr).contains("--seed: a running emulator keeps"),
+        "{}",
+        String::from_utf8_lossy(&reseed.stderr)
     );
     let bad = run(s, &["lab", "set", &name, "--loss", "120%"]);
     assert_eq!(bad.status.code(), Some(2));

@@ -46,7 +46,7 @@ pub struct DirCounters {
 }
 
 /// Drops by cause.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Drops {
     /// The model's loss process.
     pub loss: u64,
@@ -72,7 +72,7 @@ impl Drops {
 }
 
 /// A point-in-time copy of one direction's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DirSnapshot {
     /// Frames received from the ingress interface and given to the model.
     pub frames_in: u64,

@@ -51,7 +51,7 @@ pub struct LatenessHistogram {
 }
 
 /// A point-in-time summary of a [`LatenessHistogram`], in ns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LatenessSummary {
     /// Frames recorded.
     pub count: u64,

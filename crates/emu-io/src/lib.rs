@@ -98,6 +98,7 @@ pub mod ring;
 pub mod schedule;
 pub mod segment;
 pub mod slab;
+pub mod summary;
 pub mod sys;
 pub mod verdict;
 mod worker;

@@ -66,6 +66,7 @@
 mod config;
 pub mod corrupt;
 pub mod delay;
+pub mod describe;
 pub mod dist;
 pub mod duplicate;
 pub mod error;

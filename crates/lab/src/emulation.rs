@@ -184,7 +184,11 @@ impl SharedEmu {
             .reconfigure_link(link)
             .map_err(|e| e.to_string())?;
         if let Ok(mut l) = self.link.lock() {
-            *l = link.clone();
+            // The models keep their random streams, so the seed in force stays the first one.
+            *l = LinkConfig {
+                seed: l.seed,
+                ..link.clone()
+            };
         }
         Ok(())
     }

@@ -440,38 +440,9 @@ fn sig3(x: f64) -> f64 {
     (x / mag).round() * mag
 }
 
-/// Writes ns in the largest unit whose value is ≥ 1, with at most 3 decimals: `10ms`,
-/// `2.09ms`, `250us`, `1.5s`.
-pub fn format_duration(ns: u64) -> String {
-    const UNITS: &[(u64, &str)] = &[(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
-    for &(per, unit) in UNITS {
-        if ns >= per {
-            return format!("{}{unit}", trim_decimals(ns as f64 / per as f64));
-        }
-    }
-    format!("{ns}ns")
-}
-
-/// Writes bits/s the same way: `1gbit`, `2.5mbit`, `800bit`.
-pub fn format_rate(bps: u64) -> String {
-    const UNITS: &[(u64, &str)] = &[
-        (1_000_000_000, "gbit"),
-        (1_000_000, "mbit"),
-        (1_000, "kbit"),
-    ];
-    for &(per, unit) in UNITS {
-        if bps >= per {
-            return format!("{}{unit}", trim_decimals(bps as f64 / per as f64));
-        }
-    }
-    format!("{bps}bit")
-}
-
-fn trim_decimals(x: f64) -> String {
-    let s = format!("{x:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}
+/// Durations and rates are written exactly, as the emulator's flags read them (`10ms`,
+/// `1gbit`); one writer for both crates, so a study's levels and `tcplab lab set` agree.
+pub use tcplab_emu::describe::{format_duration, format_rate};
 
 /// Sets `target` to `value` in `settings`; the error says why the value does not fit.
 pub fn apply(settings: &mut Settings, target: &Target, value: &FactorValue) -> Result<(), String> {

@@ -98,7 +98,11 @@ impl EmuArgs {
                 (Emulator::start_here([a, b], &link, &opts)?, None)
             }
         };
-        eprintln!("tcplab emu: running, seed {}", emu.seed());
+        eprintln!(
+            "tcplab emu: running, seed {}; {}",
+            emu.seed(),
+            emu.status().link
+        );
         let deadline = self
             .duration
             .map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
@@ -126,20 +130,10 @@ impl EmuArgs {
         if self.json {
             output::print_json(&serde_json::json!({ "report": report, "fidelity": fidelity }));
         } else {
-            eprintln!("tcplab emu: {}", serde_json::to_string(&report)?);
-            eprintln!(
-                "tcplab emu: fidelity: {}{}",
-                if fidelity.trustworthy {
-                    "trustworthy"
-                } else {
-                    "UNTRUSTWORTHY"
-                },
-                if fidelity.reasons.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", fidelity.reasons.join("; "))
-                }
-            );
+            for line in report.summary_lines() {
+                eprintln!("tcplab emu: {line}");
+            }
+            eprintln!("tcplab emu: fidelity: {fidelity}");
         }
         Ok(ExitCode::SUCCESS)
     }

@@ -253,18 +253,24 @@ impl StatusArgs {
         let mut labs = Vec::new();
         let mut host_facts = serde_json::Map::new();
         let mut emulators = serde_json::Map::new();
+        let mut emulator_lines = std::collections::HashMap::new();
         for record in &records {
             let lab = Lab::open_in(state.clone(), &record.spec.name).ok();
             labs.push(status::of(record, lab.as_ref())?);
             if let (Some(lab), Some(_)) = (lab.as_ref(), record.spec.emulation.as_ref()) {
+                let name = record.spec.name.clone();
                 let value = match lab.emulator_status() {
-                    Ok(s) => serde_json::to_value(s)?,
-                    Err(e) => serde_json::json!({ "running": false, "error": e.to_string() }),
+                    Ok(s) => {
+                        emulator_lines.insert(name.clone(), emulator_summary(&s));
+                        serde_json::to_value(s)?
+                    }
+                    Err(e) => {
+                        let why = format!("  emulator  NOT RUNNING: {e}");
+                        emulator_lines.insert(name.clone(), vec![why]);
+                        serde_json::json!({ "running": false, "error": e.to_string() })
+                    }
                 };
-                if !self.json {
-                    println!("emulator of {}: {}", record.spec.name, value);
-                }
-                emulators.insert(record.spec.name.clone(), value);
+                emulators.insert(name, value);
             }
             if let (true, Some(lab)) = (self.json, lab.as_ref()) {
                 let facts = tcplab_lab::Facts::collect(lab)?;
@@ -285,9 +291,39 @@ impl StatusArgs {
         }
         for lab in &labs {
             print_status(lab);
+            for line in emulator_lines.get(&lab.name).into_iter().flatten() {
+                println!("{line}");
+            }
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The human form of a running emulator: its state and seed, the impairments in force, and
+/// each direction's counters (`--json` has all of them).
+fn emulator_summary(s: &tcplab_lab::emulation::EmulatorStatus) -> Vec<String> {
+    let counters = serde_json::from_value::<tcplab_emu_io::Snapshot>(s.counters.clone()).ok();
+    let state = if s.running {
+        "running"
+    } else {
+        "STOPPED (a worker failed)"
+    };
+    let mut lines = vec![format!("  emulator  {state}, seed {}", s.seed)];
+    if let Some(c) = &counters {
+        lines[0].push_str(&format!(
+            ", up {}",
+            tcplab_emu_io::summary::format_ns(c.elapsed_ns)
+        ));
+    }
+    for (i, line) in s.link.described_lines().into_iter().enumerate() {
+        let label = if i == 0 { "link" } else { "" };
+        lines.push(format!("    {label:<14} {line}"));
+    }
+    if let Some(c) = counters {
+        lines.push(format!("    client→server  {}", c.forward));
+        lines.push(format!("    server→client  {}", c.reverse));
+    }
+    lines
 }
 
 /// The human form of a lab's status.
@@ -459,13 +495,19 @@ impl SetArgs {
             );
         }
         let link = self.impair.link()?;
+        if link.seed.is_some() {
+            // The running models keep their random streams; a new seed would change nothing.
+            anyhow::bail!(
+                "--seed: a running emulator keeps the seed it started with (`tcplab lab status {0}` shows it); give --seed to `tcplab lab up`",
+                self.name
+            );
+        }
         lab.set_link(&link)?;
         let status = lab.emulator_status()?;
-        println!(
-            "lab '{}': impairments now {}",
-            self.name,
-            serde_json::to_string(&status.link)?
-        );
+        println!("lab '{}': impairments now", self.name);
+        for line in status.link.described_lines() {
+            println!("  {line}");
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

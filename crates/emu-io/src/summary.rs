@@ -1,0 +1,236 @@
+//! Counters and reports written for people: one line per direction with what a user checks
+//! first (frames through, drops by cause, how late the schedule ran), and the fidelity verdict
+//! as a word with its reasons. The JSON forms (`--json`) carry every counter; these lines are
+//! what `tcplab emu` and `tcplab lab status` print without it.
+
+use std::fmt;
+
+use crate::counters::{DirSnapshot, Drops};
+use crate::lateness::LatenessSummary;
+use crate::verdict::{Fidelity, Report};
+
+/// Bytes as `826 B`, `1.5 kB`, `12.3 MB`, `4.56 GB` (decimal units, three significant digits).
+pub fn format_bytes(n: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")];
+    for (per, unit) in UNITS {
+        if n >= per {
+            let x = n as f64 / per as f64;
+            let decimals = if x >= 100.0 {
+                0
+            } else if x >= 10.0 {
+                1
+            } else {
+                2
+            };
+            return format!("{x:.decimals$} {unit}");
+        }
+    }
+    format!("{n} B")
+}
+
+/// ns as `740 ns`, `14.7 µs`, `2.36 ms` (three significant digits at most).
+pub fn format_ns(ns: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs")];
+    for (per, unit) in UNITS {
+        if ns >= per {
+            let x = ns as f64 / per as f64;
+            let decimals = if x >= 100.0 {
+                0
+            } else if x >= 10.0 {
+                1
+            } else {
+                2
+            };
+            return format!("{x:.decimals$} {unit}");
+        }
+    }
+    format!("{ns} ns")
+}
+
+impl fmt::Display for Drops {
+    /// `none`, or the non-zero causes: `loss 12, queue full 3`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let causes = [
+            ("loss", self.loss),
+            ("queue full", self.queue_full),
+            ("ring overflow", self.ring_overflow),
+            ("slab full", self.slab_full),
+            ("oversize", self.oversize),
+            ("tx failed", self.tx_failed),
+        ];
+        let named: Vec<String> = causes
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(what, n)| format!("{what} {n}"))
+            .collect();
+        if named.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&named.join(", "))
+        }
+    }
+}
+
+impl fmt::Display for LatenessSummary {
+    /// `p50 740 ns, p99 14.7 µs, max 2.36 ms`, or `no frames released` before the first.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.count == 0 {
+            return f.write_str("no frames released");
+        }
+        write!(
+            f,
+            "p50 {}, p99 {}, max {}",
+            format_ns(self.p50_ns),
+            format_ns(self.p99_ns),
+            format_ns(self.max_ns)
+        )
+    }
+}
+
+impl fmt::Display for DirSnapshot {
+    /// `9 frames in, 9 out (826 B); drops none; lateness p50 …`, then the model's duplicates
+    /// and corruptions and the frames still queued, when there are any.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} frames in, {} out ({}); drops {}; lateness {}",
+            self.frames_in,
+            self.frames_out,
+            format_bytes(self.bytes_out),
+            self.drops,
+            self.lateness
+        )?;
+        if self.duplicates > 0 {
+            write!(f, "; {} duplicated", self.duplicates)?;
+        }
+        if self.corrupted > 0 {
+            write!(f, "; {} corrupted", self.corrupted)?;
+        }
+        if self.queued > 0 {
+            write!(f, "; {} queued", self.queued)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Fidelity {
+    /// `trustworthy`, or `UNTRUSTWORTHY (reason; reason)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.trustworthy {
+            return f.write_str("trustworthy");
+        }
+        write!(f, "UNTRUSTWORTHY ({})", self.reasons.join("; "))
+    }
+}
+
+impl Report {
+    /// The run in a few lines: each direction, each worker's CPU share, the seed.
+    pub fn summary_lines(&self) -> Vec<String> {
+        let mut lines = vec![
+            format!("client→server: {}", self.forward),
+            format!("server→client: {}", self.reverse),
+        ];
+        let workers: Vec<String> = self
+            .threads
+            .iter()
+            .map(|t| format!("{} {:.0}%", t.name, t.ratio() * 100.0))
+            .collect();
+        let mut run = format!("ran {}", format_ns(self.wall_ns));
+        if !workers.is_empty() {
+            run.push_str(&format!("; worker CPU {}", workers.join(", ")));
+        }
+        if let Some(seed) = self.seed {
+            run.push_str(&format!("; seed {seed}"));
+        }
+        lines.push(run);
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::ThreadUsage;
+
+    #[test]
+    fn sizes_and_times_keep_three_significant_digits() {
+        assert_eq!(format_bytes(826), "826 B");
+        assert_eq!(format_bytes(1_500), "1.50 kB");
+        assert_eq!(format_bytes(12_345_678), "12.3 MB");
+        assert_eq!(format_bytes(456_000_000_000), "456 GB");
+        assert_eq!(format_ns(740), "740 ns");
+        assert_eq!(format_ns(14_737), "14.7 µs");
+        assert_eq!(format_ns(2_359_000), "2.36 ms");
+        assert_eq!(format_ns(20_000_000_000), "20.0 s");
+    }
+
+    fn snapshot() -> DirSnapshot {
+        DirSnapshot {
+            frames_in: 1_000,
+            frames_out: 985,
+            bytes_out: 1_491_290,
+            drops: Drops {
+                loss: 10,
+                queue_full: 3,
+                ..Drops::default()
+            },
+            queued: 2,
+            lateness: LatenessSummary {
+                count: 985,
+                mean_ns: 2_000,
+                p50_ns: 703,
+                p99_ns: 14_737,
+                p999_ns: 20_000,
+                max_ns: 2_359_000,
+            },
+            ..DirSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn a_direction_reads_as_one_line_with_only_the_causes_that_happened() {
+        assert_eq!(
+            snapshot().to_string(),
+            "1000 frames in, 985 out (1.49 MB); drops loss 10, queue full 3; \
+             lateness p50 703 ns, p99 14.7 µs, max 2.36 ms; 2 queued"
+        );
+        assert_eq!(
+            DirSnapshot::default().to_string(),
+            "0 frames in, 0 out (0 B); drops none; lateness no frames released"
+        );
+    }
+
+    #[test]
+    fn the_report_names_directions_workers_and_seed_and_the_verdict_its_reasons() {
+        let report = Report {
+            forward: snapshot(),
+            reverse: DirSnapshot::default(),
+            wall_ns: 5_000_000_000,
+            threads: vec![ThreadUsage {
+                name: "a->b".into(),
+                cpu_ns: 1_000_000_000,
+                wall_ns: 5_000_000_000,
+            }],
+            seed: Some(7),
+            ..Report::default()
+        };
+        let lines = report.summary_lines();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("client→server: 1000 frames in"));
+        assert!(lines[1].starts_with("server→client: 0 frames in"));
+        assert_eq!(lines[2], "ran 5.00 s; worker CPU a->b 20%; seed 7");
+        let bad = Fidelity {
+            trustworthy: false,
+            reasons: vec!["a->b: lateness p99 2359 µs above 100 µs".into(), "x".into()],
+        };
+        assert_eq!(
+            bad.to_string(),
+            "UNTRUSTWORTHY (a->b: lateness p99 2359 µs above 100 µs; x)"
+        );
+        let good = Fidelity {
+            trustworthy: true,
+            reasons: vec![],
+        };
+        assert_eq!(good.to_string(), "trustworthy");
+    }
+}
