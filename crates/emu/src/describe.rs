@@ -42,10 +42,19 @@ pub fn format_rate(bps: u64) -> String {
     format!("{bps}bit")
 }
 
-/// Writes a probability as a percentage with at most six decimals: 0.001 → `0.1%`.
+/// Writes a probability as a percentage with at most six decimals (0.001 → `0.1%`), or as
+/// many as it takes to show a non-zero one (1e-9 → `0.0000001%`, never `0%`).
 pub fn format_percent(p: f64) -> String {
-    let s = format!("{:.6}", p * 100.0);
-    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
+    let x = p * 100.0;
+    let mut text = String::from("0");
+    for decimals in 6..=15 {
+        let s = format!("{x:.decimals$}");
+        text = s.trim_end_matches('0').trim_end_matches('.').to_owned();
+        if text != "0" || x == 0.0 {
+            break;
+        }
+    }
+    format!("{text}%")
 }
 
 /// `n / per` in decimal without rounding (`per` is a power of ten): 2_090_000 / 10^6 → `2.09`.
@@ -260,6 +269,13 @@ mod tests {
             assert_eq!(parse_percent(&format_percent(p)).unwrap(), p);
         }
         assert_eq!(format_percent(0.0), "0%");
+        assert_eq!(
+            format_percent(1e-9),
+            "0.0000001%",
+            "a non-zero value never reads 0%"
+        );
+        let tiny = parse_percent("0.0000001%").unwrap();
+        assert_eq!(format_percent(tiny), "0.0000001%");
     }
 
     fn link(flags: ImpairmentFlags) -> LinkConfig {
