@@ -37,6 +37,11 @@ fn upper_bound(idx: usize) -> u64 {
     u64::try_from(ub).unwrap_or(u64::MAX)
 }
 
+/// Lateness past which a frame counts as late in [`LatenessSummary::late_count`]: the
+/// delay-accuracy target (an RTT within 0.1 ms of the configured one), and the default limit of
+/// the fidelity verdict (`crate::Thresholds`).
+pub const LATE_LIMIT_NS: Nanos = 100_000;
+
 fn bump(a: &AtomicU64, n: u64) {
     a.store(a.load(Relaxed).wrapping_add(n), Relaxed);
 }
@@ -48,6 +53,10 @@ pub struct LatenessHistogram {
     count: AtomicU64,
     sum: AtomicU64,
     max: AtomicU64,
+    /// Frames more than [`LATE_LIMIT_NS`] late: exact, and it subtracts, so a caller holding
+    /// two summaries can judge the frames between them (quantiles of a cumulative histogram
+    /// cannot be subtracted).
+    late: AtomicU64,
 }
 
 /// A point-in-time summary of a [`LatenessHistogram`], in ns.
@@ -65,6 +74,10 @@ pub struct LatenessSummary {
     pub p999_ns: u64,
     /// Exact maximum.
     pub max_ns: u64,
+    /// Frames more than [`LATE_LIMIT_NS`] late (exact). Between two summaries, more than 1 % of
+    /// the frames late means the p99 of those frames was above the limit.
+    #[serde(default)]
+    pub late_count: u64,
 }
 
 impl Default for LatenessHistogram {
@@ -81,6 +94,7 @@ impl LatenessHistogram {
             count: AtomicU64::new(0),
             sum: AtomicU64::new(0),
             max: AtomicU64::new(0),
+            late: AtomicU64::new(0),
         }
     }
 
@@ -93,6 +107,9 @@ impl LatenessHistogram {
         bump(&self.sum, late);
         if late > self.max.load(Relaxed) {
             self.max.store(late, Relaxed);
+        }
+        if late > LATE_LIMIT_NS {
+            bump(&self.late, 1);
         }
     }
 
@@ -136,6 +153,7 @@ impl LatenessHistogram {
             p99_ns: quantile(0.99),
             p999_ns: quantile(0.999),
             max_ns: max,
+            late_count: self.late.load(Relaxed),
         }
     }
 }
@@ -227,6 +245,22 @@ mod tests {
         assert!((1_400..=1_600).contains(&s.p50_ns), "p50 {}", s.p50_ns);
         let expected_mean = (990 * 1_000 + 989 * 990 / 2 + 9 * 50_000 + 3_000_000) / 1_000;
         assert_eq!(s.mean_ns, expected_mean);
+        assert_eq!(s.late_count, 1, "only the 3 ms frame is past 100 µs");
+    }
+
+    #[test]
+    fn late_frames_are_counted_exactly_at_the_limit() {
+        let h = LatenessHistogram::new();
+        h.record(LATE_LIMIT_NS);
+        assert_eq!(
+            h.summary().late_count,
+            0,
+            "exactly at the limit is not late"
+        );
+        h.record(LATE_LIMIT_NS + 1);
+        h.record_batch(0, 0, [0_u64, 0].into_iter());
+        h.record(u64::MAX);
+        assert_eq!(h.summary().late_count, 2);
     }
 
     #[test]

@@ -72,7 +72,8 @@ impl fmt::Display for Drops {
 }
 
 impl fmt::Display for LatenessSummary {
-    /// `p50 740 ns, p99 14.7 µs, max 2.36 ms`, or `no frames released` before the first.
+    /// `p50 740 ns, p99 14.7 µs, max 2.36 ms, 3 over 100 µs` (the last part when there are
+    /// any), or `no frames released` before the first.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.count == 0 {
             return f.write_str("no frames released");
@@ -83,7 +84,16 @@ impl fmt::Display for LatenessSummary {
             format_ns(self.p50_ns),
             format_ns(self.p99_ns),
             format_ns(self.max_ns)
-        )
+        )?;
+        if self.late_count > 0 {
+            write!(
+                f,
+                ", {} over {}",
+                self.late_count,
+                format_ns(crate::lateness::LATE_LIMIT_NS)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -182,6 +192,7 @@ mod tests {
                 p99_ns: 14_737,
                 p999_ns: 20_000,
                 max_ns: 2_359_000,
+                late_count: 1,
             },
             ..DirSnapshot::default()
         }
@@ -192,7 +203,7 @@ mod tests {
         assert_eq!(
             snapshot().to_string(),
             "1000 frames in, 985 out (1.49 MB); drops loss 10, queue full 3; \
-             lateness p50 703 ns, p99 14.7 µs, max 2.36 ms; 2 queued"
+             lateness p50 703 ns, p99 14.7 µs, max 2.36 ms, 1 over 100 µs; 2 queued"
         );
         assert_eq!(
             DirSnapshot::default().to_string(),

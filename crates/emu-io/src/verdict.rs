@@ -67,7 +67,7 @@ pub struct Thresholds {
 impl Default for Thresholds {
     fn default() -> Self {
         Self {
-            lateness_p99_ns: 100_000,
+            lateness_p99_ns: crate::lateness::LATE_LIMIT_NS,
             max_cpu_ratio: 0.9,
         }
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tcplab_emu::{DirectionModel, LinkConfig};
-use tcplab_emu_io::{Bridge, IoOptions, Report, Thresholds};
+use tcplab_emu_io::{Bridge, DirSnapshot, IoOptions, Report, Snapshot, Thresholds};
 
 use crate::error::{KernelContext, LabError, Result};
 use crate::host::Host;
@@ -344,7 +344,7 @@ pub(crate) fn companion_program() -> Option<&'static PathBuf> {
 }
 
 /// Lateness p99 above which an emulated run is untrustworthy (the emulator's own default).
-pub const LATENESS_P99_LIMIT_NS: u64 = 100_000;
+pub const LATENESS_P99_LIMIT_NS: u64 = tcplab_emu_io::lateness::LATE_LIMIT_NS;
 
 /// Whether one run that crossed the emulator can be trusted, and why not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -355,42 +355,59 @@ pub struct RunFidelity {
     pub reasons: Vec<String>,
 }
 
-/// The emulator's verdict over one run, from its counters before and after: any frame dropped
-/// for a reason of the emulator's own (ring overflow, full slab, oversize, failed transmit, partial
-/// checksum) or a lateness p99 above [`LATENESS_P99_LIMIT_NS`] makes the run untrustworthy.
-/// (Lateness percentiles are cumulative since the emulator started, so the judgement errs on the
-/// strict side for a reused lab.)
+/// The emulator's verdict over one run, from its counters (`EmulatorStatus::counters`) before
+/// and after it; see [`judge_snapshots`]. Counters that cannot be read make the run
+/// untrustworthy rather than passing it unjudged.
 pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: bool) -> RunFidelity {
+    let read = |v: &serde_json::Value| serde_json::from_value::<Snapshot>(v.clone());
+    match (read(before), read(after)) {
+        (Ok(b), Ok(a)) => judge_snapshots(&b, &a, running),
+        (Err(e), _) | (_, Err(e)) => RunFidelity {
+            trustworthy: false,
+            reasons: vec![format!("the emulator's counters could not be read: {e}")],
+        },
+    }
+}
+
+/// The emulator's verdict over the frames between two snapshots: any frame dropped for a
+/// reason of the emulator's own (ring overflow, full slab, oversize, failed transmit, partial
+/// checksum), more than 1 % of the run's frames over [`LATENESS_P99_LIMIT_NS`] late (its
+/// lateness p99 above the limit), or an emulator that stopped makes the run untrustworthy.
+/// Only this run's frames count: an earlier run that fell behind does not taint a later one
+/// in the same lab (the count of late frames subtracts; quantiles would not).
+pub fn judge_snapshots(before: &Snapshot, after: &Snapshot, running: bool) -> RunFidelity {
     let mut reasons = Vec::new();
     if !running {
         reasons.push("the emulator stopped during the run".to_string());
     }
-    let count = |v: &serde_json::Value, path: &[&str]| {
-        path.iter().fold(v, |v, k| &v[*k]).as_u64().unwrap_or(0)
-    };
-    for dir in ["forward", "reverse"] {
-        for (path, what) in [
+    for (dir, b, a) in [
+        ("forward", &before.forward, &after.forward),
+        ("reverse", &before.reverse, &after.reverse),
+    ] {
+        let delta = |f: fn(&DirSnapshot) -> u64| f(a).saturating_sub(f(b));
+        for (n, what) in [
             (
-                &["drops", "ring_overflow"][..],
+                delta(|d| d.drops.ring_overflow),
                 "RX ring overflow (the emulator fell behind)",
             ),
-            (&["drops", "slab_full"][..], "slab full"),
-            (&["drops", "oversize"][..], "frames larger than a ring slot"),
-            (&["drops", "tx_failed"][..], "failed transmits"),
-            (&["csum_partial"][..], "frames with a partial checksum"),
+            (delta(|d| d.drops.slab_full), "slab full"),
+            (
+                delta(|d| d.drops.oversize),
+                "frames larger than a ring slot",
+            ),
+            (delta(|d| d.drops.tx_failed), "failed transmits"),
+            (delta(|d| d.csum_partial), "frames with a partial checksum"),
         ] {
-            let mut full = vec![dir];
-            full.extend_from_slice(path);
-            let n = count(after, &full).saturating_sub(count(before, &full));
             if n > 0 {
                 reasons.push(format!("{dir}: {n} {what}"));
             }
         }
-        let p99 = count(after, &[dir, "lateness", "p99_ns"]);
-        if p99 > LATENESS_P99_LIMIT_NS {
+        let frames = delta(|d| d.lateness.count);
+        let late = delta(|d| d.lateness.late_count);
+        // p99 ≤ limit exactly when at most 1 % of the frames are over it.
+        if late.saturating_mul(100) > frames {
             reasons.push(format!(
-                "{dir}: lateness p99 {} µs above {} µs",
-                p99 / 1_000,
+                "{dir}: lateness p99 above {} µs ({late} of {frames} frames later than that)",
                 LATENESS_P99_LIMIT_NS / 1_000
             ));
         }
@@ -404,6 +421,59 @@ pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: boo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A snapshot whose forward direction released `frames` frames, `late` of them over
+    /// the limit, with `overflow` ring overflows.
+    fn snapshot(frames: u64, late: u64, overflow: u64) -> Snapshot {
+        let mut s = Snapshot::default();
+        s.forward.lateness.count = frames;
+        s.forward.lateness.late_count = late;
+        s.forward.lateness.p99_ns = if late * 100 > frames {
+            2_000_000
+        } else {
+            5_000
+        };
+        s.forward.drops.ring_overflow = overflow;
+        s
+    }
+
+    #[test]
+    fn a_run_is_judged_on_its_own_frames() {
+        // Before: a bulk run left 5,000 of 100,000 frames late (cumulative p99 2 ms).
+        let before = snapshot(100_000, 5_000, 0);
+        // This run: 10,000 more frames, 100 of them late (1 %: p99 within the limit).
+        let f = judge_snapshots(&before, &snapshot(110_000, 5_100, 0), true);
+        assert_eq!(f.reasons, Vec::<String>::new());
+        assert!(f.trustworthy, "the earlier run does not taint this one");
+        // 101 late of 10,000: p99 over the limit.
+        let f = judge_snapshots(&before, &snapshot(110_000, 5_101, 0), true);
+        assert!(!f.trustworthy);
+        assert_eq!(
+            f.reasons,
+            ["forward: lateness p99 above 100 µs (101 of 10000 frames later than that)"]
+        );
+    }
+
+    #[test]
+    fn drops_of_the_emulator_and_a_stopped_emulator_are_reasons_unreadable_counters_too() {
+        let f = judge_snapshots(&snapshot(10, 0, 3), &snapshot(20, 0, 7), false);
+        assert_eq!(
+            f.reasons,
+            [
+                "the emulator stopped during the run",
+                "forward: 4 RX ring overflow (the emulator fell behind)"
+            ]
+        );
+        let good = serde_json::to_value(snapshot(10, 0, 0)).unwrap();
+        assert!(judge(&good, &good, true).trustworthy, "an idle run passes");
+        let f = judge(&good, &serde_json::json!({"forward": 1}), true);
+        assert!(!f.trustworthy);
+        assert!(
+            f.reasons[0].starts_with("the emulator's counters could not be read"),
+            "{:?}",
+            f.reasons
+        );
+    }
 
     #[test]
     fn io_option_overrides_parse_validate_and_name_the_variable() {
