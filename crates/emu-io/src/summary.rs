@@ -11,8 +11,26 @@ use crate::verdict::{Fidelity, Report};
 
 /// Bytes as `826 B`, `1.5 kB`, `12.3 MB`, `4.56 GB` (decimal units, three significant digits).
 pub fn format_bytes(n: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")];
-    for (per, unit) in UNITS {
+    scaled(
+        n,
+        &[(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")],
+        "B",
+    )
+}
+
+/// ns as `740 ns`, `14.7 µs`, `2.36 ms` (three significant digits at most).
+pub fn format_ns(ns: u64) -> String {
+    scaled(
+        ns,
+        &[(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs")],
+        "ns",
+    )
+}
+
+/// `n` in the largest of `units` (largest first) it reaches, with three significant digits;
+/// below them all, whole `base` units.
+fn scaled(n: u64, units: &[(u64, &str)], base: &str) -> String {
+    for &(per, unit) in units {
         if n >= per {
             let x = n as f64 / per as f64;
             let decimals = if x >= 100.0 {
@@ -25,26 +43,7 @@ pub fn format_bytes(n: u64) -> String {
             return format!("{x:.decimals$} {unit}");
         }
     }
-    format!("{n} B")
-}
-
-/// ns as `740 ns`, `14.7 µs`, `2.36 ms` (three significant digits at most).
-pub fn format_ns(ns: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs")];
-    for (per, unit) in UNITS {
-        if ns >= per {
-            let x = ns as f64 / per as f64;
-            let decimals = if x >= 100.0 {
-                0
-            } else if x >= 10.0 {
-                1
-            } else {
-                2
-            };
-            return format!("{x:.decimals$} {unit}");
-        }
-    }
-    format!("{ns} ns")
+    format!("{n} {base}")
 }
 
 impl fmt::Display for Drops {
