@@ -6,7 +6,8 @@
 //!
 //! ## Map
 //! - [`spec`]: what a lab is (pure): built-in topologies `pair`, `path`, `dumbbell`, `star`
-//!   expanded into one generic shape; validation. [`file`]: the same from TOML.
+//!   expanded into one generic shape; validation. [`file`]: the same from TOML. [`names`]: the
+//!   naming rules of labs, hosts and interfaces, and the namespace names they make.
 //! - [`lab`]: building (all or nothing), opening, tearing down; [`host`]: running a thread, a
 //!   scoped thread or a process inside a host.
 //! - Kernel layers, one module each: [`netns`] (namespaces, setns), [`rtnl`] (rtnetlink:
@@ -28,6 +29,7 @@ pub mod file;
 pub mod host;
 pub mod lab;
 pub mod lifecycle;
+pub mod names;
 pub mod netns;
 pub mod rtnl;
 pub mod spec;
