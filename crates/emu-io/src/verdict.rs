@@ -118,29 +118,37 @@ fn direction_reasons(name: &str, d: &DirSnapshot, t: &Thresholds, out: &mut Vec<
             d.lateness.max_ns / 1_000
         ));
     }
-    let checks = [
-        (
-            d.drops.ring_overflow,
-            "frames dropped by the kernel: RX ring overflow (emulator fell behind)",
-        ),
-        (
-            d.drops.slab_full,
-            "frames dropped: slab full (raise slab_slots)",
-        ),
-        (
-            d.drops.oversize,
-            "frames dropped: larger than a ring slot (turn GRO/TSO offloads off)",
-        ),
-        (d.drops.tx_failed, "frames failed to transmit"),
-        (
-            d.csum_partial,
-            "frames forwarded with a partial checksum (turn tx checksum offload off)",
-        ),
-    ];
-    for (n, what) in checks {
+    for (n, what) in d.own_faults() {
         if n > 0 {
             out.push(format!("{name}: {n} {what}"));
         }
+    }
+}
+
+impl DirSnapshot {
+    /// The frames this direction lost or mishandled for reasons of the emulator's own (not the
+    /// link model's), each with what it means and its fix. One list for every judge: the
+    /// end-of-run verdict here and the lab's per-run judgement over two snapshots.
+    pub fn own_faults(&self) -> [(u64, &'static str); 5] {
+        [
+            (
+                self.drops.ring_overflow,
+                "frames dropped by the kernel: RX ring overflow (emulator fell behind)",
+            ),
+            (
+                self.drops.slab_full,
+                "frames dropped: slab full (raise slab_slots)",
+            ),
+            (
+                self.drops.oversize,
+                "frames dropped: larger than a ring slot (turn GRO/TSO offloads off)",
+            ),
+            (self.drops.tx_failed, "frames failed to transmit"),
+            (
+                self.csum_partial,
+                "frames forwarded with a partial checksum (turn tx checksum offload off)",
+            ),
+        ]
     }
 }
 

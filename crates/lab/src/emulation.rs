@@ -370,9 +370,9 @@ pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: boo
 }
 
 /// The emulator's verdict over the frames between two snapshots: any frame dropped for a
-/// reason of the emulator's own (ring overflow, full slab, oversize, failed transmit, partial
-/// checksum), more than 1 % of the run's frames over [`LATENESS_P99_LIMIT_NS`] late (its
-/// lateness p99 above the limit), or an emulator that stopped makes the run untrustworthy.
+/// reason of the emulator's own ([`DirSnapshot::own_faults`]), more than 1 % of the run's
+/// frames over [`LATENESS_P99_LIMIT_NS`] late (its lateness p99 above the limit), or an
+/// emulator that stopped makes the run untrustworthy.
 /// Only this run's frames count: an earlier run that fell behind does not taint a later one
 /// in the same lab (the count of late frames subtracts; quantiles would not).
 pub fn judge_snapshots(before: &Snapshot, after: &Snapshot, running: bool) -> RunFidelity {
@@ -385,19 +385,8 @@ pub fn judge_snapshots(before: &Snapshot, after: &Snapshot, running: bool) -> Ru
         ("reverse", &before.reverse, &after.reverse),
     ] {
         let delta = |f: fn(&DirSnapshot) -> u64| f(a).saturating_sub(f(b));
-        for (n, what) in [
-            (
-                delta(|d| d.drops.ring_overflow),
-                "RX ring overflow (the emulator fell behind)",
-            ),
-            (delta(|d| d.drops.slab_full), "slab full"),
-            (
-                delta(|d| d.drops.oversize),
-                "frames larger than a ring slot",
-            ),
-            (delta(|d| d.drops.tx_failed), "failed transmits"),
-            (delta(|d| d.csum_partial), "frames with a partial checksum"),
-        ] {
+        for ((after, what), (before, _)) in a.own_faults().into_iter().zip(b.own_faults()) {
+            let n = after.saturating_sub(before);
             if n > 0 {
                 reasons.push(format!("{dir}: {n} {what}"));
             }
@@ -461,7 +450,7 @@ mod tests {
             f.reasons,
             [
                 "the emulator stopped during the run",
-                "forward: 4 RX ring overflow (the emulator fell behind)"
+                "forward: 4 frames dropped by the kernel: RX ring overflow (emulator fell behind)"
             ]
         );
         let good = serde_json::to_value(snapshot(10, 0, 0)).unwrap();

@@ -6,7 +6,7 @@
 //!
 //! ## Map
 //! - [`spec`]: what a lab is (pure): built-in topologies `pair`, `path`, `dumbbell`, `star`
-//!   expanded into one generic shape; validation. [`file`]: the same from TOML. [`names`]: the
+//!   expanded into one generic shape; validation. [`file`](mod@file): the same from TOML. [`names`]: the
 //!   naming rules of labs, hosts and interfaces, and the namespace names they make.
 //! - [`lab`]: building (all or nothing), opening, tearing down; [`host`]: running a thread, a
 //!   scoped thread or a process inside a host.
