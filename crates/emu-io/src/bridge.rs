@@ -109,6 +109,8 @@ impl<M: Model> Bridge<M> {
                     batch: opts.batch,
                     ring_timestamps: opts.ring_timestamps,
                     gso: opts.gso,
+                    due_batch: opts.due_batch,
+                    flow_turns: opts.flow_turns,
                 },
                 Arc::clone(&counters[i]),
                 rx,

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
 
 use crate::counters::DirCounters;
+use crate::flow::flow_key;
 use crate::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
 use crate::model::{Corruption, Decision, Departure, Model, ModelDrop};
 use crate::port::{RxPort, TxPort};
@@ -86,6 +87,10 @@ pub struct DirSettings {
     pub ring_timestamps: bool,
     /// GSO mode (virtio-net headers on both sockets).
     pub gso: bool,
+    /// Most frames per send taken from the schedule.
+    pub due_batch: u32,
+    /// Due frames take turns by flow ([`crate::due`]).
+    pub flow_turns: bool,
 }
 
 /// One direction's state, owned by its worker thread.
@@ -107,6 +112,9 @@ pub struct Direction<M: Model> {
     /// Frames held in the RX ring for the direct path (preallocated).
     held: Vec<Held>,
     batch: usize,
+    /// Most frames per send from the schedule (see `IoOptions::due_batch`).
+    due_batch: usize,
+    flow_turns: bool,
     /// A due frame found the TX ring full; retry soon instead of sleeping.
     pub tx_blocked: bool,
     ring_timestamps: bool,
@@ -154,6 +162,8 @@ impl<M: Model> Direction<M> {
             due: Vec::with_capacity(batch),
             held: Vec::with_capacity(batch),
             batch,
+            due_batch: settings.due_batch.clamp(1, settings.batch) as usize,
+            flow_turns: settings.flow_turns,
             tx_blocked: false,
             ring_timestamps: settings.ring_timestamps,
             gso: settings.gso,
@@ -419,7 +429,9 @@ impl<M: Model> Direction<M> {
             corrupt_settled(&mut vnet, &mut out[..len], k, c);
         }
         vnet.write(hdr);
-        self.sched.push(dep.at, slot, (VNET_HDR_LEN + len) as u32);
+        let flow = flow_for(self.flow_turns, &out[..len]);
+        self.sched
+            .push(dep.at, slot, (VNET_HDR_LEN + len) as u32, flow);
     }
 
     /// True if `f` can leave straight from the RX ring: `sendmmsg` egress, due now, nothing
@@ -495,13 +507,21 @@ impl<M: Model> Direction<M> {
                 _ => flip(frame, k, c),
             }
         }
-        self.sched.push(dep.at, slot, len as u32);
+        let flow = flow_for(self.flow_turns, frame);
+        self.sched.push(dep.at, slot, len as u32, flow);
     }
 
-    /// Moves every frame due at `now` to the egress port (batches of at most `batch`).
-    pub fn release(&mut self, now: Nanos) {
+    /// Moves frames due at `now` to the egress port: sends of at most `due_batch`, at most
+    /// `batch` frames in all, and no further send once a frame waits in the RX ring. This
+    /// sends the worker back to its ring: behind a backlog of overdue frames, a newly arrived
+    /// frame of another flow must reach the schedule to get its turn ([`crate::due`]) rather
+    /// than wait in the ring until the backlog is gone. What remains due makes the worker's
+    /// next wait end at once. Each send after the first reads the clock again, so frames that
+    /// fell due during a send (which runs the receivers' stacks) join the next one.
+    pub fn release(&mut self, mut now: Nanos) {
         self.tx_blocked = false;
-        loop {
+        let mut released = 0;
+        while released < self.batch {
             let moved = match self.tx {
                 TxPort::Ring { .. } => {
                     let moved = self.fill_tx_batch(now);
@@ -512,9 +532,11 @@ impl<M: Model> Direction<M> {
                 }
                 TxPort::Send { .. } => self.send_due(now),
             };
-            if moved < self.batch || self.tx_blocked {
+            released += moved;
+            if moved < self.due_batch || self.tx_blocked || self.rx_ready() {
                 break;
             }
+            now = monotonic_ns();
         }
         DirCounters::set(&self.counters.queued, self.sched.len() as u64);
         DirCounters::set(&self.counters.order_clamped, self.sched.clamped());
@@ -523,7 +545,7 @@ impl<M: Model> Direction<M> {
     /// `sendmmsg` egress: sends up to a batch of due frames from their slab slots.
     fn send_due(&mut self, now: Nanos) -> usize {
         self.due.clear();
-        while self.due.len() < self.batch {
+        while self.due.len() < self.due_batch {
             let Some(e) = self.sched.pop_due(now) else {
                 break;
             };
@@ -565,7 +587,7 @@ impl<M: Model> Direction<M> {
         let TxPort::Ring { ring, .. } = &mut self.tx else {
             return 0;
         };
-        while self.batch_at.len() < self.batch {
+        while self.batch_at.len() < self.due_batch {
             let Some(e) = self.sched.pop_due(now) else {
                 break;
             };
@@ -624,6 +646,11 @@ impl<M: Model> Direction<M> {
     pub fn count_wakeup(&self) {
         DirCounters::add(&self.counters.wakeups, 1);
     }
+}
+
+/// The frame's flow key, or one key for all when due frames are served in plain order.
+fn flow_for(flow_turns: bool, frame: &[u8]) -> u32 {
+    if flow_turns { flow_key(frame) } else { 0 }
 }
 
 /// The latest departure in `d` (0 for a drop).

@@ -31,7 +31,8 @@
 //!   super-packet into its wire segments (headers, lengths, ids, sequence numbers, flags,
 //!   partial checksums), each then a packet of its own for the model and the egress. Pure.
 //! * [`slab`], [`schedule`] — preallocated frame storage and the departure queue (FIFO, or a
-//!   heap when the model may reorder). Pure.
+//!   heap when the model may reorder); frames once due wait in per-flow queues served in
+//!   turn ([`due`], keyed by [`flow`]), so an overdue burst does not hold other flows. Pure.
 //! * [`lateness`], [`counters`] — single-writer atomic counters and a log-linear lateness
 //!   histogram, readable while running ([`Bridge::stats`]).
 //! * [`model`] — the [`Model`] trait the I/O drives (`arrive(len, now) -> Decision`,
@@ -87,8 +88,10 @@ mod bridge;
 pub mod counters;
 pub mod csum;
 mod direction;
+pub mod due;
 pub mod emu;
 pub mod error;
+pub mod flow;
 pub mod gso;
 pub mod lateness;
 pub mod model;

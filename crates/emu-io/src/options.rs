@@ -81,6 +81,15 @@ pub struct IoOptions {
     /// other and the size of one TX kick). Default 64: 0.79/0.87x of the kernel bridge against
     /// 0.68/0.81x for 256 and 0.75/0.78x for 32 in two interleaved runs (BENCH.md).
     pub batch: u32,
+    /// Most frames per send taken from the schedule (1..=batch). A frame of another flow that
+    /// falls due while a send runs the receivers' stacks waits for the whole send, so sends
+    /// of frames that waited for their departure are kept short. Default 8 (BENCH.md,
+    /// session 7). The direct path (frames due on arrival) still sends up to `batch`.
+    pub due_batch: u32,
+    /// Due frames take turns by flow, each flow's frames in schedule order (`crate::due`):
+    /// when the emulator is behind, a sparse flow does not wait for a burst's overdue frames.
+    /// Default true (BENCH.md, session 7); false keeps one FIFO for all flows.
+    pub flow_turns: bool,
     /// V3 only: block retire timeout in ms.
     pub v3_retire_ms: u32,
     /// Take a frame's arrival time from the kernel's receive timestamp (true) rather than the
@@ -127,6 +136,8 @@ impl Default for IoOptions {
             cpus: Vec::new(),
             spin_ns: 100_000,
             batch: 64,
+            due_batch: 8,
+            flow_turns: true,
             v3_retire_ms: 1,
             ring_timestamps: true,
             rt_priority: Some(10),
@@ -180,6 +191,9 @@ impl IoOptions {
         }
         if self.batch == 0 || self.batch > self.effective_ring_frames() {
             return bad("batch", self.batch.to_string(), "use 1..=ring_frames");
+        }
+        if self.due_batch == 0 || self.due_batch > self.batch {
+            return bad("due_batch", self.due_batch.to_string(), "use 1..=batch");
         }
         if self.spin_ns > 10_000_000 {
             return bad(
@@ -258,6 +272,13 @@ mod tests {
         .validate()
         .unwrap_err();
         assert!(e.to_string().starts_with("IoOptions.batch = 0"));
+        let e = IoOptions {
+            due_batch: 65,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.to_string(), "IoOptions.due_batch = 65: use 1..=batch");
         let e = IoOptions {
             slab_slots: 1,
             ..Default::default()

@@ -1,15 +1,19 @@
 //! The departure schedule: frames waiting for their absolute departure time.
 //!
-//! A FIFO when the model never reorders (O(1), the common case), a min-heap keyed by
-//! (departure, arrival sequence) when it may. Pure: no clock, `now` is an argument.
+//! Frames not yet due wait in a FIFO when the model never reorders (O(1), the common case),
+//! or a min-heap keyed by (departure, arrival sequence) when it may. Once due they move to
+//! per-flow queues served in turn ([`crate::due`]), so a frame late because the emulator is
+//! behind does not also wait for other flows' overdue frames. Pure: no clock, `now` is an
+//! argument.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use crate::due::DueQueues;
 use crate::sys::clock::Nanos;
 
 /// A queued frame: where it is stored and when it leaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
     /// Scheduled departure (CLOCK_MONOTONIC ns).
     pub at: Nanos,
@@ -19,6 +23,8 @@ pub struct Entry {
     pub slot: u32,
     /// Frame length in bytes.
     pub len: u32,
+    /// Flow key ([`crate::flow::flow_key`]): frames of one flow leave in schedule order.
+    pub flow: u32,
 }
 
 #[derive(Debug)]
@@ -30,7 +36,10 @@ enum Queue {
 /// Frames ordered by departure time.
 #[derive(Debug)]
 pub struct Schedule {
+    /// Frames not yet due.
     queue: Queue,
+    /// Frames due, per flow.
+    due: DueQueues,
     capacity: usize,
     seq: u64,
     /// FIFO pushes whose departure was earlier than the tail's and were held back to keep
@@ -48,6 +57,7 @@ impl Schedule {
         };
         Self {
             queue,
+            due: DueQueues::new(capacity),
             capacity,
             seq: 0,
             clamped: 0,
@@ -64,8 +74,8 @@ impl Schedule {
         }
     }
 
-    /// Queues a frame departing at `at`.
-    pub fn push(&mut self, at: Nanos, slot: u32, len: u32) {
+    /// Queues a frame of flow `flow` departing at `at`.
+    pub fn push(&mut self, at: Nanos, slot: u32, len: u32, flow: u32) {
         self.seq += 1;
         let seq = self.seq;
         match &mut self.queue {
@@ -79,15 +89,23 @@ impl Schedule {
                     seq,
                     slot,
                     len,
+                    flow,
                 });
             }
-            Queue::Heap(heap) => heap.push(Reverse(Entry { at, seq, slot, len })),
+            Queue::Heap(heap) => heap.push(Reverse(Entry {
+                at,
+                seq,
+                slot,
+                len,
+                flow,
+            })),
         }
     }
 
-    /// The earliest departure time, if any frame is queued.
+    /// When the next frame leaves: a due frame's (past) departure if any is due, else the
+    /// earliest future one.
     pub fn next_departure(&self) -> Option<Nanos> {
-        self.peek().map(|e| e.at)
+        self.due.peek().or_else(|| self.peek()).map(|e| e.at)
     }
 
     fn peek(&self) -> Option<&Entry> {
@@ -97,8 +115,16 @@ impl Schedule {
         }
     }
 
-    /// Removes and returns the earliest frame if it is due at `now`.
+    /// Removes and returns the next frame to send, if any is due at `now`: flows take turns
+    /// among the due frames, each flow's in schedule order.
     pub fn pop_due(&mut self, now: Nanos) -> Option<Entry> {
+        while let Some(e) = self.pop_future_due(now) {
+            self.due.push_back(e);
+        }
+        self.due.pop()
+    }
+
+    fn pop_future_due(&mut self, now: Nanos) -> Option<Entry> {
         if self.peek()?.at > now {
             return None;
         }
@@ -108,20 +134,19 @@ impl Schedule {
         }
     }
 
-    /// Puts back a frame that could not be sent yet (TX ring full); it stays first in line.
+    /// Puts back a frame that could not be sent yet (TX ring full); it stays first in its
+    /// flow.
     pub fn push_front(&mut self, entry: Entry) {
-        match &mut self.queue {
-            Queue::Fifo(fifo) => fifo.push_front(entry),
-            Queue::Heap(heap) => heap.push(Reverse(entry)),
-        }
+        self.due.push_front(entry);
     }
 
     /// Frames queued.
     pub fn len(&self) -> usize {
-        match &self.queue {
-            Queue::Fifo(fifo) => fifo.len(),
-            Queue::Heap(heap) => heap.len(),
-        }
+        self.due.len()
+            + match &self.queue {
+                Queue::Fifo(fifo) => fifo.len(),
+                Queue::Heap(heap) => heap.len(),
+            }
     }
 
     /// True if nothing is queued.
@@ -148,9 +173,9 @@ mod tests {
     #[test]
     fn fifo_releases_only_what_is_due_in_order() {
         let mut s = Schedule::new(8, false);
-        s.push(100, 0, 60);
-        s.push(100, 1, 60);
-        s.push(250, 2, 60);
+        s.push(100, 0, 60, 0);
+        s.push(100, 1, 60, 0);
+        s.push(250, 2, 60, 0);
         assert_eq!(s.next_departure(), Some(100));
         assert_eq!(drain(&mut s, 99), vec![]);
         assert_eq!(drain(&mut s, 100), vec![(100, 0), (100, 1)]);
@@ -162,29 +187,59 @@ mod tests {
     #[test]
     fn fifo_holds_back_an_early_departure_and_counts_it() {
         let mut s = Schedule::new(4, false);
-        s.push(500, 0, 60);
-        s.push(300, 1, 60);
+        s.push(500, 0, 60, 0);
+        s.push(300, 1, 60, 0);
         assert_eq!(s.clamped(), 1);
         assert_eq!(drain(&mut s, 400), vec![]);
         assert_eq!(drain(&mut s, 500), vec![(500, 0), (500, 1)]);
     }
 
     #[test]
+    fn due_frames_of_two_flows_take_turns_and_later_ones_wait() {
+        let mut s = Schedule::new(8, false);
+        for (at, slot) in [(100, 0), (101, 1), (102, 2)] {
+            s.push(at, slot, 1514, 7);
+        }
+        s.push(102, 3, 64, 9);
+        s.push(103, 4, 1514, 7);
+        s.push(500, 5, 1514, 9);
+        assert_eq!(s.len(), 6);
+        assert_eq!(s.next_departure(), Some(100));
+        let got = drain(&mut s, 200);
+        assert_eq!(got, vec![(100, 0), (102, 3), (101, 1), (102, 2), (103, 4)]);
+        assert_eq!(s.next_departure(), Some(500));
+        assert_eq!(drain(&mut s, 499), vec![]);
+        assert_eq!(drain(&mut s, 500), vec![(500, 5)]);
+    }
+
+    #[test]
+    fn a_due_frame_put_back_is_the_next_departure() {
+        let mut s = Schedule::new(4, false);
+        s.push(100, 0, 60, 1);
+        s.push(900, 1, 60, 1);
+        let e = s.pop_due(150).unwrap();
+        assert_eq!(s.next_departure(), Some(900));
+        s.push_front(e);
+        assert_eq!(s.next_departure(), Some(100));
+        assert_eq!(s.len(), 2);
+    }
+
+    #[test]
     fn heap_reorders_by_departure_and_keeps_ties_in_arrival_order() {
         let mut s = Schedule::new(4, true);
-        s.push(500, 0, 60);
-        s.push(300, 1, 60);
-        s.push(300, 2, 60);
+        s.push(500, 0, 60, 0);
+        s.push(300, 1, 60, 0);
+        s.push(300, 2, 60, 0);
         assert_eq!(drain(&mut s, 1_000), vec![(300, 1), (300, 2), (500, 0)]);
     }
 
     #[test]
     fn switching_to_heap_keeps_every_entry_and_push_front_retries_first() {
         let mut s = Schedule::new(4, false);
-        s.push(100, 0, 60);
-        s.push(200, 1, 60);
+        s.push(100, 0, 60, 0);
+        s.push(200, 1, 60, 0);
         s.set_reorder(true);
-        s.push(150, 2, 60);
+        s.push(150, 2, 60, 0);
         let first = s.pop_due(1_000).unwrap();
         assert_eq!(first.slot, 0);
         s.push_front(first);
