@@ -245,4 +245,57 @@ mod tests {
         s.push_front(first);
         assert_eq!(drain(&mut s, 1_000), vec![(100, 0), (150, 2), (200, 1)]);
     }
+
+    proptest::proptest! {
+        /// Whatever the pushes, pops and put-backs: every frame leaves exactly once, never
+        /// before its departure, and each flow's frames leave in the order the schedule gave
+        /// them (push order, or departure order when the heap may reorder).
+        #[test]
+        fn every_frame_leaves_once_when_due_and_each_flow_keeps_its_order(
+            ops in proptest::collection::vec((0u64..40, 0u32..4, 0u8..3), 1..300),
+            reorder: bool,
+        ) {
+            let mut s = Schedule::new(8, reorder);
+            let mut now = 0;
+            let mut out: Vec<Entry> = Vec::new();
+            for (i, &(gap, flow, op)) in ops.iter().enumerate() {
+                match op {
+                    0 => s.push(now + gap * 3, i as u32, 60, flow),
+                    1 => {
+                        now += gap;
+                        while let Some(e) = s.pop_due(now) {
+                            proptest::prop_assert!(e.at <= now);
+                            out.push(e);
+                        }
+                    }
+                    _ => {
+                        if let Some(e) = s.pop_due(now) {
+                            s.push_front(e);
+                        }
+                    }
+                }
+            }
+            while let Some(e) = s.pop_due(u64::MAX) {
+                out.push(e);
+            }
+            proptest::prop_assert!(s.is_empty());
+            let mut slots: Vec<u32> = out.iter().map(|e| e.slot).collect();
+            slots.sort_unstable();
+            let pushed: Vec<u32> = ops
+                .iter()
+                .enumerate()
+                .filter(|(_, op)| op.2 == 0)
+                .map(|(i, _)| i as u32)
+                .collect();
+            proptest::prop_assert_eq!(slots, pushed);
+            for flow in 0..4 {
+                let keys: Vec<(Nanos, u64)> = out
+                    .iter()
+                    .filter(|e| e.flow == flow)
+                    .map(|e| if reorder { (e.at, e.seq) } else { (0, e.seq) })
+                    .collect();
+                proptest::prop_assert!(keys.windows(2).all(|w| w[0] < w[1]), "flow {}: {:?}", flow, keys);
+            }
+        }
+    }
 }
