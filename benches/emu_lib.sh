@@ -1,0 +1,64 @@
+# Shared by benches/emu.sh and benches/emu_delay_ab.sh (sourced, with set -euo pipefail and
+# "root" set): installs the peers, builds tcplab, a private state dir removed on exit, the
+# lab helpers, and one delay-accuracy phase.
+# iperf3 (the peer), ping (delay probes); both from Debian.
+if ! command -v iperf3 >/dev/null || ! command -v ping >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 iputils-ping >/dev/null
+fi
+cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
+T="$root/target/release/tcplab"
+export TCPLAB_STATE_DIR=$(mktemp -d)
+trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR"' EXIT
+SERVER=198.18.0.101
+
+up() { "$T" lab up --topology path --name "$1" "${@:2}" >/dev/null; }
+down() { "$T" lab down "$1" >/dev/null; }
+ex() { local lab=$1 host=$2; shift 2; "$T" lab exec --lab "$lab" "$host" -- "$@"; }
+# iperf3 server for one test, in the background; its PID is ours to end.
+serve() { ex "$1" server iperf3 -s -1 -B $SERVER >/dev/null 2>&1 & sleep 0.3; }
+pyjson() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+ping_stats() { # lab count interval -> "median p99" in ms
+  ex "$1" client ping -n -q -c "$2" -i "$3" $SERVER >/dev/null 2>&1 || true
+  ${PROBE:-} "$T" lab exec --lab "$1" client -- ping -n -c "$2" -i "$3" $SERVER | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' |
+    python3 -c 'import sys,statistics as s; v=sorted(float(x) for x in sys.stdin); print(f"{s.median(v):.3f} {v[int(0.99*(len(v)-1))]:.3f} sd={s.pstdev(v):.3f} n={len(v)}")'
+}
+
+# 10 s at 20 ms RTT is about 500 transactions, so the p99 is the fifth-worst, not one hiccup.
+rr_stats() { # lab -> TCP request/response (64 B each way, NODELAY) "median p99" in ms, RR_SECS (10) s
+  ${PROBE:-} "$T" rr --lab "$1" --req 64 --resp 64 --nodelay --duration "${RR_SECS:-10}" --json |
+    pyjson '"rr median %.3f p99 %.3f n=%d" % (d["summary"]["latency_us"]["p50"]/1e3, d["summary"]["latency_us"]["p99"]/1e3, d["summary"]["transactions"])'
+}
+lateness() { "$T" lab status "$1" --json | pyjson '"emulator lateness p50/p99/max us: " + "; ".join("%s %.1f/%.1f/%.1f" % (k, c["lateness"]["p50_ns"]/1e3, c["lateness"]["p99_ns"]/1e3, c["lateness"]["max_ns"]/1e3) for k, c in ((k, d["emulators"]["'"$1"'"]["counters"][k]) for k in ("forward","reverse")))'; }
+
+# Delay accuracy, three ways: the default (keep-awake on), keep-awake off (TCPLAB_EMU_IO), and
+# the default with the probes (ping, tcplab rr) at SCHED_FIFO 20, which takes the endpoints'
+# own wake-up delays on a busy machine out of the figure and leaves the emulator's.
+# Each phase gets a fresh lab, so the emulator's lateness is that phase's alone. Under load, a
+# bulk TCP flow runs server -> client (opposite to the probes' requests), started before and
+# lasting past the probes (checked): unpaced (window-limited: it sends each window in bursts at
+# what the two CPUs can forward), and paced at 1 Gbit/s (SO_MAX_PACING_RATE, iperf3 --fq-rate).
+CLIENT=198.18.0.1
+delay_phase() { # label, bulk ("" | "unpaced" | "paced 1G"), then env for lab up
+  local label=$1 bulk=$2 bulk_secs=$((${RR_SECS:-10} + 20)); shift 2
+  env "$@" "$T" lab up --topology path --name d10 --delay 10ms >/dev/null
+  local pid="" t0 t1 flags=""
+  if [ -n "$bulk" ]; then
+    [ "$bulk" = "paced 1G" ] && flags="--fq-rate 1G"
+    ex d10 client iperf3 -s -1 -B $CLIENT >/dev/null 2>&1 & sleep 0.3
+    ex d10 server iperf3 -c $CLIENT -t "$bulk_secs" $flags -J > "$TCPLAB_STATE_DIR/bulk.json" &
+    pid=$!; sleep 1.5
+  fi
+  t0=$(date +%s.%N)
+  local p r; p=$(ping_stats d10 300 0.01); r=$(rr_stats d10)
+  t1=$(date +%s.%N)
+  if [ -n "$pid" ]; then
+    wait "$pid"; wait
+    local gbps; gbps=$(pyjson 'round(d["end"]["sum_received"]["bits_per_second"]/1e9, 3)' < "$TCPLAB_STATE_DIR/bulk.json")
+    echo "[$label] bulk $bulk ($gbps Gbit/s; probes took $(python3 -c "print(round($t1-$t0,1))") s of its $bulk_secs): ping $p; $r"
+  else
+    echo "[$label] idle: ping $p; $r"
+  fi
+  echo "    $(lateness d10)"
+  down d10
+}
