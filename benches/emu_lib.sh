@@ -29,7 +29,7 @@ rr_stats() { # lab -> TCP request/response (64 B each way, NODELAY) "median p99"
   ${PROBE:-} "$T" rr --lab "$1" --req 64 --resp 64 --nodelay --duration "${RR_SECS:-10}" --json |
     pyjson '"rr median %.3f p99 %.3f n=%d" % (d["summary"]["latency_us"]["p50"]/1e3, d["summary"]["latency_us"]["p99"]/1e3, d["summary"]["transactions"])'
 }
-lateness() { "$T" lab status "$1" --json | pyjson '"emulator lateness p50/p99/max us: " + "; ".join("%s %.1f/%.1f/%.1f" % (k, c["lateness"]["p50_ns"]/1e3, c["lateness"]["p99_ns"]/1e3, c["lateness"]["max_ns"]/1e3) for k, c in ((k, d["emulators"]["'"$1"'"]["counters"][k]) for k in ("forward","reverse")))'; }
+lateness() { "$T" lab status "$1" --json | pyjson '"emulator lateness p50/p99/max us (frames sent by the other worker): " + "; ".join("%s %.1f/%.1f/%.1f (%d)" % (k, c["lateness"]["p50_ns"]/1e3, c["lateness"]["p99_ns"]/1e3, c["lateness"]["max_ns"]/1e3, c.get("helped", 0)) for k, c in ((k, d["emulators"]["'"$1"'"]["counters"][k]) for k in ("forward","reverse")))'; }
 
 # Delay accuracy, three ways: the default (keep-awake on), keep-awake off (TCPLAB_EMU_IO), and
 # the default with the probes (ping, tcplab rr) at SCHED_FIFO 20, which takes the endpoints'
@@ -54,8 +54,11 @@ delay_phase() { # label, bulk ("" | "unpaced" | "paced 1G"), then env for lab up
   t1=$(date +%s.%N)
   if [ -n "$pid" ]; then
     wait "$pid"; wait
-    local gbps; gbps=$(pyjson 'round(d["end"]["sum_received"]["bits_per_second"]/1e9, 3)' < "$TCPLAB_STATE_DIR/bulk.json")
-    echo "[$label] bulk $bulk ($gbps Gbit/s; probes took $(python3 -c "print(round($t1-$t0,1))") s of its $bulk_secs): ping $p; $r"
+    local gbps; gbps=$(pyjson '"%.3f Gbit/s, %d retransmits" % (d["end"]["sum_received"]["bits_per_second"]/1e9, d["end"]["sum_sent"]["retransmits"])' < "$TCPLAB_STATE_DIR/bulk.json")
+    # Segments the client queued out of order: with no loss configured, frames the emulator
+    # reordered (or dropped).
+    local ofo; ofo=$(ex d10 client nstat -az TcpExtTCPOFOQueue | awk '/TCPOFOQueue/ {print $2}')
+    echo "[$label] bulk $bulk ($gbps, client out-of-order $ofo; probes took $(python3 -c "print(round($t1-$t0,1))") s of its $bulk_secs): ping $p; $r"
   else
     echo "[$label] idle: ping $p; $r"
   fi

@@ -53,6 +53,21 @@ pub struct Bridge<M: Model> {
 
 const NAMES: [&str; 2] = ["a->b", "b->a"];
 
+/// Each worker's own directions and the directions whose overdue frames it helps send.
+type Group<T> = (Vec<Arc<T>>, Vec<Arc<T>>);
+
+/// The directions each worker thread serves ([`Threads`]) and helps ([`IoOptions::help_due`]).
+pub(crate) fn thread_groups<T>(opts: &IoOptions, ab: Arc<T>, ba: Arc<T>) -> Vec<Group<T>> {
+    match opts.threads {
+        Threads::Single => vec![(vec![ab, ba], Vec::new())],
+        Threads::PerDirection if opts.help_due => vec![
+            (vec![Arc::clone(&ab)], vec![Arc::clone(&ba)]),
+            (vec![ba], vec![ab]),
+        ],
+        Threads::PerDirection => vec![(vec![ab], Vec::new()), (vec![ba], Vec::new())],
+    }
+}
+
 fn check_iface(name: &str) -> Result<IfaceInfo, IoError> {
     let info = iface::lookup(name)
         .map_err(|e| IoError::setup(name, "interface look-up", e))?
@@ -116,12 +131,9 @@ impl<M: Model> Bridge<M> {
                 rx,
             )
         };
-        let d_ab = dir(0, ports_ab, forward, rx_ab);
-        let d_ba = dir(1, ports_ba, reverse, rx_ba);
-        let groups = match opts.threads {
-            Threads::Single => vec![vec![d_ab, d_ba]],
-            Threads::PerDirection => vec![vec![d_ab], vec![d_ba]],
-        };
+        let d_ab = Arc::new(Mutex::new(dir(0, ports_ab, forward, rx_ab)));
+        let d_ba = Arc::new(Mutex::new(dir(1, ports_ba, reverse, rx_ba)));
+        let groups = thread_groups(opts, d_ab, d_ba);
         let stop = Arc::new(AtomicBool::new(false));
         let waker = Arc::new(Waker::new().map_err(IoError::Spawn)?);
         let keep_awake = if opts.keep_awake && !opts.busy_poll {
@@ -131,7 +143,7 @@ impl<M: Model> Bridge<M> {
         };
         let started = monotonic_ns();
         let mut workers = Vec::new();
-        for (i, dirs) in groups.into_iter().enumerate() {
+        for (i, (own, helped)) in groups.into_iter().enumerate() {
             let ctl = WorkerCtl {
                 stop: Arc::clone(&stop),
                 waker: Arc::clone(&waker),
@@ -144,7 +156,7 @@ impl<M: Model> Bridge<M> {
             let (ready_tx, ready_rx) = mpsc::channel();
             let spawned = std::thread::Builder::new()
                 .name(format!("emu-io-{i}"))
-                .spawn(move || worker::run(dirs, &ctl, &ready_tx));
+                .spawn(move || worker::run(&own, &helped, &ctl, &ready_tx));
             let failure = match spawned {
                 Ok(h) => {
                     workers.push(h);

@@ -1,5 +1,5 @@
-//! Per-direction counters: written by the direction's worker thread (single writer, relaxed
-//! load + store), read at any time by [`crate::Bridge::stats`] as a [`DirSnapshot`].
+//! Per-direction counters: written only under the direction's lock (one writer at a time,
+//! relaxed load + store; the lock orders them), read at any time by [`crate::Bridge::stats`] as a [`DirSnapshot`].
 //!
 //! Accounting identity (checked by the integration tests once the schedule drained):
 //! `frames_in − segmented + segments_made + duplicates = frames_out + drops.after_arrival() +
@@ -42,6 +42,7 @@ pub struct DirCounters {
     pub(crate) segments_made: AtomicU64,
     pub(crate) unsegmented: AtomicU64,
     pub(crate) kept_whole: AtomicU64,
+    pub(crate) helped: AtomicU64,
     pub(crate) lateness: LatenessHistogram,
 }
 
@@ -123,6 +124,10 @@ pub struct DirSnapshot {
     /// all left intact (each sent once, uncorrupted, in order), so they left whole, at their
     /// last segment's departure (not counted in `segmented`).
     pub kept_whole: u64,
+    /// Frames sent by the other direction's worker because they were overdue and this
+    /// direction's worker was not running ([`crate::IoOptions::help_due`]).
+    #[serde(default)]
+    pub helped: u64,
     /// Lateness of released frames.
     pub lateness: LatenessSummary,
 }
@@ -167,6 +172,7 @@ impl DirCounters {
             segments_made: l(&self.segments_made),
             unsegmented: l(&self.unsegmented),
             kept_whole: l(&self.kept_whole),
+            helped: l(&self.helped),
             lateness: self.lateness.summary(),
         }
     }

@@ -518,7 +518,8 @@ impl<M: Model> Direction<M> {
     /// than wait in the ring until the backlog is gone. What remains due makes the worker's
     /// next wait end at once. Each send after the first reads the clock again, so frames that
     /// fell due during a send (which runs the receivers' stacks) join the next one.
-    pub fn release(&mut self, mut now: Nanos) {
+    /// Returns the frames moved.
+    pub fn release(&mut self, mut now: Nanos) -> usize {
         self.tx_blocked = false;
         let mut released = 0;
         while released < self.batch {
@@ -540,6 +541,16 @@ impl<M: Model> Direction<M> {
         }
         DirCounters::set(&self.counters.queued, self.sched.len() as u64);
         DirCounters::set(&self.counters.order_clamped, self.sched.clamped());
+        released
+    }
+
+    /// Releases the frames overdue at `now` on behalf of the other direction's worker (see
+    /// `IoOptions::help_due`); nothing if none is due yet.
+    pub fn release_overdue(&mut self, now: Nanos) {
+        if self.next_departure().is_some_and(|t| t <= now) {
+            let n = self.release(now);
+            DirCounters::add(&self.counters.helped, n as u64);
+        }
     }
 
     /// `sendmmsg` egress: sends up to a batch of due frames from their slab slots.

@@ -90,6 +90,12 @@ pub struct IoOptions {
     /// when the emulator is behind, a sparse flow does not wait for a burst's overdue frames.
     /// Default true (BENCH.md, session 7); false keeps one FIFO for all flows.
     pub flow_turns: bool,
+    /// One thread per direction: a worker that is awake also sends the other direction's
+    /// overdue frames (taking that direction's lock only if free), so a frame whose own worker
+    /// wakes late (an hrtimer wake-up queued behind a task inside the kernel, which a
+    /// `PREEMPT_NONE` kernel lets finish) leaves with the next turn of the busy one. Frames
+    /// due on arrival and the RX rings stay with their own worker.
+    pub help_due: bool,
     /// V3 only: block retire timeout in ms.
     pub v3_retire_ms: u32,
     /// Take a frame's arrival time from the kernel's receive timestamp (true) rather than the
@@ -138,6 +144,7 @@ impl Default for IoOptions {
             batch: 64,
             due_batch: 8,
             flow_turns: true,
+            help_due: true,
             v3_retire_ms: 1,
             ring_timestamps: true,
             rt_priority: Some(10),

@@ -1,7 +1,8 @@
 //! The worker loop: one thread serving one or both directions.
 //!
 //! Each turn: release everything due, apply reconfigurations, drain the RX rings, release what
-//! became due, then wait.
+//! became due, send the other direction's overdue frames if its worker is not running
+//! (`IoOptions::help_due`), then wait.
 //! Waiting is on an absolute schedule: the next departure is an absolute CLOCK_MONOTONIC time;
 //! the worker sleeps in `ppoll` on the RX fds (and a wake-up eventfd) with a timeout computed
 //! from that absolute time *minus* `spin_ns`, then spins to the departure. Every wake-up
@@ -10,9 +11,9 @@
 //! arriving frames; since the timeout is recomputed from the absolute deadline at each call,
 //! no error accumulates. With `busy_poll` it never sleeps.
 
-use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::Arc;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::awake::{AwakeHandle, LINGER};
 use crate::direction::Direction;
@@ -82,57 +83,134 @@ pub struct WorkerCtl {
     pub awake: Option<AwakeHandle>,
 }
 
-/// Runs until `ctl.stop`; returns the thread's CPU use.
-/// `ready` receives the outcome of the thread set-up (pinning, priority) before any frame
-/// moves, so `Bridge` start-up can report it.
+/// A direction shared between its own worker and, with `IoOptions::help_due`, the other
+/// direction's worker. The owner holds the lock for its whole turn and its spins and lets go
+/// only to sleep, so the other worker sends its overdue frames only while it sleeps or waits
+/// for a CPU. A worker never holds two directions' locks unless it owns both (one thread).
+pub type Shared<M> = Arc<Mutex<Direction<M>>>;
+
+/// The worker's own directions, locked (one, or two for a single thread).
+type Locked<'a, M> = [Option<MutexGuard<'a, Direction<M>>>; 2];
+
+/// Locks the worker's own directions, in order. A lock poisoned by a panic in the other
+/// worker is taken anyway: the direction's state is consistent between frames, and the
+/// panic itself is reported when that worker is joined.
+fn lock_own<M: Model>(own: &[Shared<M>]) -> Locked<'_, M> {
+    let lock = |i: usize| {
+        own.get(i)
+            .map(|d| d.lock().unwrap_or_else(PoisonError::into_inner))
+    };
+    [lock(0), lock(1)]
+}
+
+/// The locked directions, one by one.
+fn each<'g, 'a: 'g, M: Model>(
+    g: &'g mut Locked<'a, M>,
+) -> impl Iterator<Item = &'g mut Direction<M>> + 'g {
+    g.iter_mut().flatten().map(|d| &mut **d)
+}
+
+/// Sends whatever is overdue in the directions this worker helps, each only if its lock is
+/// free (its owner is not running a turn).
+fn help_overdue<M: Model>(helped: &[Shared<M>]) {
+    for d in helped {
+        if let Ok(mut d) = d.try_lock() {
+            d.release_overdue(monotonic_ns());
+        }
+    }
+}
+
+/// What one turn left for the wait.
+struct TurnEnd {
+    received: usize,
+    tx_blocked: bool,
+    next: Option<Nanos>,
+}
+
+/// Releases what is due, applies reconfigurations, drains the RX rings, and releases what
+/// became due.
+fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos) -> TurnEnd {
+    // Release first: a wait ends at a departure time, and everything else (reconfigure,
+    // draining the RX ring) would otherwise run between the deadline and the kick (2-6 µs
+    // of cold code on the test VM, 15-20 µs in a debug build).
+    let now = monotonic_ns();
+    each(g).for_each(|d| {
+        d.release(now);
+    });
+    each(g).for_each(|d| d.apply_reconfig(now));
+    let received: usize = each(g).map(|d| d.receive()).sum();
+    let now = monotonic_ns();
+    // Frames that arrived already due (no delay) leave in the same turn.
+    each(g).for_each(|d| {
+        d.release(now);
+    });
+    if now.saturating_sub(*last_stats) >= STATS_EVERY {
+        each(g).for_each(|d| d.poll_ring_stats());
+        *last_stats = now;
+    }
+    let tx_blocked = each(g).any(|d| d.tx_blocked);
+    let next = each(g).filter_map(|d| d.next_departure()).min();
+    TurnEnd {
+        received,
+        tx_blocked,
+        next,
+    }
+}
+
+/// Runs until `ctl.stop`, serving `own` and helping `helped`; returns the thread's CPU use.
+/// `ready` receives the outcome of the thread set-up (pinning, priority, poll descriptors)
+/// before any frame moves, so `Bridge` start-up can report it.
 pub fn run<M: Model>(
-    mut dirs: Vec<Direction<M>>,
+    own: &[Shared<M>],
+    helped: &[Shared<M>],
     ctl: &WorkerCtl,
     ready: &std::sync::mpsc::Sender<Result<(), String>>,
 ) -> Result<ThreadUsage, String> {
-    if let Err(e) = setup_thread(ctl) {
-        // The starter may have gone; the error is returned from join as well.
-        let _ = ready.send(Err(e.clone()));
-        return Err(e);
-    }
+    let fds = match setup_thread(ctl).and_then(|()| poll_fds(own)) {
+        Ok(fds) => fds,
+        Err(e) => {
+            // The starter may have gone; the error is returned from join as well.
+            let _ = ready.send(Err(e.clone()));
+            return Err(e);
+        }
+    };
     let _ = ready.send(Ok(()));
-    let name = dirs.iter().map(|d| d.name).collect::<Vec<_>>().join(",");
+    let name = each(&mut lock_own(own))
+        .map(|d| d.name)
+        .collect::<Vec<_>>()
+        .join(",");
     let (start, cpu0) = (monotonic_ns(), thread_cpu_ns());
     let mut last_stats = start;
     let mut budget = SpinBudget::default();
     while !ctl.stop.load(Ordering::Acquire) {
-        // Release first: a wait ends at a departure time, and everything else (reconfigure,
-        // draining the RX ring) would otherwise run between the deadline and the kick (2-6 µs
-        // of cold code on the test VM, 15-20 µs in a debug build).
-        let now = monotonic_ns();
-        dirs.iter_mut().for_each(|d| d.release(now));
-        dirs.iter_mut().for_each(|d| d.apply_reconfig(now));
-        let received: usize = dirs.iter_mut().map(|d| d.receive()).sum();
-        let now = monotonic_ns();
-        // Frames that arrived already due (no delay) leave in the same turn.
-        dirs.iter_mut().for_each(|d| d.release(now));
-        if now.saturating_sub(last_stats) >= STATS_EVERY {
-            dirs.iter_mut().for_each(|d| d.poll_ring_stats());
-            last_stats = now;
-        }
-        if received > 0 {
+        let end = turn(&mut lock_own(own), &mut last_stats);
+        help_overdue(helped);
+        if end.received > 0 {
             continue;
         }
-        if dirs.iter().any(|d| d.tx_blocked) {
+        if end.tx_blocked {
             // The kernel still owns the next TX slot. Sleep (not yield: a SCHED_FIFO yield
             // would never let a SCHED_OTHER ksoftirqd run, and it may be what frees the slot).
-            sleep_until(now + TX_BLOCKED_PAUSE);
+            sleep_until(monotonic_ns() + TX_BLOCKED_PAUSE);
             continue;
         }
-        wait(&mut dirs, ctl, &mut budget).map_err(|e| format!("poll failed: {e}"))?;
+        wait(own, &fds, end.next, ctl, &mut budget).map_err(|e| format!("poll failed: {e}"))?;
     }
-    dirs.iter_mut().for_each(|d| d.poll_ring_stats());
+    each(&mut lock_own(own)).for_each(|d| d.poll_ring_stats());
     let end = monotonic_ns();
     Ok(ThreadUsage {
         name,
         cpu_ns: thread_cpu_ns() - cpu0,
         wall_ns: end - start,
     })
+}
+
+/// Copies of the own directions' RX descriptors to sleep on without holding their locks.
+fn poll_fds<M: Model>(own: &[Shared<M>]) -> Result<Vec<OwnedFd>, String> {
+    each(&mut lock_own(own))
+        .map(|d| d.rx_fd().try_clone_to_owned())
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| format!("duplicating an RX socket to poll on: {e}"))
 }
 
 /// Timer slack, CPU pinning and scheduling policy of the calling worker thread.
@@ -196,17 +274,20 @@ pub fn plan_wait(
     }
 }
 
-/// Waits until a frame arrives, the next departure is due, or the waker fires.
+/// Waits until a frame arrives, the next departure `next` is due, or the waker fires. Sleeps
+/// without the own directions' locks (the other worker may send their overdue frames
+/// meanwhile); spins with them.
 fn wait<M: Model>(
-    dirs: &mut [Direction<M>],
+    own: &[Shared<M>],
+    fds: &[OwnedFd],
+    next: Option<Nanos>,
     ctl: &WorkerCtl,
     budget: &mut SpinBudget,
 ) -> std::io::Result<()> {
-    let next = dirs.iter().filter_map(|d| d.next_departure()).min();
     let now = monotonic_ns();
     match plan_wait(next, now, ctl.spin_ns, ctl.busy_poll, budget.allows(now)) {
         WaitPlan::Now => {}
-        WaitPlan::Spin(until) => budget.charge(spin(dirs, ctl, until)),
+        WaitPlan::Spin(until) => budget.charge(spin(&mut lock_own(own), ctl, until)),
         WaitPlan::Sleep { timeout, then_spin } => {
             if let (Some(awake), Some(t)) = (&ctl.awake, next) {
                 // A frame waits: its CPU must not halt before the departure (see `awake`).
@@ -214,17 +295,18 @@ fn wait<M: Model>(
             }
             let woke = {
                 // No allocation per wait: at most two directions plus the waker.
-                let mut fds: [BorrowedFd<'_>; 3] = [ctl.waker.as_fd(); 3];
-                for (slot, d) in fds.iter_mut().skip(1).zip(dirs.iter()) {
-                    *slot = d.rx_fd();
+                let mut polled: [BorrowedFd<'_>; 3] = [ctl.waker.as_fd(); 3];
+                for (slot, fd) in polled.iter_mut().skip(1).zip(fds) {
+                    *slot = fd.as_fd();
                 }
-                wait_readable(&fds[..1 + dirs.len().min(2)], Some(timeout))?
+                wait_readable(&polled[..1 + fds.len().min(2)], Some(timeout))?
             };
+            let mut g = lock_own(own);
             if woke {
                 ctl.waker.clear();
-                dirs.iter().for_each(|d| d.count_wakeup());
+                each(&mut g).for_each(|d| d.count_wakeup());
             } else if let Some(t) = then_spin {
-                budget.charge(spin(dirs, ctl, t));
+                budget.charge(spin(&mut g, ctl, t));
             }
         }
     }
@@ -232,7 +314,7 @@ fn wait<M: Model>(
 }
 
 /// Spins until `deadline`, a frame arrives, or stop is requested; returns the ns spun.
-fn spin<M: Model>(dirs: &mut [Direction<M>], ctl: &WorkerCtl, deadline: Nanos) -> Nanos {
+fn spin<M: Model>(g: &mut Locked<'_, M>, ctl: &WorkerCtl, deadline: Nanos) -> Nanos {
     let start = monotonic_ns();
     let mut now = start;
     let mut turns = 0_u32;
@@ -240,15 +322,17 @@ fn spin<M: Model>(dirs: &mut [Direction<M>], ctl: &WorkerCtl, deadline: Nanos) -
         std::hint::spin_loop();
         turns = turns.wrapping_add(1);
         // Checking the rings reads shared cache lines; do it every few turns.
-        if turns % 16 == 0
-            && (dirs.iter_mut().any(|d| d.rx_ready()) || ctl.stop.load(Ordering::Relaxed))
-        {
+        if turns % 16 == 0 && (each(g).any(|d| d.rx_ready()) || ctl.stop.load(Ordering::Relaxed)) {
             break;
         }
         now = monotonic_ns();
     }
     now.saturating_sub(start)
 }
+
+#[cfg(test)]
+#[path = "help_tests.rs"]
+mod help_tests;
 
 #[cfg(test)]
 mod tests {

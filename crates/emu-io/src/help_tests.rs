@@ -1,0 +1,228 @@
+//! Tests of `IoOptions::help_due`: which worker helps which direction, and (as root, on veth
+//! pairs in a private network namespace that vanishes with its thread) that a helper sends a
+//! direction's frames only once they are overdue and only while its owner is not running.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::Command;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::counters::DirCounters;
+use crate::direction::{DirSettings, Direction};
+use crate::model::{BasicConfig, BasicModel};
+use crate::options::{IoOptions, Threads};
+use crate::port::open_ports;
+use crate::sys::iface;
+
+/// An ethertype from the IEEE local experimental range, so the capture ignores anything else.
+const ETHERTYPE: u16 = 0x88b5;
+const DELAY: Nanos = 20_000_000;
+
+#[test]
+fn each_worker_helps_only_the_other_direction_and_only_when_asked() {
+    let (ab, ba): (Arc<&'static str>, Arc<&'static str>) = (Arc::new("a->b"), Arc::new("b->a"));
+    let names = |opts: &IoOptions| {
+        crate::bridge::thread_groups(opts, Arc::clone(&ab), Arc::clone(&ba))
+            .into_iter()
+            .map(|(own, helped)| {
+                let n = |v: Vec<Arc<&'static str>>| v.iter().map(|d| **d).collect::<Vec<_>>();
+                (n(own), n(helped))
+            })
+            .collect::<Vec<_>>()
+    };
+    let opts = IoOptions::default();
+    assert!(opts.help_due, "on by default");
+    assert_eq!(
+        names(&opts),
+        [(vec!["a->b"], vec!["b->a"]), (vec!["b->a"], vec!["a->b"])]
+    );
+    let off = IoOptions {
+        help_due: false,
+        ..IoOptions::default()
+    };
+    assert_eq!(
+        names(&off),
+        [(vec!["a->b"], vec![]), (vec!["b->a"], vec![])]
+    );
+    let single = IoOptions {
+        threads: Threads::Single,
+        ..IoOptions::default()
+    };
+    assert_eq!(names(&single), [(vec!["a->b", "b->a"], vec![])]);
+}
+
+#[test]
+fn a_helper_sends_overdue_frames_in_order_and_never_while_the_owner_holds_them() {
+    // Safety: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (a network namespace, packet sockets)");
+        return;
+    }
+    std::thread::spawn(|| {
+        enter_private_netns();
+        help_on_veth();
+    })
+    .join()
+    .expect("the test thread panicked: see above");
+}
+
+/// The test proper, in a namespace of its own: frames sent into `pa` reach `ea`, cross the
+/// direction ea -> eb, and are captured on `pb`.
+fn help_on_veth() {
+    for args in [
+        "link add ea type veth peer name pa",
+        "link add eb type veth peer name pb",
+    ] {
+        ip(args);
+    }
+    for dev in ["ea", "pa", "eb", "pb"] {
+        ip(&format!("link set {dev} up"));
+    }
+    let info = |n: &str| iface::lookup(n).expect("look-up").expect("exists");
+    let (ports, _) = open_ports(&info("ea"), &info("eb"), &IoOptions::default()).expect("ports");
+    let counters = Arc::new(DirCounters::default());
+    let (_reconfig, reconfig_rx) = mpsc::channel();
+    let model = BasicModel::new(
+        BasicConfig {
+            delay_ns: DELAY,
+            loss: 0.0,
+        },
+        1,
+    );
+    let settings = DirSettings {
+        slab_slots: 64,
+        batch: 64,
+        ring_timestamps: true,
+        gso: false,
+        due_batch: 8,
+        flow_turns: true,
+    };
+    let dir = Direction::new(
+        "a->b",
+        ports,
+        model,
+        settings,
+        Arc::clone(&counters),
+        reconfig_rx,
+    );
+    let shared: Shared<BasicModel> = Arc::new(Mutex::new(dir));
+    let (inject, capture) = (raw_socket(&info("pa")), raw_socket(&info("pb")));
+    for seq in 0..3 {
+        send_frame(&inject, seq);
+    }
+    // The owner's turn: it takes the three frames in and schedules them 20 ms on.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut taken = 0;
+    while taken < 3 && Instant::now() < deadline {
+        taken += shared.lock().unwrap().receive();
+    }
+    assert_eq!(taken, 3, "the frames reached the RX ring");
+    let helped = std::slice::from_ref(&shared);
+    help_overdue(helped);
+    assert_eq!(counters.snapshot().helped, 0, "nothing is due yet");
+    std::thread::sleep(Duration::from_nanos(DELAY + 5_000_000));
+    {
+        // The owner is running a turn: the helper must keep off.
+        let _owner = shared.lock().unwrap();
+        let (done_tx, done_rx) = mpsc::channel();
+        let other = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            help_overdue(std::slice::from_ref(&other));
+            let _ = done_tx.send(());
+        });
+        assert!(
+            done_rx.recv_timeout(Duration::from_secs(1)).is_ok(),
+            "the helper waited for a lock its owner holds"
+        );
+        let s = counters.snapshot();
+        assert_eq!((s.helped, s.frames_out), (0, 0), "{s:?}");
+    }
+    help_overdue(helped);
+    let s = counters.snapshot();
+    assert_eq!((s.helped, s.frames_out, s.queued), (3, 3, 0), "{s:?}");
+    assert_eq!(
+        captured(&capture, 3),
+        [0, 1, 2],
+        "all three, in order, on the far side"
+    );
+}
+
+/// Moves the calling thread into a new, empty network namespace; it is freed when the last
+/// socket in it closes and the thread exits, and never appears in `ip netns list`.
+fn enter_private_netns() {
+    // Safety: unshare(2) affects only the calling thread's namespaces.
+    let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+    assert_eq!(rc, 0, "unshare: {}", std::io::Error::last_os_error());
+}
+
+/// Runs `ip` in the calling thread's namespace (a child inherits it).
+fn ip(args: &str) {
+    let out = Command::new("ip")
+        .args(args.split(' '))
+        .output()
+        .expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A raw packet socket bound to `iface` for [`ETHERTYPE`] frames.
+fn raw_socket(iface: &iface::IfaceInfo) -> OwnedFd {
+    // Safety: plain socket(2); the fd is checked, then owned.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            i32::from(ETHERTYPE.to_be()),
+        )
+    };
+    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+    // Safety: fd is fresh and valid.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // Safety: sockaddr_ll is plain old data; all-zero is valid.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = ETHERTYPE.to_be();
+    sll.sll_ifindex = iface.index;
+    // Safety: sll is a valid sockaddr_ll of the size passed.
+    let rc = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
+    fd
+}
+
+/// Sends a 64-byte broadcast frame carrying `seq`.
+fn send_frame(sock: &OwnedFd, seq: u8) {
+    let mut frame = [0_u8; 64];
+    frame[..6].fill(0xff);
+    frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
+    frame[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
+    frame[14] = seq;
+    // Safety: frame is a live buffer of the length passed.
+    let n = unsafe { libc::send(sock.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+    assert_eq!(n, 64, "send: {}", std::io::Error::last_os_error());
+}
+
+/// The sequence numbers of up to `n` frames received within a second.
+fn captured(sock: &OwnedFd, n: usize) -> Vec<u8> {
+    let (mut seqs, mut buf) = (Vec::new(), [0_u8; 128]);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while seqs.len() < n && Instant::now() < deadline {
+        // Safety: buf is a live buffer of the length passed.
+        let got = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if got >= 15 {
+            seqs.push(buf[14]);
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    seqs
+}
