@@ -33,7 +33,7 @@
 //! * [`slab`], [`schedule`] — preallocated frame storage and the departure queue (FIFO, or a
 //!   heap when the model may reorder); frames once due wait in per-flow queues served in
 //!   turn ([`due`], keyed by [`flow`]), so an overdue burst does not hold other flows. Pure.
-//! * [`lateness`], [`counters`] — single-writer atomic counters and a log-linear lateness
+//! * [`lateness`], [`counters`] — atomic counters written under the direction's lock and a log-linear lateness
 //!   histogram, readable while running ([`Bridge::stats`]).
 //! * [`model`] — the [`Model`] trait the I/O drives (`arrive(len, now) -> Decision`,
 //!   `may_reorder`, `reconfigure`) and [`BasicModel`] (fixed delay + seeded Bernoulli loss).
@@ -41,7 +41,10 @@
 //! * `direction`, `worker` — the packet path and the wait loop (ppoll with an absolute
 //!   deadline minus a spin margin, then spin, within a spin budget of 25 % of each 10 ms so
 //!   a SCHED_FIFO worker never runs into RT throttling; or busy-poll). Workers run SCHED_FIFO
-//!   by default, one per direction ([`IoOptions`] documents each default and its measurement).
+//!   by default, one per direction ([`IoOptions`] documents each default and its measurement);
+//!   each direction sits behind a lock its worker lets go of only to sleep, and an awake
+//!   worker sends the other direction's overdue frames when that lock is free
+//!   ([`IoOptions::help_due`]), so a frame does not wait for its own worker's late wake-up.
 //!   Egress is `sendmmsg` by default ([`TxKind`]): one copy per frame instead of the TX ring's
 //!   two (the kernel re-copies zero-copy ring skbs that veth hands to another namespace).
 //! * [`awake`] — keep-awake: `SCHED_IDLE` spinners keep the CPUs from halting while a frame
