@@ -31,16 +31,16 @@ fn each_worker_helps_only_the_other_direction_and_only_when_asked() {
             })
             .collect::<Vec<_>>()
     };
-    let opts = IoOptions::default();
-    assert!(opts.help_due, "on by default");
+    let opts = IoOptions {
+        help_due: true,
+        ..IoOptions::default()
+    };
     assert_eq!(
         names(&opts),
         [(vec!["a->b"], vec!["b->a"]), (vec!["b->a"], vec!["a->b"])]
     );
-    let off = IoOptions {
-        help_due: false,
-        ..IoOptions::default()
-    };
+    let off = IoOptions::default();
+    assert!(!off.help_due, "off by default");
     assert_eq!(
         names(&off),
         [(vec!["a->b"], vec![]), (vec!["b->a"], vec![])]

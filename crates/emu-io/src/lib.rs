@@ -43,8 +43,9 @@
 //!   a SCHED_FIFO worker never runs into RT throttling; or busy-poll). Workers run SCHED_FIFO
 //!   by default, one per direction ([`IoOptions`] documents each default and its measurement);
 //!   each direction sits behind a lock its worker lets go of only to sleep, and an awake
-//!   worker sends the other direction's overdue frames when that lock is free
-//!   ([`IoOptions::help_due`]), so a frame does not wait for its own worker's late wake-up.
+//!   worker can send the other direction's overdue frames when that lock is free
+//!   ([`IoOptions::help_due`], off by default), so a frame need not wait for its own
+//!   worker's late wake-up.
 //!   Egress is `sendmmsg` by default ([`TxKind`]): one copy per frame instead of the TX ring's
 //!   two (the kernel re-copies zero-copy ring skbs that veth hands to another namespace).
 //! * [`awake`] — keep-awake: `SCHED_IDLE` spinners keep the CPUs from halting while a frame

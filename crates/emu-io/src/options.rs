@@ -94,7 +94,9 @@ pub struct IoOptions {
     /// overdue frames (taking that direction's lock only if free), so a frame whose own worker
     /// wakes late (an hrtimer wake-up queued behind a task inside the kernel, which a
     /// `PREEMPT_NONE` kernel lets finish) leaves with the next turn of the busy one. Frames
-    /// due on arrival and the RX rings stay with their own worker.
+    /// due on arrival and the RX rings stay with their own worker. Default false: a small gain
+    /// (BENCH.md, session 8), but with it on an AF_XDP test saw the XDP program still
+    /// attached right after `stop` in 1 of 8 runs (0 of 12 off), cause not found yet.
     pub help_due: bool,
     /// V3 only: block retire timeout in ms.
     pub v3_retire_ms: u32,
@@ -144,7 +146,7 @@ impl Default for IoOptions {
             batch: 64,
             due_batch: 8,
             flow_turns: true,
-            help_due: true,
+            help_due: false,
             v3_retire_ms: 1,
             ring_timestamps: true,
             rt_priority: Some(10),
