@@ -2,7 +2,7 @@
 //! pairs in a private network namespace that vanishes with its thread) that a helper sends a
 //! direction's frames only once they are overdue and only while its owner is not running.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd};
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -14,6 +14,7 @@ use crate::model::{BasicConfig, BasicModel};
 use crate::options::{IoOptions, Threads};
 use crate::port::open_ports;
 use crate::sys::iface;
+use crate::sys::socket::PacketSocket;
 
 /// An ethertype from the IEEE local experimental range, so the capture ignores anything else.
 const ETHERTYPE: u16 = 0x88b5;
@@ -169,55 +170,46 @@ fn ip(args: &str) {
     );
 }
 
-/// A raw packet socket bound to `iface` for [`ETHERTYPE`] frames.
-fn raw_socket(iface: &iface::IfaceInfo) -> OwnedFd {
-    // Safety: plain socket(2); the fd is checked, then owned.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_PACKET,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            i32::from(ETHERTYPE.to_be()),
-        )
-    };
-    assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
-    // Safety: fd is fresh and valid.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // Safety: sockaddr_ll is plain old data; all-zero is valid.
-    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-    sll.sll_family = libc::AF_PACKET as u16;
-    sll.sll_protocol = ETHERTYPE.to_be();
-    sll.sll_ifindex = iface.index;
-    // Safety: sll is a valid sockaddr_ll of the size passed.
-    let rc = unsafe {
-        libc::bind(
-            fd.as_raw_fd(),
-            (&sll as *const libc::sockaddr_ll).cast(),
-            size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(rc, 0, "bind: {}", std::io::Error::last_os_error());
-    fd
+/// A packet socket bound to `iface` for [`ETHERTYPE`] frames.
+fn raw_socket(iface: &iface::IfaceInfo) -> PacketSocket {
+    let sock = PacketSocket::open().expect("packet socket");
+    sock.bind(iface.index, ETHERTYPE).expect("bind");
+    sock
 }
 
 /// Sends a 64-byte broadcast frame carrying `seq`.
-fn send_frame(sock: &OwnedFd, seq: u8) {
+fn send_frame(sock: &PacketSocket, seq: u8) {
     let mut frame = [0_u8; 64];
     frame[..6].fill(0xff);
     frame[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
     frame[12..14].copy_from_slice(&ETHERTYPE.to_be_bytes());
     frame[14] = seq;
     // Safety: frame is a live buffer of the length passed.
-    let n = unsafe { libc::send(sock.as_raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+    let n = unsafe {
+        libc::send(
+            sock.as_fd().as_raw_fd(),
+            frame.as_ptr().cast(),
+            frame.len(),
+            0,
+        )
+    };
     assert_eq!(n, 64, "send: {}", std::io::Error::last_os_error());
 }
 
 /// The sequence numbers of up to `n` frames received within a second.
-fn captured(sock: &OwnedFd, n: usize) -> Vec<u8> {
+fn captured(sock: &PacketSocket, n: usize) -> Vec<u8> {
     let (mut seqs, mut buf) = (Vec::new(), [0_u8; 128]);
     let deadline = Instant::now() + Duration::from_secs(1);
     while seqs.len() < n && Instant::now() < deadline {
         // Safety: buf is a live buffer of the length passed.
-        let got = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        let got = unsafe {
+            libc::recv(
+                sock.as_fd().as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                0,
+            )
+        };
         if got >= 15 {
             seqs.push(buf[14]);
         } else {

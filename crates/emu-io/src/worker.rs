@@ -301,12 +301,11 @@ fn wait<M: Model>(
                 }
                 wait_readable(&polled[..1 + fds.len().min(2)], Some(timeout))?
             };
-            let mut g = lock_own(own);
             if woke {
                 ctl.waker.clear();
-                each(&mut g).for_each(|d| d.count_wakeup());
+                each(&mut lock_own(own)).for_each(|d| d.count_wakeup());
             } else if let Some(t) = then_spin {
-                budget.charge(spin(&mut g, ctl, t));
+                budget.charge(spin(&mut lock_own(own), ctl, t));
             }
         }
     }
