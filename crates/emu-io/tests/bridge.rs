@@ -255,8 +255,10 @@ fn verdict_of_a_quiet_run_is_trustworthy() {
         model(5, 0.0, 2),
         IoOptions::default(),
     );
-    let rtts = lab.ping_rtts(10, "0.02");
-    assert_eq!(rtts.len(), 10);
+    // 150 pings, so that one frame delayed by a stall of the shared CI machine (other tests
+    // run beside this one: 3.8 ms once, when this test sent 10) is not the p99 by itself.
+    let rtts = lab.ping_rtts(150, "0.01");
+    assert_eq!(rtts.len(), 150);
     let report = bridge.stop();
     let v = report.verdict(&Thresholds {
         lateness_p99_ns: 1_000_000,
