@@ -37,24 +37,32 @@ lateness() { "$T" lab status "$1" --json | pyjson '"emulator lateness p50/p99/ma
 # Each phase gets a fresh lab, so the emulator's lateness is that phase's alone. Under load, a
 # bulk TCP flow runs server -> client (opposite to the probes' requests), started before and
 # lasting past the probes (checked): unpaced (window-limited: it sends each window in bursts at
-# what the two CPUs can forward), and paced at 1 Gbit/s (SO_MAX_PACING_RATE, iperf3 --fq-rate).
+# what the two CPUs can forward), and paced (SO_MAX_PACING_RATE, iperf3 --fq-rate).
+# LAB_FLAGS (default "--delay 10ms") are the lab's link flags: base_phase runs the same phase on
+# an unimpaired lab ("--bridge emu") to give the base RTT under the same load.
+# After a phase: P_MED P_P99 (ping), R_MED R_P99 (rr) in ms, BULK_GBPS (the bulk flow's rate).
 CLIENT=198.18.0.1
-delay_phase() { # label, bulk ("" | "unpaced" | "paced 1G"), then env for lab up
+delay_phase() { # label, bulk ("" | "unpaced" | "paced RATE"), then env for lab up
   local label=$1 bulk=$2 bulk_secs=$((${RR_SECS:-10} + 20)); shift 2
-  env "$@" "$T" lab up --topology path --name d10 --delay 10ms >/dev/null
+  # shellcheck disable=SC2086 # LAB_FLAGS is a list of flags
+  env "$@" "$T" lab up --topology path --name d10 ${LAB_FLAGS:---delay 10ms} >/dev/null
   local pid="" t0 t1 flags=""
   if [ -n "$bulk" ]; then
-    [ "$bulk" = "paced 1G" ] && flags="--fq-rate 1G"
+    [ "${bulk#paced }" != "$bulk" ] && flags="--fq-rate ${bulk#paced }"
     ex d10 client iperf3 -s -1 -B $CLIENT >/dev/null 2>&1 & sleep 0.3
+    # shellcheck disable=SC2086 # flags is empty or one option with its value
     ex d10 server iperf3 -c $CLIENT -t "$bulk_secs" $flags -J > "$TCPLAB_STATE_DIR/bulk.json" &
     pid=$!; sleep 1.5
   fi
   t0=$(date +%s.%N)
   local p r; p=$(ping_stats d10 300 0.01); r=$(rr_stats d10)
   t1=$(date +%s.%N)
+  read -r P_MED P_P99 _ <<< "$p"; read -r _ _ R_MED _ R_P99 _ <<< "$r"
+  BULK_GBPS=0
   if [ -n "$pid" ]; then
     wait "$pid"; wait
     local gbps; gbps=$(pyjson '"%.3f Gbit/s, %d retransmits" % (d["end"]["sum_received"]["bits_per_second"]/1e9, d["end"]["sum_sent"]["retransmits"])' < "$TCPLAB_STATE_DIR/bulk.json")
+    BULK_GBPS=${gbps%% *}
     # Segments the client queued out of order: with no loss configured, frames the emulator
     # reordered (or dropped).
     local ofo; ofo=$(ex d10 client nstat -az TcpExtTCPOFOQueue | awk '/TCPOFOQueue/ {print $2}')
@@ -64,4 +72,26 @@ delay_phase() { # label, bulk ("" | "unpaced" | "paced 1G"), then env for lab up
   fi
   echo "    $(lateness d10)"
   down d10
+}
+
+# The same probes and load on an unimpaired lab (the emulator with no impairment): the base RTT
+# the delayed phase is judged against. The issue's target is 20 ms + the unimpaired base RTT
+# "while a bulk TCP flow crosses", so under load the base is measured under load.
+base_phase() { # label, bulk, then env for lab up
+  LAB_FLAGS="--bridge emu" delay_phase "$1 base" "${@:2}"
+}
+
+# Prints how far the delayed phase (ping and rr median, p99) is above 20 ms + the base, and
+# whether each is within 0.1 ms. Arguments: the delayed phase's four figures, then the base's.
+excess() {
+  python3 - "$@" <<'PY'
+import sys
+d = [float(x) for x in sys.argv[1:5]]
+b = [float(x) for x in sys.argv[5:9]]
+names = ["ping median", "ping p99", "rr median", "rr p99"]
+over = [di - 20.0 - bi for di, bi in zip(d, b)]
+cells = ", ".join(f"{n} {o:+.3f}" for n, o in zip(names, over))
+verdict = "within" if all(o <= 0.1 for o in over) else "NOT within"
+print(f"    excess over 20 ms + base under the same load: {cells} -> {verdict} 0.1 ms")
+PY
 }

@@ -40,8 +40,11 @@ fn each_worker_helps_only_the_other_direction_and_only_when_asked() {
         names(&opts),
         [(vec!["a->b"], vec!["b->a"]), (vec!["b->a"], vec!["a->b"])]
     );
-    let off = IoOptions::default();
-    assert!(!off.help_due, "off by default");
+    assert!(IoOptions::default().help_due, "on by default");
+    let off = IoOptions {
+        help_due: false,
+        ..IoOptions::default()
+    };
     assert_eq!(
         names(&off),
         [(vec!["a->b"], vec![]), (vec!["b->a"], vec![])]

@@ -44,7 +44,7 @@
 //!   by default, one per direction ([`IoOptions`] documents each default and its measurement);
 //!   each direction sits behind a lock its worker lets go of only to sleep, and an awake
 //!   worker can send the other direction's overdue frames when that lock is free
-//!   ([`IoOptions::help_due`], off by default), so a frame need not wait for its own
+//!   ([`IoOptions::help_due`]), so a frame need not wait for its own
 //!   worker's late wake-up.
 //!   Egress is `sendmmsg` by default ([`TxKind`]): one copy per frame instead of the TX ring's
 //!   two (the kernel re-copies zero-copy ring skbs that veth hands to another namespace).
