@@ -107,6 +107,14 @@ impl<M: Model> Bridge<M> {
                 });
             }
         }
+        // The spinners are forked before any socket opens: a forked child holds a copy of
+        // every open fd until its first instruction closes them, and a copy of an XDP link
+        // keeps the program attached (an AF_XDP test saw it outlive `stop` that way).
+        let keep_awake = if opts.keep_awake && !opts.busy_poll {
+            Some(KeepAwake::start().map_err(IoError::Spawn)?)
+        } else {
+            None
+        };
         let (ports_ab, ports_ba) = open_ports(&a, &b, opts)?;
         let counters = [
             Arc::new(DirCounters::default()),
@@ -136,11 +144,6 @@ impl<M: Model> Bridge<M> {
         let groups = thread_groups(opts, d_ab, d_ba);
         let stop = Arc::new(AtomicBool::new(false));
         let waker = Arc::new(Waker::new().map_err(IoError::Spawn)?);
-        let keep_awake = if opts.keep_awake && !opts.busy_poll {
-            Some(KeepAwake::start().map_err(IoError::Spawn)?)
-        } else {
-            None
-        };
         let started = monotonic_ns();
         let mut workers = Vec::new();
         for (i, (own, helped)) in groups.into_iter().enumerate() {

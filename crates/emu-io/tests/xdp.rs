@@ -29,9 +29,10 @@ fn has_xdp(lab: &PathLab, dev: &str) -> bool {
 
 /// Waits (up to 2 s) until neither of `devs` shows an XDP program; on timeout panics naming
 /// every process that still holds an XDP `bpf_link` fd. Why wait at all: the link detaches when
-/// its last file reference closes, and a child another test forks in the same process copies
-/// the fd table and holds the (close-on-exec) link until its `exec`, which a CPU busy with
-/// SCHED_FIFO bridges can delay by milliseconds. A link our own code leaked stays past 2 s.
+/// its last file reference closes, and a child forked in this process while the link was open
+/// holds a copy until it closes its fds (a keep-awake spinner of a bridge another test starts,
+/// at its first instruction) or execs (a command another test spawns): milliseconds later when
+/// SCHED_FIFO bridges keep both CPUs busy. A link our own code leaked stays past 2 s.
 fn assert_detaches(lab: &PathLab, devs: &[&str]) {
     let t0 = std::time::Instant::now();
     while devs.iter().any(|d| has_xdp(lab, d)) {
