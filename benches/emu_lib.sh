@@ -25,9 +25,11 @@ ping_stats() { # lab count interval -> "median p99" in ms
 }
 
 # 10 s at 20 ms RTT is about 500 transactions, so the p99 is the fifth-worst, not one hiccup.
+# Also prints how long the rr threads waited for a CPU per transaction (schedstat run delay,
+# client and server side): latency the host's scheduler added, not the emulator.
 rr_stats() { # lab -> TCP request/response (64 B each way, NODELAY) "median p99" in ms, RR_SECS (10) s
   ${PROBE:-} "$T" rr --lab "$1" --req 64 --resp 64 --nodelay --duration "${RR_SECS:-10}" --json |
-    pyjson '"rr median %.3f p99 %.3f n=%d" % (d["summary"]["latency_us"]["p50"]/1e3, d["summary"]["latency_us"]["p99"]/1e3, d["summary"]["transactions"])'
+    pyjson '"rr median %.3f p99 %.3f n=%d, cpu wait per transaction client %s server %s us" % (d["summary"]["latency_us"]["p50"]/1e3, d["summary"]["latency_us"]["p99"]/1e3, d["summary"]["transactions"], *["-" if d[k] is None else "%.1f" % (d[k]*1e6/max(1, d["summary"]["transactions"])) for k in ("client_cpu_wait_s", "server_cpu_wait_s")])'
 }
 lateness() { "$T" lab status "$1" --json | pyjson '"emulator lateness p50/p99/max us (frames sent by the other worker): " + "; ".join("%s %.1f/%.1f/%.1f (%d)" % (k, c["lateness"]["p50_ns"]/1e3, c["lateness"]["p99_ns"]/1e3, c["lateness"]["max_ns"]/1e3, c.get("helped", 0)) for k, c in ((k, d["emulators"]["'"$1"'"]["counters"][k]) for k in ("forward","reverse")))'; }
 

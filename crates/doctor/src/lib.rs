@@ -14,7 +14,7 @@
 //!   ├─ rules/stream_view  per-flow tcp_info over the measured span
 //!   ▼
 //! rules/ (one module per rule; thresholds are named constants with their reason)
-//!   untrustworthy      emulator behind schedule, CPU saturated, too few samples
+//!   untrustworthy      emulator behind schedule, CPU saturated, rr waiting for a CPU, too few samples
 //!   connection         port exhaustion, TIME_WAIT build-up, SYN retransmissions (seed 003)
 //!   periodic_stall     every Nth message delayed k jiffies, size threshold K (seed 004)
 //!   delayed_ack        latencies clustered at the 40 ms delayed-ACK timer (seeds 001, 004)

@@ -1,6 +1,8 @@
 //! Clocks. CLOCK_MONOTONIC in nanoseconds is the one timestamp of the crate: all network
 //! namespaces of one machine share it, so a send stamp taken in one lab host and a receive stamp
-//! taken in another give an exact one-way delay. Thread CPU time gives the CPU cost of a flow.
+//! taken in another give an exact one-way delay. Thread CPU time gives the CPU cost of a flow,
+//! and the thread's schedstat run delay how long it was runnable but waited for a CPU: the
+//! part of a latency figure that is the host's scheduler, not the network.
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
@@ -26,6 +28,91 @@ pub fn now_ns() -> u64 {
 /// CPU time consumed so far by the calling thread, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// What the calling thread has taken so far: CPU time, and time spent runnable on a run queue
+/// waiting for a CPU. Snapshots are subtracted ([`ThreadTimes::since`]) to cover one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadTimes {
+    /// CLOCK_THREAD_CPUTIME_ID, ns.
+    pub cpu_ns: u64,
+    /// schedstat's run delay, ns; None where `/proc/thread-self/schedstat` is missing (a kernel
+    /// without CONFIG_SCHED_INFO), so "not measured" is never reported as "no wait".
+    pub wait_ns: Option<u64>,
+}
+
+impl ThreadTimes {
+    /// The calling thread's figures now.
+    pub fn now() -> Self {
+        let wait_ns = std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|t| parse_schedstat(&t))
+            .map(|s| s.wait_ns);
+        Self {
+            cpu_ns: thread_cpu_ns(),
+            wait_ns,
+        }
+    }
+
+    /// Nothing taken, with the wait known (zero): the start of a sum over threads.
+    pub fn zero() -> Self {
+        Self {
+            cpu_ns: 0,
+            wait_ns: Some(0),
+        }
+    }
+
+    /// What was taken between `earlier` and `self` (both of the same thread).
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            cpu_ns: self.cpu_ns.saturating_sub(earlier.cpu_ns),
+            wait_ns: self
+                .wait_ns
+                .zip(earlier.wait_ns)
+                .map(|(b, a)| b.saturating_sub(a)),
+        }
+    }
+}
+
+/// Sums another thread's (or run's) figures; a wait unknown in either stays unknown.
+impl std::ops::Add for ThreadTimes {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            cpu_ns: self.cpu_ns.saturating_add(other.cpu_ns),
+            wait_ns: self
+                .wait_ns
+                .zip(other.wait_ns)
+                .map(|(a, b)| a.saturating_add(b)),
+        }
+    }
+}
+
+/// The three fields of `/proc/<pid>/task/<tid>/schedstat` (sched-stats.rst).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedStat {
+    /// Time spent on the CPU, ns.
+    pub run_ns: u64,
+    /// Time spent runnable on a run queue, waiting for a CPU, ns.
+    pub wait_ns: u64,
+    /// Time slices run on this CPU (one per switch-in).
+    pub slices: u64,
+}
+
+/// Parses a schedstat line ("run wait slices"); None for anything else.
+pub fn parse_schedstat(text: &str) -> Option<SchedStat> {
+    let mut it = text.split_ascii_whitespace().map(str::parse::<u64>);
+    let (Some(Ok(run_ns)), Some(Ok(wait_ns)), Some(Ok(slices)), None) =
+        (it.next(), it.next(), it.next(), it.next())
+    else {
+        return None;
+    };
+    Some(SchedStat {
+        run_ns,
+        wait_ns,
+        slices,
+    })
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `deadline_ns` (absolute, so pacing never drifts by the
@@ -87,6 +174,107 @@ mod tests {
         }
         late.sort_unstable();
         assert!(late[10] < 20_000, "median lateness {} ns", late[10]);
+    }
+
+    #[test]
+    fn schedstat_lines_parse_exactly_and_anything_else_is_refused() {
+        assert_eq!(
+            parse_schedstat("837850 1079732 7\n"),
+            Some(SchedStat {
+                run_ns: 837_850,
+                wait_ns: 1_079_732,
+                slices: 7
+            })
+        );
+        for bad in [
+            "",
+            "1 2",
+            "1 2 3 4",
+            "1 x 3",
+            "-1 2 3",
+            "1 2 18446744073709551616",
+        ] {
+            assert_eq!(parse_schedstat(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn thread_times_subtract_and_add_and_an_unknown_wait_stays_unknown() {
+        let a = ThreadTimes {
+            cpu_ns: 10,
+            wait_ns: Some(100),
+        };
+        let b = ThreadTimes {
+            cpu_ns: 25,
+            wait_ns: Some(130),
+        };
+        let d = b.since(a);
+        assert_eq!(
+            d,
+            ThreadTimes {
+                cpu_ns: 15,
+                wait_ns: Some(30)
+            }
+        );
+        assert_eq!(
+            d + d,
+            ThreadTimes {
+                cpu_ns: 30,
+                wait_ns: Some(60)
+            }
+        );
+        let unknown = ThreadTimes {
+            cpu_ns: 40,
+            wait_ns: None,
+        };
+        assert_eq!(unknown.since(a).wait_ns, None);
+        assert_eq!((d + unknown).wait_ns, None);
+        // A later snapshot never yields a negative (wrapped) figure.
+        assert_eq!(a.since(b).cpu_ns, 0);
+    }
+
+    #[test]
+    fn a_thread_kept_off_the_cpu_by_a_busy_sibling_shows_a_wait() {
+        // Two busy threads pinned to one CPU: each waits for the other about half the time.
+        let cpu = {
+            // Safety: sched_getcpu has no preconditions.
+            unsafe { libc::sched_getcpu().max(0) as usize }
+        };
+        let pin = move || {
+            // Safety: a zeroed cpu_set_t is a valid empty set, passed with its size.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+            }
+        };
+        let burn = |ms: u64| {
+            let end = now_ns() + ms * 1_000_000;
+            while now_ns() < end {
+                std::hint::spin_loop();
+            }
+        };
+        let before = ThreadTimes::now();
+        if before.wait_ns.is_none() {
+            return; // No schedstat on this kernel: nothing to measure.
+        }
+        let waited = std::thread::scope(|s| {
+            let hog = s.spawn(move || {
+                pin();
+                burn(300);
+            });
+            pin();
+            let t0 = ThreadTimes::now();
+            burn(300);
+            let d = ThreadTimes::now().since(t0);
+            hog.join().unwrap();
+            d
+        });
+        let wait = waited.wait_ns.unwrap();
+        assert!(
+            wait >= 20_000_000,
+            "a thread sharing one CPU with a hog for 300 ms waited only {wait} ns"
+        );
     }
 
     #[test]

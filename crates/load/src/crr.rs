@@ -21,7 +21,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{now_ns, thread_cpu_ns};
+use crate::clock::{ThreadTimes, now_ns};
 use crate::error::{LoadError, Result};
 use crate::live::{OnLive, Span, with_reporter};
 use crate::net::{self, ConnectError};
@@ -215,7 +215,7 @@ struct Worker {
     txn: Histogram<u64>,
     dropped: u64,
     errors: Vec<[u64; 3]>,
-    cpu_ns: u64,
+    times: ThreadTimes,
 }
 
 /// Shared run state: claims, stop flag, target.
@@ -399,7 +399,7 @@ fn assemble(
                 acc[k] += e[k];
             }
         }
-        meta.client_cpu_s += w.cpu_ns as f64 / 1e9;
+        meta.add_client_times(w.times);
         dropped += w.dropped;
     }
     samples.sort_unstable_by_key(|s| s.start_ns);
@@ -464,14 +464,14 @@ fn worker(plan: &Plan<'_>) -> Worker {
         txn: latency_histogram(),
         dropped: 0,
         errors: vec![[0u64; 3]; cfg.deadline_s() as usize + 1],
-        cpu_ns: 0,
+        times: ThreadTimes::default(),
     };
     let req = vec![0x43u8; cfg.req as usize];
     let mut resp = vec![0u8; cfg.resp as usize];
     let connect_timeout = Duration::from_millis(cfg.connect_timeout_ms);
     let io_timeout = Duration::from_millis(cfg.timeout_ms);
     let limit = cfg.count.unwrap_or(u64::MAX);
-    let cpu0 = thread_cpu_ns();
+    let times0 = ThreadTimes::now();
     while !plan.stop.load(Ordering::Relaxed) && now_ns() < plan.deadline {
         if plan.claimed.fetch_add(1, Ordering::AcqRel) >= limit {
             plan.claimed.fetch_sub(1, Ordering::AcqRel);
@@ -521,7 +521,7 @@ fn worker(plan: &Plan<'_>) -> Worker {
             }
         }
     }
-    w.cpu_ns = thread_cpu_ns() - cpu0;
+    w.times = ThreadTimes::now().since(times0);
     w
 }
 
@@ -561,7 +561,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &CrrConfig) -> ServerReport {
     let t0 = now_ns();
     let threads = cfg.concurrency.min(256) as usize + 1;
     let ctx_ref = &*ctx;
-    let (cpu_ns, done) = std::thread::scope(|s| {
+    let (times, done) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|_| s.spawn(|| serve_loop(ctx_ref, cfg, &stop, &served)))
             .collect();
@@ -573,20 +573,23 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &CrrConfig) -> ServerReport {
             Ok(c) => c,
             Err(e) => {
                 stop.store(true, Ordering::Release);
-                return (0, Err(e.to_string()));
+                return (ThreadTimes::default(), Err(e.to_string()));
             }
         };
         let done = wait_done(&mut ctrl, wait);
         stop.store(true, Ordering::Release);
-        let cpu: u64 = handles.into_iter().filter_map(|h| h.join().ok()).sum();
-        (cpu, done)
+        let times = handles
+            .into_iter()
+            .filter_map(|h| h.join().ok())
+            .fold(ThreadTimes::zero(), |a, b| a + b);
+        (times, done)
     });
     let mut report = ServerReport {
         complete: done.is_ok(),
         incomplete_reason: done.err(),
-        cpu_ns,
         ..ServerReport::default()
     };
+    report.set_times(times);
     report.transactions = served.load(Ordering::Acquire);
     report.bytes_received = report.transactions * u64::from(cfg.req);
     report.bytes_sent = report.transactions * u64::from(cfg.resp);
@@ -603,8 +606,13 @@ fn wait_done(ctrl: &mut std::net::TcpStream, wait: Duration) -> std::result::Res
     }
 }
 
-fn serve_loop(ctx: &ServerCtx, cfg: &CrrConfig, stop: &AtomicBool, served: &AtomicU64) -> u64 {
-    let cpu0 = thread_cpu_ns();
+fn serve_loop(
+    ctx: &ServerCtx,
+    cfg: &CrrConfig,
+    stop: &AtomicBool,
+    served: &AtomicU64,
+) -> ThreadTimes {
+    let times0 = ThreadTimes::now();
     let mut req = vec![0u8; cfg.req as usize];
     let resp = vec![0x61u8; cfg.resp as usize];
     let mut tail = [0u8; 64];
@@ -623,7 +631,7 @@ fn serve_loop(ctx: &ServerCtx, cfg: &CrrConfig, stop: &AtomicBool, served: &Atom
             let _ = s.read(&mut tail);
         }
     }
-    thread_cpu_ns() - cpu0
+    ThreadTimes::now().since(times0)
 }
 
 #[cfg(test)]
@@ -681,7 +689,7 @@ mod tests {
             txn: latency_histogram(),
             dropped: 0,
             errors: vec![[0; 3]; 4],
-            cpu_ns: 0,
+            times: ThreadTimes::default(),
         };
         // 0.2 ms (no loss) twice, 1.03 s (one SYN lost), 3.05 s (two lost).
         for ns in [200_000u64, 200_000, 1_030_000_000, 3_050_000_000] {

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{now_ns, pace_until_ns, thread_cpu_ns};
+use crate::clock::{ThreadTimes, now_ns, pace_until_ns};
 use crate::error::{LoadError, Result};
 use crate::live::{OnLive, Published, Span, with_reporter};
 use crate::net::reason;
@@ -363,13 +363,13 @@ fn run_one(
         Vec::new()
     };
     let buf = vec![0x5au8; cfg.size as usize];
-    let cpu0 = thread_cpu_ns();
+    let times0 = ThreadTimes::now();
     let progress = Published::default();
     let reporter = on_interval.map(|cb| interval_reporter(cfg.size, &progress, cb));
     let (sent, t0, t_end, cut) = with_reporter(interval_ms, reporter, || {
         send_loop(cfg, &mut data, &buf, &mut send_ns, &progress)
     });
-    meta.client_cpu_s += (thread_cpu_ns() - cpu0) as f64 / 1e9;
+    meta.add_client_times(ThreadTimes::now().since(times0));
     if let Some(why) = cut {
         meta.cut(why);
     }
@@ -594,7 +594,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &MsgsConfig) -> ServerReport {
     let Some(mut data) = data else {
         return report;
     };
-    let cpu0 = thread_cpu_ns();
+    let times0 = ThreadTimes::now();
     let t0 = now_ns();
     let mut recv_ns = if cfg.timestamps {
         vec![0u64; cfg.count as usize]
@@ -603,7 +603,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &MsgsConfig) -> ServerReport {
     };
     let (received, bytes, cut) = recv_loop(cfg, &mut data, &mut recv_ns);
     report.elapsed_ns = now_ns() - t0;
-    report.cpu_ns = thread_cpu_ns() - cpu0;
+    report.set_times(ThreadTimes::now().since(times0));
     report.bytes_received = bytes;
     report.transactions = received;
     if let Some(why) = cut {

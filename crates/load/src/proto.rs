@@ -26,6 +26,7 @@ use std::net::TcpStream;
 use serde::{Deserialize, Serialize};
 
 use crate::bulk;
+use crate::clock::ThreadTimes;
 use crate::error::{LoadError, Result};
 use crate::sockopt::AppliedOpts;
 use crate::stream::IntervalSample;
@@ -96,6 +97,10 @@ pub struct ServerReport {
     pub incomplete_reason: Option<String>,
     /// CPU time of the server's data threads, ns.
     pub cpu_ns: u64,
+    /// Time the server's data threads were runnable but waited for a CPU, ns (schedstat run
+    /// delay); None where the kernel does not count it, or from a server that predates it.
+    #[serde(default)]
+    pub cpu_wait_ns: Option<u64>,
     /// Data bytes received.
     pub bytes_received: u64,
     /// Data bytes sent.
@@ -112,6 +117,14 @@ pub struct ServerReport {
     pub intervals: Vec<IntervalSample>,
     /// rr/crr: transactions served.
     pub transactions: u64,
+}
+
+impl ServerReport {
+    /// Records what the server's data threads took (CPU time and CPU wait).
+    pub fn set_times(&mut self, t: ThreadTimes) {
+        self.cpu_ns = t.cpu_ns;
+        self.cpu_wait_ns = t.wait_ns;
+    }
 }
 
 /// Writes one frame; a `Report` is followed by its bulk frame (`recv_ns`), in the same write.

@@ -133,6 +133,21 @@ fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
     Ok(())
 }
 
+/// How long each side's thread waited for a CPU per transaction: the part of the latency that
+/// is the host's scheduler (omitted where the kernel does not count it).
+fn cpu_wait_per_transaction(f: &mut fmt::Formatter<'_>, m: &RunMeta, n: u64) -> fmt::Result {
+    let per = |s: Option<f64>| us(s.filter(|_| n > 0).map(|s| s * 1e6 / n as f64));
+    if m.client_cpu_wait_s.is_none() && m.server_cpu_wait_s.is_none() {
+        return Ok(());
+    }
+    writeln!(
+        f,
+        "  cpu wait      client {}  server {}  per transaction (runnable, waiting for a CPU)",
+        per(m.client_cpu_wait_s),
+        per(m.server_cpu_wait_s)
+    )
+}
+
 /// One line per client interval: bit/s each way, and the first flow's tcp_info.
 fn stream_intervals(
     f: &mut fmt::Formatter<'_>,
@@ -261,6 +276,7 @@ impl fmt::Display for Report {
                 {
                     pct(f, "uncorrected", u)?;
                 }
+                cpu_wait_per_transaction(f, &r.meta, r.summary.transactions)?;
                 footer(f, &r.meta)
             }
             Self::Crr(r) => {

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::ThreadTimes;
 use crate::error::{LoadError, Result};
 use crate::net::{self, ConnectError};
 use crate::proto::{self, Ctrl, ServerReport, TestSpec};
@@ -38,6 +39,14 @@ pub struct RunMeta {
     pub client_cpu_s: f64,
     /// CPU time of the server's data threads, s.
     pub server_cpu_s: f64,
+    /// Time the client's data threads were runnable but waited for a CPU (schedstat run
+    /// delay), s: latency figures include it, so a large value means the host's scheduler, not
+    /// the network, added to them. None where the kernel does not count it.
+    #[serde(default)]
+    pub client_cpu_wait_s: Option<f64>,
+    /// The same for the server's data threads, s.
+    #[serde(default)]
+    pub server_cpu_wait_s: Option<f64>,
 }
 
 impl RunMeta {
@@ -72,10 +81,20 @@ impl RunMeta {
         }
     }
 
+    /// Adds what one client data thread took (one thread, or one run of a sweep): its CPU
+    /// time and, where the kernel counts it, its CPU wait.
+    pub fn add_client_times(&mut self, t: ThreadTimes) {
+        self.client_cpu_s += t.cpu_ns as f64 / 1e9;
+        if let Some(w) = t.wait_ns {
+            *self.client_cpu_wait_s.get_or_insert(0.0) += w as f64 / 1e9;
+        }
+    }
+
     /// Folds the server's report in: its options, CPU, and whether it was cut short.
     pub fn absorb(&mut self, report: &ServerReport) {
         self.server_options = report.options.clone();
         self.server_cpu_s = report.cpu_ns as f64 / 1e9;
+        self.server_cpu_wait_s = report.cpu_wait_ns.map(|ns| ns as f64 / 1e9);
         if !report.complete {
             self.cut(format!(
                 "server: {}",

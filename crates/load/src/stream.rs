@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{now_ns, thread_cpu_ns};
+use crate::clock::{ThreadTimes, now_ns};
 use crate::error::{LoadError, Result};
 use crate::net::reason;
 use crate::proto::{Ctrl, ServerReport, TestSpec};
@@ -195,7 +195,8 @@ pub(crate) struct FlowsOutcome {
     pub intervals: Vec<IntervalSample>,
     pub bytes_sent: u64,
     pub bytes_received: u64,
-    pub cpu_ns: u64,
+    /// CPU time and CPU wait of the flow threads, summed.
+    pub times: ThreadTimes,
     pub elapsed_ns: u64,
     pub cut: Option<String>,
 }
@@ -238,19 +239,23 @@ pub(crate) fn run_flows(
                 })
             })
             .collect();
-        let results: Vec<(u64, Option<String>)> = handles
+        let results: Vec<(ThreadTimes, Option<String>)> = handles
             .into_iter()
-            .map(|h| h.join().unwrap_or((0, Some("flow thread panicked".into()))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or((ThreadTimes::default(), Some("flow thread panicked".into())))
+            })
             .collect();
         (results, sampler.join().unwrap_or_default())
     });
     let mut out = FlowsOutcome {
         intervals,
         elapsed_ns: now_ns() - t0,
+        times: ThreadTimes::zero(),
         ..FlowsOutcome::default()
     };
-    for (cpu, cut) in results {
-        out.cpu_ns += cpu;
+    for (times, cut) in results {
+        out.times = out.times + times;
         if out.cut.is_none() {
             out.cut = cut;
         }
@@ -266,15 +271,15 @@ pub(crate) fn run_flows(
     out
 }
 
-/// Sends until the deadline or the quota; returns (thread CPU ns, reason if cut short).
+/// Sends until the deadline or the quota; returns (what the thread took, reason if cut short).
 fn send_flow(
     mut s: &TcpStream,
     cfg: &StreamConfig,
     t0: u64,
     quota: Option<u64>,
     counter: &AtomicU64,
-) -> (u64, Option<String>) {
-    let cpu0 = thread_cpu_ns();
+) -> (ThreadTimes, Option<String>) {
+    let times0 = ThreadTimes::now();
     let buf = vec![0x55u8; cfg.write_size as usize];
     let deadline = cfg.duration_ms.map_or(u64::MAX, |d| t0 + d * 1_000_000);
     let mut left = quota.unwrap_or(u64::MAX);
@@ -298,12 +303,16 @@ fn send_flow(
         }
     }
     let _ = s.shutdown(Shutdown::Write);
-    (thread_cpu_ns() - cpu0, cut)
+    (ThreadTimes::now().since(times0), cut)
 }
 
-/// Reads until EOF; returns (thread CPU ns, reason if cut short).
-fn recv_flow(mut s: &TcpStream, cfg: &StreamConfig, counter: &AtomicU64) -> (u64, Option<String>) {
-    let cpu0 = thread_cpu_ns();
+/// Reads until EOF; returns (what the thread took, reason if cut short).
+fn recv_flow(
+    mut s: &TcpStream,
+    cfg: &StreamConfig,
+    counter: &AtomicU64,
+) -> (ThreadTimes, Option<String>) {
+    let times0 = ThreadTimes::now();
     let fd = s.as_raw_fd();
     let mut buf = vec![0u8; (cfg.write_size as usize).max(RECV_BUF)];
     let mut cut = None;
@@ -323,7 +332,7 @@ fn recv_flow(mut s: &TcpStream, cfg: &StreamConfig, counter: &AtomicU64) -> (u64
             }
         }
     }
-    (thread_cpu_ns() - cpu0, cut)
+    (ThreadTimes::now().since(times0), cut)
 }
 
 /// Every interval: per flow, the bytes moved and tcp_info; the last interval ends when the
@@ -504,7 +513,7 @@ pub fn run_client(
         ServerReport::default()
     });
     meta.absorb(&report);
-    meta.client_cpu_s = out.cpu_ns as f64 / 1e9;
+    meta.add_client_times(out.times);
     let up_bps = matches!(cfg.direction, Direction::Up | Direction::Bidir)
         .then(|| received_bps(&report.intervals))
         .flatten();
@@ -531,7 +540,7 @@ pub fn run_client(
         client_bytes_received: out.bytes_received,
         server_bytes_sent: report.bytes_sent,
         server_bytes_received: report.bytes_received,
-        client_cpu_s_per_gb: per_gb(out.cpu_ns, out.bytes_sent + out.bytes_received),
+        client_cpu_s_per_gb: per_gb(out.times.cpu_ns, out.bytes_sent + out.bytes_received),
         server_cpu_s_per_gb: per_gb(report.cpu_ns, report.bytes_sent + report.bytes_received),
         intervals: out.intervals,
         server_intervals: report.intervals,
@@ -572,7 +581,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &StreamConfig) -> ServerReport {
     let out = run_flows(&flows, cfg, None);
     report.complete = out.cut.is_none();
     report.incomplete_reason = out.cut;
-    report.cpu_ns = out.cpu_ns;
+    report.set_times(out.times);
     report.bytes_sent = out.bytes_sent;
     report.bytes_received = out.bytes_received;
     report.elapsed_ns = out.elapsed_ns;

@@ -408,6 +408,9 @@ fn terminal_summaries_are_readable() {
         out.contains("mode          closed  transactions 300"),
         "{out}"
     );
+    if std::path::Path::new("/proc/thread-self/schedstat").exists() {
+        assert!(out.contains("  cpu wait      client "), "{out}");
+    }
 
     let (_, out) = run(&["crr", "--to", &to, "--count", "50"]);
     eprintln!("{out}");

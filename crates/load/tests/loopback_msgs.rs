@@ -22,6 +22,7 @@ fn hundred_thousand_one_byte_messages_under_a_second_with_nodelay() {
     let run = &r.runs[0];
     assert_eq!((run.sent, run.received), (100_000, 100_000));
     assert!(run.total_s < 1.0, "100,000 x 1 byte took {} s", run.total_s);
+    common::assert_cpu_waits(&r.meta, run.total_s, 1.0);
     let mean = run.per_message_us.mean.expect("mean");
     assert!(
         (mean - run.total_s * 1e6 / 100_000.0).abs() < 1e-3 * mean,

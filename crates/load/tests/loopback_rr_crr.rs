@@ -40,6 +40,7 @@ fn closed_loop_counts_exactly_and_p50_is_sane() {
     let tps = r.summary.transactions_per_s.expect("tps");
     assert!(tps > 500.0, "{tps} transactions/s");
     assert!(r.summary.latency_us.max.expect("max") >= p50);
+    common::assert_cpu_waits(&r.meta, p.elapsed_s, 1.0);
 }
 
 #[test]
@@ -129,6 +130,7 @@ fn crr_counts_connections_exactly() {
     assert!(r.summary.connections_per_s.expect("rate") > 50.0);
     // The client closes first, so its TIME_WAITs were visible while it ran.
     assert!(r.time_wait.max >= 100, "TIME_WAIT max {}", r.time_wait.max);
+    common::assert_cpu_waits(&r.meta, r.elapsed_s, 5.0);
     assert_eq!(
         r.syn_retrans.connects_near_1s + r.syn_retrans.connects_near_3s,
         0

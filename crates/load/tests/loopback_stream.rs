@@ -36,6 +36,7 @@ fn upload_over_loopback_exceeds_a_gigabit() {
     assert!(info.cwnd > 0 && info.snd_mss > 0);
     assert!(r.client_cpu_s_per_gb.expect("cpu") > 0.0);
     assert!(r.server_cpu_s_per_gb.expect("cpu") > 0.0);
+    common::assert_cpu_waits(&r.meta, r.elapsed_s, f64::from(cfg.flows.max(1)));
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! - `untrustworthy.emulator`: the emulator fell behind its schedule (crates/emu-io fidelity).
 //! - `untrustworthy.cpu`: a side's data threads, or the whole machine, were CPU-saturated, so
 //!   the figures measure the CPU, not TCP.
+//! - `untrustworthy.cpu_wait`: rr's threads spent a noticeable share of each transaction
+//!   runnable but off the CPU, so its latency is partly the host's scheduler.
 //! - `untrustworthy.samples`: runs cut short, too few samples, or no per-message stamps.
 
 use crate::battery::Context;
@@ -25,9 +27,18 @@ pub const MIN_STREAM_INTERVALS: usize = 3;
 /// Fewest rr transactions or crr connections (p99 needs at least 100).
 pub const MIN_TRANSACTIONS: u64 = 100;
 
+/// rr's CPU wait per transaction (client and server threads together) at or above this share
+/// of its median latency is flagged: a transaction then waits for a CPU long enough to move
+/// the figures that other rules and users read as the network's.
+pub const CPU_WAIT_SHARE: f64 = 0.05;
+
+/// ... and only when it is at least this long per transaction, µs (below it the wait is
+/// smaller than the run-to-run spread of a loopback round trip).
+pub const CPU_WAIT_MIN_US: f64 = 20.0;
+
 /// The rule.
 pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
-    [emulator(ctx), cpu(ctx), samples(ctx)]
+    [emulator(ctx), cpu(ctx), cpu_wait(ctx), samples(ctx)]
         .into_iter()
         .flatten()
         .collect()
@@ -120,6 +131,51 @@ fn cpu(ctx: &Context<'_>) -> Option<Finding> {
     f.explanation = "The measuring threads (or the machine) were busy nearly all the time, so the figures show the CPU's limit rather than TCP's; findings about throughput and latency from this run may not hold on a path with spare CPU.".into();
     f.fixes.push(Fix::other(
         "re-run with fewer flows or connections than CPUs, larger writes, or on a quieter machine",
+        "the measurement",
+    ));
+    Some(f)
+}
+
+fn cpu_wait(ctx: &Context<'_>) -> Option<Finding> {
+    let r = ctx.battery.rr.as_ref()?;
+    let n = r.summary.transactions;
+    let p50 = r.summary.latency_us.p50?;
+    if n == 0 || p50 <= 0.0 {
+        return None;
+    }
+    let per = |s: Option<f64>| s.map(|s| s * 1e6 / n as f64);
+    let (client, server) = (per(r.meta.client_cpu_wait_s), per(r.meta.server_cpu_wait_s));
+    let wait = client.unwrap_or(0.0) + server.unwrap_or(0.0);
+    if wait < CPU_WAIT_MIN_US || wait < CPU_WAIT_SHARE * p50 {
+        return None;
+    }
+    let side = |v: Option<f64>| v.map_or("not counted".to_string(), |v| format!("{v:.1} µs"));
+    let mut f = Finding::new(
+        "untrustworthy.cpu_wait",
+        Severity::Warning,
+        format!(
+            "rr: its threads waited {wait:.0} µs per transaction for a CPU ({:.0}% of the median latency)",
+            100.0 * wait / p50
+        ),
+    );
+    f.push(
+        "cpu_wait_us_per_transaction",
+        wait,
+        "µs",
+        format!(
+            "client {}, server {} (schedstat run delay / {n} transactions)",
+            side(client),
+            side(server)
+        ),
+    );
+    f.push("latency_p50_us", p50, "µs", "rr median latency");
+    f.explanation = format!(
+        "The rr threads were runnable but off the CPU for {wait:.0} µs per transaction on average (client {}, server {}), against a median latency of {p50:.0} µs. That time is the host's scheduler (other tasks, or the emulator's real-time workers, held the CPUs), not the network, so the latency figures overstate the path by up to that much.",
+        side(client),
+        side(server)
+    );
+    f.fixes.push(Fix::other(
+        "re-run with fewer competing tasks than CPUs, or raise the measuring threads' priority (e.g. chrt -f 20 tcplab rr ...) to take the scheduler out of the figure",
         "the measurement",
     ));
     Some(f)
@@ -265,6 +321,51 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].id, "untrustworthy.cpu");
         assert!((f[0].figure("cpu_busy_fraction").unwrap() - 0.97).abs() < 1e-12);
+    }
+
+    /// An rr of 500 transactions at a 20 ms median whose threads waited `client_s`/`server_s`.
+    fn rr_waiting(client_s: Option<f64>, server_s: Option<f64>) -> Battery {
+        let mut b = healthy();
+        let mut r = synth::rr(64, &[20_000_000; 500], true);
+        r.summary.latency_us.p50 = Some(20_000.0);
+        r.meta.client_cpu_wait_s = client_s;
+        r.meta.server_cpu_wait_s = server_s;
+        b.rr = Some(r);
+        b
+    }
+
+    #[test]
+    fn rr_threads_waiting_for_a_cpu_are_flagged_with_each_side() {
+        // 0.04 s + 0.46 s over 500 transactions: 80 + 920 = 1000 µs each, 5% of 20 ms.
+        let f = check(&Context::new(&rr_waiting(Some(0.04), Some(0.46))));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].id, "untrustworthy.cpu_wait");
+        let wait = f[0].figure("cpu_wait_us_per_transaction").unwrap();
+        assert!((wait - 1000.0).abs() < 1e-9, "{wait}");
+        assert_eq!(f[0].figure("latency_p50_us"), Some(20_000.0));
+        assert!(
+            f[0].evidence[0]
+                .context
+                .contains("client 80.0 µs, server 920.0 µs")
+        );
+    }
+
+    #[test]
+    fn rr_cpu_wait_below_either_threshold_or_not_counted_is_silent() {
+        // 999 µs per transaction: just under 5% of the median.
+        assert!(check(&Context::new(&rr_waiting(Some(0.0), Some(0.4995)))).is_empty());
+        // A wait that is 5% of a 200 µs median but only 10 µs long.
+        let mut b = rr_waiting(Some(0.0025), Some(0.0025));
+        if let Some(r) = b.rr.as_mut() {
+            r.summary.latency_us.p50 = Some(200.0);
+        }
+        assert!(check(&Context::new(&b)).is_empty());
+        // A kernel without schedstat: nothing to judge.
+        assert!(check(&Context::new(&rr_waiting(None, None))).is_empty());
+        // One side counted is judged on that side alone.
+        let f = check(&Context::new(&rr_waiting(None, Some(1.0))));
+        assert_eq!(f.len(), 1);
+        assert!(f[0].evidence[0].context.contains("client not counted"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{now_ns, thread_cpu_ns};
+use crate::clock::{ThreadTimes, now_ns};
 use crate::error::{LoadError, Result};
 use crate::live::{OnLive, Span, with_reporter};
 use crate::proto::{ServerReport, TestSpec};
@@ -376,7 +376,7 @@ fn run_point(
     let live = RrLive::default();
     let mut rec = Recorder::new(expected, cfg.rate.is_some(), on_interval.map(|_| &live));
     let report_interval = on_interval.map(|cb| interval_reporter(cfg, &live, cb));
-    let cpu0 = thread_cpu_ns();
+    let times0 = ThreadTimes::now();
     let t0 = now_ns();
     let (done, cut) = with_reporter(interval_ms, report_interval, || {
         if cfg.rate.is_some() {
@@ -386,7 +386,7 @@ fn run_point(
         }
     });
     let elapsed_s = (now_ns() - t0) as f64 / 1e9;
-    meta.client_cpu_s += (thread_cpu_ns() - cpu0) as f64 / 1e9;
+    meta.add_client_times(ThreadTimes::now().since(times0));
     if let Some(why) = cut {
         meta.cut(why);
     }

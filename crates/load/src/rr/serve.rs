@@ -5,7 +5,7 @@ use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 
 use super::RrConfig;
-use crate::clock::{now_ns, thread_cpu_ns};
+use crate::clock::{ThreadTimes, now_ns};
 use crate::net::reason;
 use crate::proto::ServerReport;
 use crate::server::ServerCtx;
@@ -32,7 +32,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &RrConfig) -> ServerReport {
         return report;
     };
     let fd = data.as_raw_fd();
-    let cpu0 = thread_cpu_ns();
+    let times0 = ThreadTimes::now();
     let t0 = now_ns();
     let mut req = vec![0u8; cfg.req as usize];
     let resp = vec![0x41u8; cfg.resp as usize];
@@ -71,6 +71,6 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &RrConfig) -> ServerReport {
     report.bytes_received = report.transactions * u64::from(cfg.req);
     report.bytes_sent = report.transactions * u64::from(cfg.resp);
     report.elapsed_ns = now_ns() - t0;
-    report.cpu_ns = thread_cpu_ns() - cpu0;
+    report.set_times(ThreadTimes::now().since(times0));
     report
 }

@@ -42,6 +42,24 @@ impl Drop for LoopServer {
     }
 }
 
+/// Where the kernel counts it (schedstat), each side's CPU wait is reported, and no thread can
+/// have waited longer than the run (plus the server's set-up) lasted.
+pub fn assert_cpu_waits(meta: &tcplab_load::session::RunMeta, wall_s: f64, threads: f64) {
+    if !std::path::Path::new("/proc/thread-self/schedstat").exists() {
+        return;
+    }
+    for (side, w) in [
+        ("client", meta.client_cpu_wait_s),
+        ("server", meta.server_cpu_wait_s),
+    ] {
+        let w = w.unwrap_or_else(|| panic!("{side} CPU wait not reported"));
+        assert!(
+            (0.0..=(wall_s + 1.0) * threads).contains(&w),
+            "{side} CPU wait {w} s in a {wall_s} s run of {threads} threads"
+        );
+    }
+}
+
 /// Validates `doc` against crates/load/schema/result.schema.json.
 pub fn validate_schema(doc: &serde_json::Value) {
     let text = std::fs::read_to_string(concat!(
