@@ -77,6 +77,12 @@ pub struct IoOptions {
     /// p50 10-30 µs, p99 40-110 µs with SCHED_FIFO on the loaded 2-vCPU test VM). Default
     /// 100 µs: idle lateness p99 4-74 µs, against 1.5-2.9 ms with 50 µs (BENCH.md).
     pub spin_ns: u64,
+    /// Most time a worker may spin in each 10 ms, ns; past it, it sleeps to the exact
+    /// departure. Departures closer together than `spin_ns` (a paced flow) would otherwise keep
+    /// a SCHED_FIFO worker spinning, and the kernel's RT throttling would stop it for 50 ms.
+    /// Default 2.5 ms; 250 µs did not consistently shorten the endpoints' CPU waits under a
+    /// paced flow (BENCH.md, session 10).
+    pub spin_budget_ns: u64,
     /// Most frames moved per ring per loop turn (bounds the time one direction can starve the
     /// other and the size of one TX kick). Default 64: 0.79/0.87x of the kernel bridge against
     /// 0.68/0.81x for 256 and 0.75/0.78x for 32 in two interleaved runs (BENCH.md).
@@ -98,6 +104,18 @@ pub struct IoOptions {
     /// unpaced bulk flow the probes' rr p99 was 0.00-0.03 ms over its target with it against
     /// 0.08-0.12 without (BENCH.md, sessions 8 and 9); false keeps each direction to its worker.
     pub help_due: bool,
+    /// A worker that has run this long without sleeping while it holds frames for later
+    /// departures sleeps [`IoOptions::yield_for_ns`] before its next turn (the other worker
+    /// sends its overdue frames meanwhile), so a normal-priority task woken on its CPU (an
+    /// endpoint) is not held off for the whole busy stretch: a SCHED_FIFO worker otherwise
+    /// keeps the CPU until it runs out of work, 1-5 ms at a time behind a bulk flow through a
+    /// 10 ms delay. Default 200 µs (pauses of 20 µs): an rr's server thread waited 0.12-0.17 ms
+    /// per transaction for a CPU under such a flow, against 1.1-1.7 ms without, and its median
+    /// fell from 21.4-22.1 to 20.2 ms (BENCH.md, session 10). Frames due on arrival (no
+    /// impairment) never pause, so throughput is unchanged. 0 = never.
+    pub yield_after_ns: u64,
+    /// How long such a pause lasts, ns (1 µs..=1 ms).
+    pub yield_for_ns: u64,
     /// V3 only: block retire timeout in ms.
     pub v3_retire_ms: u32,
     /// Take a frame's arrival time from the kernel's receive timestamp (true) rather than the
@@ -143,10 +161,13 @@ impl Default for IoOptions {
             busy_poll: false,
             cpus: Vec::new(),
             spin_ns: 100_000,
+            spin_budget_ns: 2_500_000,
             batch: 64,
             due_batch: 8,
             flow_turns: true,
             help_due: true,
+            yield_after_ns: 200_000,
+            yield_for_ns: 20_000,
             v3_retire_ms: 1,
             ring_timestamps: true,
             rt_priority: Some(10),
@@ -209,6 +230,20 @@ impl IoOptions {
                 "spin_ns",
                 self.spin_ns.to_string(),
                 "use at most 10 ms (10000000)",
+            );
+        }
+        if self.yield_after_ns > 0 && !(1_000..=1_000_000).contains(&self.yield_for_ns) {
+            return bad(
+                "yield_for_ns",
+                self.yield_for_ns.to_string(),
+                "use 1000..=1000000 (1 µs to 1 ms), or yield_after_ns 0 for no pauses",
+            );
+        }
+        if self.spin_budget_ns > 9_000_000 {
+            return bad(
+                "spin_budget_ns",
+                self.spin_budget_ns.to_string(),
+                "use at most 9 ms (9000000) of each 10 ms: the kernel throttles a SCHED_FIFO thread that never sleeps",
             );
         }
         if self.v3_retire_ms == 0 || self.v3_retire_ms > 1_000 {
@@ -314,5 +349,34 @@ mod tests {
         }
         .validate()
         .unwrap();
+        let e = IoOptions {
+            yield_for_ns: 0,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("IoOptions.yield_for_ns = 0: use 1000..=1000000"),
+            "{e}"
+        );
+        // Without pauses, their length is not looked at.
+        IoOptions {
+            yield_after_ns: 0,
+            yield_for_ns: 0,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
+        let e = IoOptions {
+            spin_budget_ns: 9_000_001,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("IoOptions.spin_budget_ns = 9000001")
+        );
     }
 }

@@ -31,31 +31,38 @@ const STATS_EVERY: Nanos = 50_000_000;
 const TX_BLOCKED_PAUSE: Nanos = 50_000;
 /// Longest sleep with nothing queued (a safety net; stop and reconfigure wake via eventfd).
 const IDLE_SLEEP: Nanos = 200_000_000;
-/// Window over which spinning is budgeted.
-const SPIN_WINDOW: Nanos = 10_000_000;
-/// A quarter of each [`SPIN_WINDOW`] is the most a worker may spend spinning; past it, it sleeps to the exact
-/// departure instead (hrtimer wake-up: tens of µs late). Without a budget, departures closer
-/// together than the spin margin (a rate limit: one frame every 12 µs at 1 Gbit/s) keep a
-/// SCHED_FIFO worker spinning non-stop, and the kernel's RT throttling
-/// (`sched_rt_runtime_us`, 95 %) then stops it for 50 ms: lateness max 37-48 ms under a
-/// 1 Gbit/s bulk flow before this budget (BENCH.md).
-const SPIN_BUDGET: Nanos = SPIN_WINDOW / 4;
+/// Window over which spinning is budgeted (`IoOptions::spin_budget_ns` per window).
+pub const SPIN_WINDOW: Nanos = 10_000_000;
 
-/// Spin time used in the current window.
+/// Spin time used in the current window, against a limit per window; past it, the worker
+/// sleeps to the exact departure instead. Without a budget, departures closer together than
+/// the spin margin (a rate limit: one frame every 12 µs at 1 Gbit/s) keep a SCHED_FIFO worker
+/// spinning non-stop, and the kernel's RT throttling (`sched_rt_runtime_us`, 95 %) then stops
+/// it for 50 ms: lateness max 37-48 ms under a 1 Gbit/s bulk flow before this budget
+/// (BENCH.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SpinBudget {
     window_start: Nanos,
     spun: Nanos,
+    limit: Nanos,
 }
 
 impl SpinBudget {
+    /// A budget of `limit` ns of spinning per [`SPIN_WINDOW`].
+    pub fn new(limit: Nanos) -> Self {
+        Self {
+            limit,
+            ..Self::default()
+        }
+    }
+
     /// True if spinning is still allowed at `now` (starts a new window when the last ended).
     pub fn allows(&mut self, now: Nanos) -> bool {
         if now.saturating_sub(self.window_start) >= SPIN_WINDOW {
             self.window_start = now;
             self.spun = 0;
         }
-        self.spun < SPIN_BUDGET
+        self.spun < self.limit
     }
 
     /// Charges `ns` of spinning.
@@ -75,6 +82,12 @@ pub struct WorkerCtl {
     pub busy_poll: bool,
     /// Spin margin before a departure.
     pub spin_ns: Nanos,
+    /// Most spinning per `SPIN_WINDOW`.
+    pub spin_budget_ns: Nanos,
+    /// Pause after running this long without sleeping (0 = never); see `IoOptions`.
+    pub yield_after_ns: Nanos,
+    /// Length of that pause.
+    pub yield_for_ns: Nanos,
     /// CPU to pin to.
     pub cpu: Option<usize>,
     /// SCHED_FIFO priority.
@@ -181,10 +194,21 @@ pub fn run<M: Model>(
         .join(",");
     let (start, cpu0) = (monotonic_ns(), thread_cpu_ns());
     let mut last_stats = start;
-    let mut budget = SpinBudget::default();
+    let mut budget = SpinBudget::new(ctl.spin_budget_ns);
+    let mut awake_since = start;
     while !ctl.stop.load(Ordering::Acquire) {
         let end = turn(&mut lock_own(own), &mut last_stats);
         help_overdue(helped);
+        let now = monotonic_ns();
+        if should_pause(ctl, &end, awake_since, now) {
+            // Sleep, not sched_yield: a SCHED_FIFO yield never lets a SCHED_OTHER task run.
+            if let Some(awake) = &ctl.awake {
+                awake.hold_until(now + ctl.yield_for_ns + LINGER, now);
+            }
+            sleep_until(now + ctl.yield_for_ns);
+            awake_since = monotonic_ns();
+            continue;
+        }
         if end.received > 0 {
             continue;
         }
@@ -192,9 +216,12 @@ pub fn run<M: Model>(
             // The kernel still owns the next TX slot. Sleep (not yield: a SCHED_FIFO yield
             // would never let a SCHED_OTHER ksoftirqd run, and it may be what frees the slot).
             sleep_until(monotonic_ns() + TX_BLOCKED_PAUSE);
+            awake_since = monotonic_ns();
             continue;
         }
-        wait(own, &fds, end.next, ctl, &mut budget).map_err(|e| format!("poll failed: {e}"))?;
+        if wait(own, &fds, end.next, ctl, &mut budget).map_err(|e| format!("poll failed: {e}"))? {
+            awake_since = monotonic_ns();
+        }
     }
     each(&mut lock_own(own)).for_each(|d| d.poll_ring_stats());
     let end = monotonic_ns();
@@ -203,6 +230,18 @@ pub fn run<M: Model>(
         cpu_ns: thread_cpu_ns() - cpu0,
         wall_ns: end - start,
     })
+}
+
+/// Whether to pause now (see `IoOptions::yield_after_ns`): the worker has run that long
+/// without sleeping while it holds frames for later departures (a delay line, a rate queue).
+/// Holding frames is what keeps a worker awake for milliseconds (it spins to, or is behind,
+/// a continuous schedule); frames due on arrival (no impairment) leave as they come and the
+/// worker sleeps when its ring is empty, so there a pause would only take capacity away.
+/// Overdue frames are sent meanwhile by the other worker (`IoOptions::help_due`).
+fn should_pause(ctl: &WorkerCtl, end: &TurnEnd, awake_since: Nanos, now: Nanos) -> bool {
+    ctl.yield_after_ns > 0
+        && end.next.is_some()
+        && now.saturating_sub(awake_since) >= ctl.yield_after_ns
 }
 
 /// Copies of the own directions' RX descriptors to sleep on without holding their locks.
@@ -276,18 +315,21 @@ pub fn plan_wait(
 
 /// Waits until a frame arrives, the next departure `next` is due, or the waker fires. Sleeps
 /// without the own directions' locks (the other worker may send their overdue frames
-/// meanwhile); spins with them.
+/// meanwhile); spins with them. Returns whether it slept (gave the CPU up).
 fn wait<M: Model>(
     own: &[Shared<M>],
     fds: &[OwnedFd],
     next: Option<Nanos>,
     ctl: &WorkerCtl,
     budget: &mut SpinBudget,
-) -> std::io::Result<()> {
+) -> std::io::Result<bool> {
     let now = monotonic_ns();
     match plan_wait(next, now, ctl.spin_ns, ctl.busy_poll, budget.allows(now)) {
-        WaitPlan::Now => {}
-        WaitPlan::Spin(until) => budget.charge(spin(&mut lock_own(own), ctl, until)),
+        WaitPlan::Now => return Ok(false),
+        WaitPlan::Spin(until) => {
+            budget.charge(spin(&mut lock_own(own), ctl, until));
+            return Ok(false);
+        }
         WaitPlan::Sleep { timeout, then_spin } => {
             if let (Some(awake), Some(t)) = (&ctl.awake, next) {
                 // A frame waits: its CPU must not halt before the departure (see `awake`).
@@ -309,7 +351,7 @@ fn wait<M: Model>(
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Spins until `deadline`, a frame arrives, or stop is requested; returns the ns spun.
@@ -336,6 +378,44 @@ mod help_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ctl(yield_after_ns: Nanos) -> WorkerCtl {
+        WorkerCtl {
+            stop: Arc::new(AtomicBool::new(false)),
+            waker: Arc::new(Waker::new().expect("eventfd")),
+            busy_poll: false,
+            spin_ns: 100_000,
+            spin_budget_ns: SPIN_WINDOW / 4,
+            yield_after_ns,
+            yield_for_ns: 20_000,
+            cpu: None,
+            rt_priority: None,
+            awake: None,
+        }
+    }
+
+    fn turn_end(next: Option<Nanos>) -> TurnEnd {
+        TurnEnd {
+            received: 0,
+            tx_blocked: false,
+            next,
+        }
+    }
+
+    #[test]
+    fn a_worker_pauses_only_after_running_long_enough_while_it_holds_frames() {
+        let c = ctl(200_000);
+        let held = turn_end(Some(5_000_000));
+        // Awake since 1 ms: 199.999 µs is not yet long enough, 200 µs is.
+        assert!(!should_pause(&c, &held, 1_000_000, 1_199_999));
+        assert!(should_pause(&c, &held, 1_000_000, 1_200_000));
+        // Overdue frames count as held.
+        assert!(should_pause(&c, &turn_end(Some(0)), 1_000_000, 1_300_000));
+        // Nothing held (frames due on arrival left in the same turn): never.
+        assert!(!should_pause(&c, &turn_end(None), 1_000_000, 9_000_000));
+        // Pauses off.
+        assert!(!should_pause(&ctl(0), &held, 1_000_000, 9_000_000));
+    }
 
     #[test]
     fn wait_plans_follow_the_absolute_schedule() {
@@ -394,9 +474,9 @@ mod tests {
             WaitPlan::Spin(41_000),
             "busy-poll has no budget"
         );
-        let mut b = SpinBudget::default();
+        let mut b = SpinBudget::new(SPIN_WINDOW / 4);
         assert!(b.allows(SPIN_WINDOW));
-        b.charge(SPIN_BUDGET - 1);
+        b.charge(SPIN_WINDOW / 4 - 1);
         assert!(b.allows(SPIN_WINDOW + 1));
         b.charge(1);
         assert!(!b.allows(2 * SPIN_WINDOW - 1), "spent within the window");
