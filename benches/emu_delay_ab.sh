@@ -4,8 +4,10 @@
 #   OPTS_*: TCPLAB_EMU_IO JSON, e.g. '{}' (the defaults) and '{"flow_turns":false,"due_batch":64}'.
 # Each phase is benches/emu.sh's delay phase (`lab up --topology path --delay 10ms`, a bulk iperf3
 # flow server -> client, paced with --fq-rate 1G or not, 300 pings at 10 ms and `tcplab rr` for
-# RR_SECS=10 s) with the probes at SCHED_FIFO 20. Prints per phase the bulk rate, ping and rr
-# median / p99 (ms) and the emulator's lateness per direction. Installs iperf3 and ping if missing.
+# RR_SECS=10 s) with the probes at SCHED_FIFO 20 (PROBE= runs them at normal priority, PROBE="nice
+# -n -10" niced). Prints per phase the bulk rate, ping and rr median / p99 (ms) with the rr
+# threads' CPU wait per transaction, and the emulator's lateness per direction. Installs iperf3
+# and ping if missing.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 OPTS_A OPTS_B [ROUNDS] [idle|paced|unpaced]" >&2; exit 2; }
 A=$1 B=$2 rounds=${3:-2}
@@ -17,7 +19,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=benches/emu_lib.sh
 source "$root/benches/emu_lib.sh"
 echo "# $(date -u '+%F %H:%M') UTC, $(git -C "$root" rev-parse --short HEAD), bulk ${4:-paced}, $rounds rounds"
+PROBE=${PROBE-chrt -f 20}
+echo "# probes: ${PROBE:-normal priority}"
 for _ in $(seq 1 "$rounds"); do
-  PROBE="chrt -f 20" delay_phase "A $A" "$bulk" TCPLAB_EMU_IO="$A"
-  PROBE="chrt -f 20" delay_phase "B $B" "$bulk" TCPLAB_EMU_IO="$B"
+  delay_phase "A $A" "$bulk" TCPLAB_EMU_IO="$A"
+  delay_phase "B $B" "$bulk" TCPLAB_EMU_IO="$B"
 done
