@@ -153,6 +153,7 @@ impl<M: Model> Bridge<M> {
                 busy_poll: opts.busy_poll,
                 spin_ns: opts.spin_ns,
                 spin_budget_ns: opts.spin_budget_ns,
+                spin_min_gap_ns: opts.spin_min_gap_ns,
                 yield_after_ns: opts.yield_after_ns,
                 yield_for_ns: opts.yield_for_ns,
                 cpu: (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]),

@@ -83,6 +83,15 @@ pub struct IoOptions {
     /// Default 2.5 ms; 250 µs did not consistently shorten the endpoints' CPU waits under a
     /// paced flow (BENCH.md, session 10).
     pub spin_budget_ns: u64,
+    /// Spin only to a departure at least this long after the one the worker last waited for
+    /// (0 = spin to every departure); closer ones are left to the hrtimer wake-up. An
+    /// isolated frame (a ping, a request/response) is still spun to, but a bulk flow's
+    /// departures (a TCP flow paced at 1 Gbit/s arrived in bursts 0.5-1 ms apart) no longer
+    /// keep a SCHED_FIFO worker spinning 100 µs before each burst, about a fifth of a CPU that
+    /// the flow's endpoints and the probes queue behind. Default 2 ms, so spinning takes at most
+    /// `spin_ns` per 2 ms per worker: under a paced 1 Gbit/s flow, normal-priority rr's
+    /// median fell from 20.30-20.35 to 20.1x ms (BENCH.md, session 11).
+    pub spin_min_gap_ns: u64,
     /// Most frames moved per ring per loop turn (bounds the time one direction can starve the
     /// other and the size of one TX kick). Default 64: 0.79/0.87x of the kernel bridge against
     /// 0.68/0.81x for 256 and 0.75/0.78x for 32 in two interleaved runs (BENCH.md).
@@ -162,6 +171,7 @@ impl Default for IoOptions {
             cpus: Vec::new(),
             spin_ns: 100_000,
             spin_budget_ns: 2_500_000,
+            spin_min_gap_ns: 2_000_000,
             batch: 64,
             due_batch: 8,
             flow_turns: true,
@@ -230,6 +240,13 @@ impl IoOptions {
                 "spin_ns",
                 self.spin_ns.to_string(),
                 "use at most 10 ms (10000000)",
+            );
+        }
+        if self.spin_min_gap_ns > 1_000_000_000 {
+            return bad(
+                "spin_min_gap_ns",
+                self.spin_min_gap_ns.to_string(),
+                "use at most 1 s (1000000000), or 0 to spin to every departure",
             );
         }
         if self.yield_after_ns > 0 && !(1_000..=1_000_000).contains(&self.yield_for_ns) {
@@ -378,5 +395,22 @@ mod tests {
             e.to_string()
                 .starts_with("IoOptions.spin_budget_ns = 9000001")
         );
+        let e = IoOptions {
+            spin_min_gap_ns: 1_000_000_001,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("IoOptions.spin_min_gap_ns = 1000000001: use at most 1 s"),
+            "{e}"
+        );
+        IoOptions {
+            spin_min_gap_ns: 0,
+            ..Default::default()
+        }
+        .validate()
+        .unwrap();
     }
 }
