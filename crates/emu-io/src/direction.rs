@@ -91,6 +91,8 @@ pub struct DirSettings {
     pub due_batch: u32,
     /// Due frames take turns by flow ([`crate::due`]).
     pub flow_turns: bool,
+    /// A frame is lone (spun to) if its flow's previous one departs this far from it.
+    pub spin_min_gap: Nanos,
 }
 
 /// One direction's state, owned by its worker thread.
@@ -155,7 +157,7 @@ impl<M: Model> Direction<M> {
             tx,
             model,
             slab: Slab::new(settings.slab_slots, slot),
-            sched: Schedule::new(settings.slab_slots as usize, reorder),
+            sched: Schedule::new(settings.slab_slots as usize, reorder, settings.spin_min_gap),
             counters,
             reconfig,
             batch_at: Vec::with_capacity(batch),
@@ -182,6 +184,11 @@ impl<M: Model> Direction<M> {
     /// Earliest queued departure.
     pub fn next_departure(&self) -> Option<Nanos> {
         self.sched.next_departure()
+    }
+
+    /// Whether the next frame to leave is lone in its flow (the worker may spin to it).
+    pub fn next_is_lone(&self) -> bool {
+        self.sched.next_is_lone()
     }
 
     /// True if the RX ring has a frame ready (no system call).

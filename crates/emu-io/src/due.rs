@@ -145,7 +145,8 @@ impl DueQueues {
     }
 }
 
-fn bucket(flow: u32) -> usize {
+/// The list a flow key maps to.
+pub fn bucket(flow: u32) -> usize {
     flow as usize & (BUCKETS - 1)
 }
 
@@ -160,6 +161,7 @@ mod tests {
             slot,
             len: 60,
             flow,
+            lone: false,
         }
     }
 

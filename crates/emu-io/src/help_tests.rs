@@ -107,6 +107,7 @@ fn help_on_veth() {
         gso: false,
         due_batch: 8,
         flow_turns: true,
+        spin_min_gap: 0,
     };
     let dir = Direction::new(
         "a->b",

@@ -83,14 +83,16 @@ pub struct IoOptions {
     /// Default 2.5 ms; 250 µs did not consistently shorten the endpoints' CPU waits under a
     /// paced flow (BENCH.md, session 10).
     pub spin_budget_ns: u64,
-    /// Spin only to a departure at least this long after the one the worker last waited for
-    /// (0 = spin to every departure); closer ones are left to the hrtimer wake-up. An
-    /// isolated frame (a ping, a request/response) is still spun to, but a bulk flow's
-    /// departures (a TCP flow paced at 1 Gbit/s arrived in bursts 0.5-1 ms apart) no longer
-    /// keep a SCHED_FIFO worker spinning 100 µs before each burst, about a fifth of a CPU that
-    /// the flow's endpoints and the probes queue behind. Default 2 ms, so spinning takes at most
-    /// `spin_ns` per 2 ms per worker: under a paced 1 Gbit/s flow, normal-priority rr's
-    /// median fell from 20.30-20.35 to 20.1x ms (BENCH.md, session 11).
+    /// Spin only to a frame whose flow's previous frame departs at least this long from it
+    /// (0 = spin to every departure); other frames leave on the hrtimer wake-up. A ping or a
+    /// request/response (one frame per flow every few ms) keeps its spin, also in the middle
+    /// of a bulk flow, while the bulk flow's own frames (a TCP flow paced at 1 Gbit/s arrived
+    /// in bursts 0.5-1 ms apart, its ACKs 20-50 µs apart) no longer keep a SCHED_FIFO worker
+    /// spinning before each, about a fifth of a CPU that the flow's endpoints and the probes
+    /// queue behind. Flows are those of `flow_turns` (one per direction when that is off).
+    /// Default 2 ms: under a paced 1 Gbit/s flow normal-priority rr's median fell from
+    /// 20.30-20.35 to 20.12-20.15 ms, and SCHED_FIFO probes' to 20.07-20.10 (BENCH.md,
+    /// session 11).
     pub spin_min_gap_ns: u64,
     /// Most frames moved per ring per loop turn (bounds the time one direction can starve the
     /// other and the size of one TX kick). Default 64: 0.79/0.87x of the kernel bridge against

@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::due::DueQueues;
+use crate::due::{BUCKETS, DueQueues, bucket};
 use crate::sys::clock::Nanos;
 
 /// A queued frame: where it is stored and when it leaves.
@@ -25,6 +25,10 @@ pub struct Entry {
     pub len: u32,
     /// Flow key ([`crate::flow::flow_key`]): frames of one flow leave in schedule order.
     pub flow: u32,
+    /// No earlier frame of its flow was scheduled within the schedule's lone gap of it: a
+    /// ping, a request or reply of a request/response, not a frame in the middle of a bulk
+    /// flow. The worker spins only to such frames (`IoOptions::spin_min_gap_ns`).
+    pub lone: bool,
 }
 
 #[derive(Debug)]
@@ -45,11 +49,17 @@ pub struct Schedule {
     /// FIFO pushes whose departure was earlier than the tail's and were held back to keep
     /// order (a model that claims not to reorder but did).
     clamped: u64,
+    /// Latest departure scheduled per flow bucket (0: none yet), for [`Entry::lone`].
+    flow_last: Vec<Nanos>,
+    /// A frame is lone if its flow's previous one departs at least this far from it (0:
+    /// every frame is).
+    lone_gap: Nanos,
 }
 
 impl Schedule {
-    /// A schedule with room for `capacity` entries preallocated; `reorder` picks the heap.
-    pub fn new(capacity: usize, reorder: bool) -> Self {
+    /// A schedule with room for `capacity` entries preallocated; `reorder` picks the heap;
+    /// `lone_gap` decides [`Entry::lone`].
+    pub fn new(capacity: usize, reorder: bool, lone_gap: Nanos) -> Self {
         let queue = if reorder {
             Queue::Heap(BinaryHeap::with_capacity(capacity))
         } else {
@@ -61,6 +71,8 @@ impl Schedule {
             capacity,
             seq: 0,
             clamped: 0,
+            flow_last: vec![0; BUCKETS],
+            lone_gap,
         }
     }
 
@@ -78,28 +90,39 @@ impl Schedule {
     pub fn push(&mut self, at: Nanos, slot: u32, len: u32, flow: u32) {
         self.seq += 1;
         let seq = self.seq;
-        match &mut self.queue {
+        let at = match &self.queue {
             Queue::Fifo(fifo) => {
                 let tail = fifo.back().map_or(0, |e| e.at);
                 if at < tail {
                     self.clamped += 1;
                 }
-                fifo.push_back(Entry {
-                    at: at.max(tail),
-                    seq,
-                    slot,
-                    len,
-                    flow,
-                });
+                at.max(tail)
             }
-            Queue::Heap(heap) => heap.push(Reverse(Entry {
-                at,
-                seq,
-                slot,
-                len,
-                flow,
-            })),
+            Queue::Heap(_) => at,
+        };
+        let last = &mut self.flow_last[bucket(flow)];
+        let lone = self.lone_gap == 0 || *last == 0 || at.abs_diff(*last) >= self.lone_gap;
+        *last = at;
+        let e = Entry {
+            at,
+            seq,
+            slot,
+            len,
+            flow,
+            lone,
+        };
+        match &mut self.queue {
+            Queue::Fifo(fifo) => fifo.push_back(e),
+            Queue::Heap(heap) => heap.push(Reverse(e)),
         }
+    }
+
+    /// Whether the next frame to leave is lone ([`Entry::lone`]); false if none is queued.
+    pub fn next_is_lone(&self) -> bool {
+        self.due
+            .peek()
+            .or_else(|| self.peek())
+            .is_some_and(|e| e.lone)
     }
 
     /// When the next frame leaves: a due frame's (past) departure if any is due, else the
@@ -172,7 +195,7 @@ mod tests {
 
     #[test]
     fn fifo_releases_only_what_is_due_in_order() {
-        let mut s = Schedule::new(8, false);
+        let mut s = Schedule::new(8, false, 0);
         s.push(100, 0, 60, 0);
         s.push(100, 1, 60, 0);
         s.push(250, 2, 60, 0);
@@ -186,7 +209,7 @@ mod tests {
 
     #[test]
     fn fifo_holds_back_an_early_departure_and_counts_it() {
-        let mut s = Schedule::new(4, false);
+        let mut s = Schedule::new(4, false, 0);
         s.push(500, 0, 60, 0);
         s.push(300, 1, 60, 0);
         assert_eq!(s.clamped(), 1);
@@ -196,7 +219,7 @@ mod tests {
 
     #[test]
     fn due_frames_of_two_flows_take_turns_and_later_ones_wait() {
-        let mut s = Schedule::new(8, false);
+        let mut s = Schedule::new(8, false, 0);
         for (at, slot) in [(100, 0), (101, 1), (102, 2)] {
             s.push(at, slot, 1514, 7);
         }
@@ -214,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_due_frame_put_back_is_the_next_departure() {
-        let mut s = Schedule::new(4, false);
+        let mut s = Schedule::new(4, false, 0);
         s.push(100, 0, 60, 1);
         s.push(900, 1, 60, 1);
         let e = s.pop_due(150).unwrap();
@@ -226,7 +249,7 @@ mod tests {
 
     #[test]
     fn heap_reorders_by_departure_and_keeps_ties_in_arrival_order() {
-        let mut s = Schedule::new(4, true);
+        let mut s = Schedule::new(4, true, 0);
         s.push(500, 0, 60, 0);
         s.push(300, 1, 60, 0);
         s.push(300, 2, 60, 0);
@@ -235,7 +258,7 @@ mod tests {
 
     #[test]
     fn switching_to_heap_keeps_every_entry_and_push_front_retries_first() {
-        let mut s = Schedule::new(4, false);
+        let mut s = Schedule::new(4, false, 0);
         s.push(100, 0, 60, 0);
         s.push(200, 1, 60, 0);
         s.set_reorder(true);
@@ -244,6 +267,50 @@ mod tests {
         assert_eq!(first.slot, 0);
         s.push_front(first);
         assert_eq!(drain(&mut s, 1_000), vec![(100, 0), (150, 2), (200, 1)]);
+    }
+
+    #[test]
+    fn a_frame_is_lone_only_if_its_flow_had_none_within_the_gap() {
+        let gap = 2_000_000;
+        let mut s = Schedule::new(16, false, gap);
+        // A bulk flow (7), frames 12 µs apart, and a probe (9) in the middle of it.
+        s.push(10_000_000, 0, 1514, 7);
+        s.push(10_012_000, 1, 1514, 7);
+        s.push(10_020_000, 2, 64, 9);
+        s.push(10_024_000, 3, 1514, 7);
+        assert!(s.next_is_lone(), "the flow's first frame");
+        let _ = s.pop_due(10_000_000);
+        assert!(
+            !s.next_is_lone(),
+            "12 µs after the previous one of its flow"
+        );
+        // The probe's next frame 20 ms later, then two more at and just inside the gap.
+        s.push(30_020_000, 4, 64, 9);
+        s.push(32_020_000, 5, 64, 9);
+        s.push(34_019_999, 6, 64, 9);
+        let mut lone: Vec<(u32, bool)> = std::iter::from_fn(|| s.pop_due(u64::MAX))
+            .map(|e| (e.slot, e.lone))
+            .collect();
+        lone.sort_unstable();
+        assert_eq!(
+            lone,
+            vec![
+                (1, false),
+                (2, true),
+                (3, false),
+                (4, true),
+                (5, true),
+                (6, false)
+            ]
+        );
+        assert!(!s.next_is_lone(), "nothing queued");
+        let mut every = Schedule::new(4, false, 0);
+        every.push(100, 0, 60, 7);
+        every.push(101, 1, 60, 7);
+        assert!(
+            std::iter::from_fn(|| every.pop_due(200)).all(|e| e.lone),
+            "a gap of 0: every frame is spun to"
+        );
     }
 
     proptest::proptest! {
@@ -255,7 +322,7 @@ mod tests {
             ops in proptest::collection::vec((0u64..40, 0u32..4, 0u8..3), 1..300),
             reorder: bool,
         ) {
-            let mut s = Schedule::new(8, reorder);
+            let mut s = Schedule::new(8, reorder, 0);
             let mut now = 0;
             let mut out: Vec<Entry> = Vec::new();
             for (i, &(gap, flow, op)) in ops.iter().enumerate() {

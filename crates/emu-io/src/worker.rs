@@ -5,8 +5,8 @@
 //! (`IoOptions::help_due`), then wait.
 //! Waiting is on an absolute schedule: the next departure is an absolute CLOCK_MONOTONIC time;
 //! the worker sleeps in `ppoll` on the RX fds (and a wake-up eventfd) with a timeout computed
-//! from that absolute time *minus* `spin_ns`, then spins to the departure (only to departures
-//! isolated from the previous one, `spin_min_gap_ns`, and within a spin budget). Every wake-up
+//! from that absolute time *minus* `spin_ns`, then spins to the departure (only for a frame
+//! alone in its flow, `spin_min_gap_ns`, and within a spin budget). Every wake-up
 //! releases every frame due, so a burst leaves in one TX kick. `ppoll` (an hrtimer, slack set to
 //! 1 ns) rather than `clock_nanosleep(TIMER_ABSTIME)` because the worker must also wake for
 //! arriving frames; since the timeout is recomputed from the absolute deadline at each call,
@@ -72,33 +72,6 @@ impl SpinBudget {
     }
 }
 
-/// Whether the departures a worker waits for are sparse enough to spin to
-/// (`IoOptions::spin_min_gap_ns`): a departure at least `min_gap` after the previous one the
-/// worker waited for is isolated (a ping, a request/response) and is spun to; a closer one is
-/// part of a flow and is left to the hrtimer wake-up. A spin buys a few µs of precision per
-/// frame, but before every burst of a bulk flow it keeps a SCHED_FIFO worker on the CPU while
-/// the flow's endpoints and the probes wait for it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SpinGap {
-    last: Option<Nanos>,
-    sparse: bool,
-}
-
-impl SpinGap {
-    /// True if the worker may spin to `next` (always with `min_gap` 0). Waiting again for
-    /// the same departure (woken by an arrival) keeps the first answer.
-    pub fn allows(&mut self, next: Option<Nanos>, min_gap: Nanos) -> bool {
-        if min_gap == 0 {
-            return true;
-        }
-        if let Some(t) = next.filter(|&t| self.last != Some(t)) {
-            self.sparse = self.last.is_none_or(|l| t.abs_diff(l) >= min_gap);
-            self.last = Some(t);
-        }
-        self.sparse
-    }
-}
-
 /// What the worker needs besides its directions.
 #[derive(Debug)]
 pub struct WorkerCtl {
@@ -112,8 +85,6 @@ pub struct WorkerCtl {
     pub spin_ns: Nanos,
     /// Most spinning per `SPIN_WINDOW`.
     pub spin_budget_ns: Nanos,
-    /// Spin only to departures this far from the previous one (see `IoOptions`).
-    pub spin_min_gap_ns: Nanos,
     /// Pause after running this long without sleeping (0 = never); see `IoOptions`.
     pub yield_after_ns: Nanos,
     /// Length of that pause.
@@ -168,6 +139,8 @@ struct TurnEnd {
     received: usize,
     tx_blocked: bool,
     next: Option<Nanos>,
+    /// The frame leaving at `next` is lone in its flow (`Entry::lone`): worth a spin.
+    next_lone: bool,
 }
 
 /// Releases what is due, applies reconfigurations, drains the RX rings, and releases what
@@ -193,10 +166,13 @@ fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos) -> TurnEnd {
     }
     let tx_blocked = each(g).any(|d| d.tx_blocked);
     let next = each(g).filter_map(|d| d.next_departure()).min();
+    let next_lone =
+        next.is_some() && each(g).any(|d| d.next_departure() == next && d.next_is_lone());
     TurnEnd {
         received,
         tx_blocked,
         next,
+        next_lone,
     }
 }
 
@@ -225,7 +201,6 @@ pub fn run<M: Model>(
     let (start, cpu0) = (monotonic_ns(), thread_cpu_ns());
     let mut last_stats = start;
     let mut budget = SpinBudget::new(ctl.spin_budget_ns);
-    let mut gap = SpinGap::default();
     let mut awake_since = start;
     while !ctl.stop.load(Ordering::Acquire) {
         let end = turn(&mut lock_own(own), &mut last_stats);
@@ -250,7 +225,7 @@ pub fn run<M: Model>(
             awake_since = monotonic_ns();
             continue;
         }
-        if wait(own, &fds, end.next, ctl, (&mut budget, &mut gap))
+        if wait(own, &fds, (end.next, end.next_lone), ctl, &mut budget)
             .map_err(|e| format!("poll failed: {e}"))?
         {
             awake_since = monotonic_ns();
@@ -352,13 +327,13 @@ pub fn plan_wait(
 fn wait<M: Model>(
     own: &[Shared<M>],
     fds: &[OwnedFd],
-    next: Option<Nanos>,
+    (next, lone): (Option<Nanos>, bool),
     ctl: &WorkerCtl,
-    (budget, gap): (&mut SpinBudget, &mut SpinGap),
+    budget: &mut SpinBudget,
 ) -> std::io::Result<bool> {
     let now = monotonic_ns();
-    // Both are asked (each keeps state), then combined.
-    let spin_ok = budget.allows(now) & gap.allows(next, ctl.spin_min_gap_ns);
+    // The budget is asked first: it keeps state (its window).
+    let spin_ok = budget.allows(now) && lone;
     match plan_wait(next, now, ctl.spin_ns, ctl.busy_poll, spin_ok) {
         WaitPlan::Now => return Ok(false),
         WaitPlan::Spin(until) => {
@@ -421,7 +396,6 @@ mod tests {
             busy_poll: false,
             spin_ns: 100_000,
             spin_budget_ns: SPIN_WINDOW / 4,
-            spin_min_gap_ns: 0,
             yield_after_ns,
             yield_for_ns: 20_000,
             cpu: None,
@@ -435,6 +409,7 @@ mod tests {
             received: 0,
             tx_blocked: false,
             next,
+            next_lone: false,
         }
     }
 
@@ -517,41 +492,5 @@ mod tests {
         b.charge(1);
         assert!(!b.allows(2 * SPIN_WINDOW - 1), "spent within the window");
         assert!(b.allows(2 * SPIN_WINDOW), "a new window starts afresh");
-    }
-
-    #[test]
-    fn only_departures_apart_from_the_last_one_waited_for_are_spun_to() {
-        let gap = 500_000;
-        let mut g = SpinGap::default();
-        assert!(
-            g.allows(Some(10_000_000), gap),
-            "the first departure is isolated"
-        );
-        assert!(
-            !g.allows(Some(10_012_000), gap),
-            "12 µs later: a paced train, no spin"
-        );
-        assert!(
-            !g.allows(Some(10_012_000), gap),
-            "waiting again for the same departure keeps the answer"
-        );
-        assert!(!g.allows(None, gap), "nothing queued keeps it too");
-        assert!(
-            !g.allows(Some(10_511_999), gap),
-            "1 ns short of the gap after the last departure waited for"
-        );
-        assert!(
-            g.allows(Some(11_011_999), gap),
-            "exactly the gap after the last one: isolated again"
-        );
-        assert!(g.allows(Some(11_011_999), gap), "and it stays so");
-        assert!(
-            !g.allows(Some(11_000_000), gap),
-            "an earlier departure (a reconfiguration, a duplicate) close to it: no spin"
-        );
-        let mut off = SpinGap::default();
-        for t in [1, 2, 3] {
-            assert!(off.allows(Some(t), 0), "a gap of 0 spins to everything");
-        }
     }
 }
