@@ -27,7 +27,9 @@ pub struct Entry {
     pub flow: u32,
     /// No earlier frame of its flow was scheduled within the schedule's lone gap of it: a
     /// ping, a request or reply of a request/response, not a frame in the middle of a bulk
-    /// flow. The worker spins only to such frames (`IoOptions::spin_min_gap_ns`).
+    /// flow. The worker spins only to such frames (`IoOptions::spin_min_gap_ns`). Flows are
+    /// told apart by [`crate::due`]'s buckets, so a probe whose key shares a bucket with a
+    /// bulk flow's (1 in 1024) counts as part of it and leaves on the timer's wake-up.
     pub lone: bool,
 }
 
