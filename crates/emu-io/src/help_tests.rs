@@ -119,18 +119,20 @@ fn help_on_veth() {
     );
     let shared: Shared<BasicModel> = Arc::new(Mutex::new(dir));
     let (inject, capture) = (raw_socket(&info("pa")), raw_socket(&info("pb")));
-    for seq in 0..3 {
+    // More than one send's worth (due_batch 8): a helper sends one batch per call.
+    const FRAMES: u8 = 11;
+    for seq in 0..FRAMES {
         send_frame(&inject, seq);
     }
-    // The owner's turn: it takes the three frames in and schedules them 20 ms on.
+    // The owner's turn: it takes the frames in and schedules them 20 ms on.
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut taken = 0;
-    while taken < 3 && Instant::now() < deadline {
+    while taken < usize::from(FRAMES) && Instant::now() < deadline {
         taken += shared.lock().unwrap().receive();
     }
-    assert_eq!(taken, 3, "the frames reached the RX ring");
+    assert_eq!(taken, usize::from(FRAMES), "the frames reached the RX ring");
     let helped = std::slice::from_ref(&shared);
-    help_overdue(helped);
+    assert!(!help_overdue(helped), "nothing to come back for");
     assert_eq!(counters.snapshot().helped, 0, "nothing is due yet");
     std::thread::sleep(Duration::from_nanos(DELAY + 5_000_000));
     {
@@ -149,13 +151,17 @@ fn help_on_veth() {
         let s = counters.snapshot();
         assert_eq!((s.helped, s.frames_out), (0, 0), "{s:?}");
     }
-    help_overdue(helped);
+    assert!(help_overdue(helped), "one send of 8; 3 still overdue");
     let s = counters.snapshot();
-    assert_eq!((s.helped, s.frames_out, s.queued), (3, 3, 0), "{s:?}");
+    assert_eq!((s.helped, s.frames_out, s.queued), (8, 8, 3), "{s:?}");
+    assert!(!help_overdue(helped), "the rest, and nothing left");
+    let s = counters.snapshot();
+    let n = u64::from(FRAMES);
+    assert_eq!((s.helped, s.frames_out, s.queued), (n, n, 0), "{s:?}");
     assert_eq!(
-        captured(&capture, 3),
-        [0, 1, 2],
-        "all three, in order, on the far side"
+        captured(&capture, usize::from(FRAMES)),
+        (0..FRAMES).collect::<Vec<_>>(),
+        "all of them, in order, on the far side"
     );
 }
 

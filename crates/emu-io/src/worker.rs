@@ -124,14 +124,17 @@ fn each<'g, 'a: 'g, M: Model>(
     g.iter_mut().flatten().map(|d| &mut **d)
 }
 
-/// Sends whatever is overdue in the directions this worker helps, each only if its lock is
-/// free (its owner is not running a turn).
-fn help_overdue<M: Model>(helped: &[Shared<M>]) {
+/// Sends one batch of what is overdue in the directions this worker helps, each only if its
+/// lock is free (its owner is not running a turn). Returns true if one of them still has
+/// overdue frames: the worker takes its own turn and comes back instead of sleeping.
+fn help_overdue<M: Model>(helped: &[Shared<M>]) -> bool {
+    let mut more = false;
     for d in helped {
         if let Ok(mut d) = d.try_lock() {
-            d.release_overdue(monotonic_ns());
+            more |= d.release_overdue(monotonic_ns());
         }
     }
+    more
 }
 
 /// What one turn left for the wait.
@@ -204,9 +207,9 @@ pub fn run<M: Model>(
     let mut awake_since = start;
     while !ctl.stop.load(Ordering::Acquire) {
         let end = turn(&mut lock_own(own), &mut last_stats);
-        help_overdue(helped);
+        let more_help = help_overdue(helped);
         let now = monotonic_ns();
-        if should_pause(ctl, &end, awake_since, now) {
+        if should_pause(ctl, &end, more_help, awake_since, now) {
             // Sleep, not sched_yield: a SCHED_FIFO yield never lets a SCHED_OTHER task run.
             if let Some(awake) = &ctl.awake {
                 awake.hold_until(now + ctl.yield_for_ns + LINGER, now);
@@ -223,6 +226,9 @@ pub fn run<M: Model>(
             // would never let a SCHED_OTHER ksoftirqd run, and it may be what frees the slot).
             sleep_until(monotonic_ns() + TX_BLOCKED_PAUSE);
             awake_since = monotonic_ns();
+            continue;
+        }
+        if more_help {
             continue;
         }
         if wait(own, &fds, (end.next, end.next_lone), ctl, &mut budget)
@@ -245,10 +251,17 @@ pub fn run<M: Model>(
 /// Holding frames is what keeps a worker awake for milliseconds (it spins to, or is behind,
 /// a continuous schedule); frames due on arrival (no impairment) leave as they come and the
 /// worker sleeps when its ring is empty, so there a pause would only take capacity away.
-/// Overdue frames are sent meanwhile by the other worker (`IoOptions::help_due`).
-fn should_pause(ctl: &WorkerCtl, end: &TurnEnd, awake_since: Nanos, now: Nanos) -> bool {
+/// Overdue frames are sent meanwhile by the other worker (`IoOptions::help_due`). A helper
+/// that keeps sending the other direction's backlog counts as holding frames (`helping`).
+fn should_pause(
+    ctl: &WorkerCtl,
+    end: &TurnEnd,
+    helping: bool,
+    awake_since: Nanos,
+    now: Nanos,
+) -> bool {
     ctl.yield_after_ns > 0
-        && end.next.is_some()
+        && (end.next.is_some() || helping)
         && now.saturating_sub(awake_since) >= ctl.yield_after_ns
 }
 
@@ -418,14 +431,34 @@ mod tests {
         let c = ctl(200_000);
         let held = turn_end(Some(5_000_000));
         // Awake since 1 ms: 199.999 µs is not yet long enough, 200 µs is.
-        assert!(!should_pause(&c, &held, 1_000_000, 1_199_999));
-        assert!(should_pause(&c, &held, 1_000_000, 1_200_000));
+        assert!(!should_pause(&c, &held, false, 1_000_000, 1_199_999));
+        assert!(should_pause(&c, &held, false, 1_000_000, 1_200_000));
         // Overdue frames count as held.
-        assert!(should_pause(&c, &turn_end(Some(0)), 1_000_000, 1_300_000));
-        // Nothing held (frames due on arrival left in the same turn): never.
-        assert!(!should_pause(&c, &turn_end(None), 1_000_000, 9_000_000));
+        assert!(should_pause(
+            &c,
+            &turn_end(Some(0)),
+            false,
+            1_000_000,
+            1_300_000
+        ));
+        // Nothing held (frames due on arrival left in the same turn): never...
+        assert!(!should_pause(
+            &c,
+            &turn_end(None),
+            false,
+            1_000_000,
+            9_000_000
+        ));
+        // ...unless it keeps sending the other direction's overdue frames.
+        assert!(should_pause(
+            &c,
+            &turn_end(None),
+            true,
+            1_000_000,
+            1_200_000
+        ));
         // Pauses off.
-        assert!(!should_pause(&ctl(0), &held, 1_000_000, 9_000_000));
+        assert!(!should_pause(&ctl(0), &held, true, 1_000_000, 9_000_000));
     }
 
     #[test]
