@@ -111,9 +111,12 @@ pub struct IoOptions {
     /// overdue frames (taking that direction's lock only if free), so a frame whose own worker
     /// wakes late (an hrtimer wake-up queued behind a task inside the kernel, which a
     /// `PREEMPT_NONE` kernel lets finish) leaves with the next turn of the busy one. Frames
-    /// due on arrival and the RX rings stay with their own worker. Default true: under an
-    /// unpaced bulk flow the probes' rr p99 was 0.00-0.03 ms over its target with it against
-    /// 0.08-0.12 without (BENCH.md, sessions 8 and 9); false keeps each direction to its worker.
+    /// due on arrival and the RX rings stay with their own worker. A helper makes one send
+    /// (`due_batch`) at a time and takes its own turn in between (BENCH.md, session 12: its
+    /// own frames' lateness p99 0.09-0.13 ms instead of 0.12-0.21 beside an unpaced bulk flow
+    /// in the other direction). Default true: under an unpaced bulk flow the probes' rr p99
+    /// was 0.00-0.03 ms over its target with it against 0.08-0.12 without (BENCH.md, sessions
+    /// 8 and 9); false keeps each direction to its worker.
     pub help_due: bool,
     /// A worker that has run this long without sleeping while it holds frames for later
     /// departures sleeps [`IoOptions::yield_for_ns`] before its next turn (the other worker
