@@ -558,10 +558,10 @@ impl<M: Model> Direction<M> {
 
     /// Releases frames overdue at `now` on behalf of the other direction's worker (see
     /// `IoOptions::help_due`): one send of at most `due_batch`, so that the helper goes back
-    /// to its own direction's ring and departures between sends (a probe's frame behind the
-    /// other direction's backlog would otherwise wait for up to `batch` frames of it, ~0.2
-    /// ms). Returns true if more are overdue and the last send was not blocked: the helper
-    /// should come back at once rather than sleep.
+    /// to its own direction's ring and departures between sends (its own frames, a probe's
+    /// request among them, would otherwise wait behind up to `batch` of this direction's,
+    /// ~0.2 ms). Returns true if more are overdue and the last send was not blocked: the
+    /// helper should come back at once rather than sleep.
     pub fn release_overdue(&mut self, now: Nanos) -> bool {
         if self.next_departure().is_none_or(|t| t > now) {
             return false;
