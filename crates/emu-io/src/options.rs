@@ -318,50 +318,46 @@ mod tests {
         assert!(e.to_string().contains("unknown field `spin`"), "{e}");
     }
 
+    /// The error `validate` gives for `o`, which must be rejected.
+    fn rejection(o: IoOptions) -> String {
+        o.validate().unwrap_err().to_string()
+    }
+
     #[test]
     fn defaults_validate_and_bad_values_name_the_field() {
         IoOptions::default().validate().unwrap();
-        let e = IoOptions {
+        let e = rejection(IoOptions {
             ring_frames: 1000,
             ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        });
         assert_eq!(
-            e.to_string(),
+            e,
             "IoOptions.ring_frames = 1000: use a power of two in 64..=262144"
         );
-        let e = IoOptions {
+        let e = rejection(IoOptions {
             batch: 0,
             ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
-        assert!(e.to_string().starts_with("IoOptions.batch = 0"));
-        let e = IoOptions {
+        });
+        assert!(e.starts_with("IoOptions.batch = 0"), "{e}");
+        let e = rejection(IoOptions {
             due_batch: 65,
             ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
-        assert_eq!(e.to_string(), "IoOptions.due_batch = 65: use 1..=batch");
-        let e = IoOptions {
+        });
+        assert_eq!(e, "IoOptions.due_batch = 65: use 1..=batch");
+        let e = rejection(IoOptions {
             slab_slots: 1,
             ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
-        assert!(e.to_string().starts_with("IoOptions.slab_slots = 1"));
-        let e = IoOptions {
+        });
+        assert!(e.starts_with("IoOptions.slab_slots = 1"), "{e}");
+        let e = rejection(IoOptions {
             rx_ring: RxRingKind::Xdp,
             gso: true,
             ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        });
         assert!(
-            e.to_string()
-                .starts_with("IoOptions.rx_ring = Xdp / tx Sendmmsg with gso: AF_XDP carries no virtio-net header"),
+            e.starts_with(
+                "IoOptions.rx_ring = Xdp / tx Sendmmsg with gso: AF_XDP carries no virtio-net header"
+            ),
             "{e}"
         );
         IoOptions {
@@ -371,15 +367,12 @@ mod tests {
         }
         .validate()
         .unwrap();
-        let e = IoOptions {
+        let e = rejection(IoOptions {
             yield_for_ns: 0,
             ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        });
         assert!(
-            e.to_string()
-                .starts_with("IoOptions.yield_for_ns = 0: use 1000..=1000000"),
+            e.starts_with("IoOptions.yield_for_ns = 0: use 1000..=1000000"),
             "{e}"
         );
         // Without pauses, their length is not looked at.
@@ -390,25 +383,17 @@ mod tests {
         }
         .validate()
         .unwrap();
-        let e = IoOptions {
+        let e = rejection(IoOptions {
             spin_budget_ns: 9_000_001,
             ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("IoOptions.spin_budget_ns = 9000001")
-        );
-        let e = IoOptions {
+        });
+        assert!(e.starts_with("IoOptions.spin_budget_ns = 9000001"), "{e}");
+        let e = rejection(IoOptions {
             spin_min_gap_ns: 1_000_000_001,
             ..Default::default()
-        }
-        .validate()
-        .unwrap_err();
+        });
         assert!(
-            e.to_string()
-                .starts_with("IoOptions.spin_min_gap_ns = 1000000001: use at most 1 s"),
+            e.starts_with("IoOptions.spin_min_gap_ns = 1000000001: use at most 1 s"),
             "{e}"
         );
         IoOptions {
