@@ -67,7 +67,9 @@ pub struct RaceVerdict {
     pub p_value: Option<f64>,
     /// Holm-adjusted p-value of this round.
     pub p_adjusted: Option<f64>,
-    /// Why, as a sentence with the figures (for the report).
+    /// Why, with the figures and the test (for the report). It names neither the action nor
+    /// this configuration: every reader shows it beside both (the table's row and its
+    /// `dropped:` cell, the store's action column), so repeating them only doubled them.
     pub reason: String,
 }
 
@@ -176,12 +178,10 @@ fn challenger_verdict(ctx: &Context<'_>, config: &RaceConfig) -> RaceVerdict {
         Some(df) => format!("t = {:.2}, df = {:.1}", ctx.test.statistic, df),
         None => format!("U = {}", ctx.test.statistic),
     };
-    let verb = if drop { "dropped" } else { "kept" };
     let cmp = if drop { "<" } else { ">=" };
     let reason = format!(
-        "{verb}: {name} {cn} {cv}{rel} vs best {best} {bv}; one-sided {test} ({stat}), \
+        "{cn} {cv}{rel} vs best {best} {bv}; one-sided {test} ({stat}), \
          Holm-adjusted p = {p} {cmp} alpha = {alpha}; n = {n} vs {nb}",
-        name = ctx.cand.name,
         cn = centre_name(config.test),
         cv = crate::fmt::sig4(ctx.cand_centre),
         best = ctx.best.name,
@@ -226,7 +226,7 @@ fn too_few(c: &Samples<'_>, config: &RaceConfig) -> RaceVerdict {
         p_value: None,
         p_adjusted: None,
         reason: format!(
-            "kept: {} sample(s), fewer than the minimum {} needed to be tested",
+            "{} sample(s), fewer than the minimum {} needed to be tested",
             c.values.len(),
             config.min_n
         ),

@@ -63,6 +63,8 @@ pub struct Apply {
 /// The winner checked against the baseline on fresh repetitions.
 #[derive(Debug, Clone, Serialize)]
 pub struct Verification {
+    /// The objective's metric (its name carries the unit: `_bps`, `_us`, `_per_s`).
+    pub metric: String,
     /// Repetitions of each.
     pub n: usize,
     /// Baseline mean of the objective.
@@ -303,6 +305,7 @@ fn verify(store: &Store, workload: WorkloadKind) -> Result<Option<Verification>>
     let s = tcplab_stats::speed_up(&b, &w, goal, &Bootstrap::default())
         .map_err(|e| TuneError::Scenario(e.to_string()))?;
     Ok(Some(Verification {
+        metric: metric.to_string(),
         n: b.len().min(w.len()),
         baseline_mean: s.baseline_mean,
         winner_mean: s.candidate_mean,

@@ -240,19 +240,33 @@ fn run_tune(
     Ok(tune(&opts, &stop, say)?)
 }
 
+/// At least four significant figures, and no decimals past them (725395988.3926 → 725395988,
+/// 12.34567 → 12.35): a mean of a few repetitions has no more to say.
+fn four_figures(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return format!("{x}");
+    }
+    let decimals = (3 - x.abs().log10().floor() as i32).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
 /// The table, the verification and the lines to apply.
 fn print_outcome(o: &TuneOutcome) {
     print!("{}", o.table);
     match (&o.winner_label, &o.verification) {
-        (Some(w), Some(v)) => println!(
-            "winner: {w}\nverified on {} fresh repetitions each: {:.4} vs baseline {:.4}; speed-up {:.2}x (95% CI {:.2}-{:.2})",
-            v.n,
-            v.winner_mean,
-            v.baseline_mean,
-            v.speed_up.estimate,
-            v.speed_up.lower,
-            v.speed_up.upper
-        ),
+        (Some(w), Some(v)) => {
+            let unit = tcplab_study::to_report::unit_of(&v.metric);
+            println!(
+                "winner: {w}\nverified on {} fresh repetitions each: {} mean {} {unit} vs baseline {} {unit}; speed-up {:.2}x (95% CI {:.2}-{:.2})",
+                v.n,
+                v.metric,
+                four_figures(v.winner_mean),
+                four_figures(v.baseline_mean),
+                v.speed_up.estimate,
+                v.speed_up.lower,
+                v.speed_up.upper
+            )
+        }
         (Some(w), None) if o.winner.is_empty() => {
             println!("the baseline ({w}) is as fast as any candidate: keep the current settings")
         }
@@ -368,5 +382,21 @@ fn demo_path() -> PathArgs {
         client: None,
         server: None,
         impair: ImpairArgs::demo(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::four_figures;
+
+    #[test]
+    fn four_figures_drops_decimals_past_the_fourth_figure() {
+        assert_eq!(four_figures(725_395_988.3926), "725395988");
+        assert_eq!(four_figures(23_037_989.8746), "23037990");
+        assert_eq!(four_figures(1234.4), "1234");
+        assert_eq!(four_figures(12.34567), "12.35");
+        assert_eq!(four_figures(0.0012345), "0.001234");
+        assert_eq!(four_figures(-4.5), "-4.500");
+        assert_eq!(four_figures(0.0), "0");
     }
 }
