@@ -391,8 +391,8 @@ mod tests {
 
     #[test]
     fn four_figures_drops_decimals_past_the_fourth_figure() {
-        assert_eq!(four_figures(725_395_988.3926), "725395988");
-        assert_eq!(four_figures(23_037_989.8746), "23037990");
+        assert_eq!(four_figures(725_395_988.392_6), "725395988");
+        assert_eq!(four_figures(23_037_989.874_6), "23037990");
         assert_eq!(four_figures(1234.4), "1234");
         assert_eq!(four_figures(12.34567), "12.35");
         assert_eq!(four_figures(0.0012345), "0.001234");
