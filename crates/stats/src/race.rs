@@ -67,9 +67,10 @@ pub struct RaceVerdict {
     pub p_value: Option<f64>,
     /// Holm-adjusted p-value of this round.
     pub p_adjusted: Option<f64>,
-    /// Why, with the figures and the test (for the report). It names neither the action nor
-    /// this configuration: every reader shows it beside both (the table's row and its
-    /// `dropped:` cell, the store's action column), so repeating them only doubled them.
+    /// Why, with the figures and the test (for the report). It names neither the action, this
+    /// configuration nor the best: every reader shows it beside them (the table's row, its
+    /// `dropped:` cell and the best's row; the store's action and best columns), and with
+    /// three factors each name is a line of its own.
     pub reason: String,
 }
 
@@ -180,11 +181,10 @@ fn challenger_verdict(ctx: &Context<'_>, config: &RaceConfig) -> RaceVerdict {
     };
     let cmp = if drop { "<" } else { ">=" };
     let reason = format!(
-        "{cn} {cv}{rel} vs best {best} {bv}; one-sided {test} ({stat}), \
+        "{cn} {cv}{rel} vs the best's {bv}; one-sided {test} ({stat}), \
          Holm-adjusted p = {p} {cmp} alpha = {alpha}; n = {n} vs {nb}",
         cn = centre_name(config.test),
         cv = crate::fmt::sig4(ctx.cand_centre),
-        best = ctx.best.name,
         bv = crate::fmt::sig4(ctx.best_centre),
         test = config.test.name(),
         p = crate::fmt::p_value(ctx.p_adjusted),
