@@ -158,11 +158,19 @@ fn summarise(store: &Store, html: &Path, report: &SweepReport) -> anyhow::Result
         report.failed,
         report.overhead().line()
     );
+    // The table shows settings, not ids: name each configuration by its label too.
+    let configs = store.configurations()?;
+    let label = |id: &usize| {
+        configs
+            .iter()
+            .find(|c| c.id == *id)
+            .map_or_else(String::new, |c| format!(" ({})", c.label))
+    };
     for (id, reason) in &report.dropped {
-        println!("dropped configuration {id}: {reason}");
+        println!("dropped configuration {id}{}: {reason}", label(id));
     }
     for (id, reason) in &report.failed_configs {
-        println!("configuration {id} failed: {reason}");
+        println!("configuration {id}{} failed: {reason}", label(id));
     }
     println!(
         "database: {}\nreport:   {}",
