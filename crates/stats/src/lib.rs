@@ -41,7 +41,7 @@ pub mod compare;
 pub mod describe;
 pub mod dist;
 mod error;
-mod fmt;
+pub mod fmt;
 mod objective;
 pub mod period;
 pub mod race;

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
+use tcplab_stats::fmt::sig4;
 use tcplab_tune::battery::{self, Target};
 use tcplab_tune::candidates::WorkloadKind;
 use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
@@ -240,16 +241,6 @@ fn run_tune(
     Ok(tune(&opts, &stop, say)?)
 }
 
-/// At least four significant figures, and no decimals past them (725395988.3926 → 725395988,
-/// 12.34567 → 12.35): a mean of a few repetitions has no more to say.
-fn four_figures(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let decimals = (3 - x.abs().log10().floor() as i32).max(0) as usize;
-    format!("{x:.decimals$}")
-}
-
 /// The table, the verification and the lines to apply.
 fn print_outcome(o: &TuneOutcome) {
     print!("{}", o.table);
@@ -260,8 +251,8 @@ fn print_outcome(o: &TuneOutcome) {
                 "winner: {w}\nverified on {} fresh repetitions each: {} mean {} {unit} vs baseline {} {unit}; speed-up {:.2}x (95% CI {:.2}-{:.2})",
                 v.n,
                 v.metric,
-                four_figures(v.winner_mean),
-                four_figures(v.baseline_mean),
+                sig4(v.winner_mean),
+                sig4(v.baseline_mean),
                 v.speed_up.estimate,
                 v.speed_up.lower,
                 v.speed_up.upper
@@ -382,21 +373,5 @@ fn demo_path() -> PathArgs {
         client: None,
         server: None,
         impair: ImpairArgs::demo(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::four_figures;
-
-    #[test]
-    fn four_figures_drops_decimals_past_the_fourth_figure() {
-        assert_eq!(four_figures(725_395_988.392_6), "725395988");
-        assert_eq!(four_figures(23_037_989.874_6), "23037990");
-        assert_eq!(four_figures(1234.4), "1234");
-        assert_eq!(four_figures(12.34567), "12.35");
-        assert_eq!(four_figures(0.0012345), "0.001234");
-        assert_eq!(four_figures(-4.5), "-4.500");
-        assert_eq!(four_figures(0.0), "0");
     }
 }
