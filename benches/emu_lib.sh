@@ -99,3 +99,20 @@ verdict = "within" if all(o <= 0.1 for o in over) else "NOT within"
 print(f"    excess over 20 ms + base under the same load: {cells} -> {verdict} 0.1 ms")
 PY
 }
+
+# One row set: idle, unpaced and paced at 1 Gbit/s, each delayed phase followed by its base
+# phase under the same load (for the unpaced flow, the base flow is paced at the rate the
+# delayed one reached: its bursts make it the harsher load, so this base errs low, not high).
+delay_rows() { # label, then env for lab up
+  local label=$1 d; shift
+  delay_phase "$label" "" "$@"; d="$P_MED $P_P99 $R_MED $R_P99"
+  base_phase "$label" "" "$@"
+  excess $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
+  delay_phase "$label" unpaced "$@"; d="$P_MED $P_P99 $R_MED $R_P99"
+  local rate; rate=$(python3 -c "print(max(1, round($BULK_GBPS * 1000)))")M
+  base_phase "$label" "paced $rate" "$@"
+  excess $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
+  delay_phase "$label" "paced 1G" "$@"; d="$P_MED $P_P99 $R_MED $R_P99"
+  base_phase "$label" "paced 1G" "$@"
+  excess $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
+}

@@ -11,6 +11,7 @@ use crate::awake::KeepAwake;
 use crate::counters::{DirCounters, DirSnapshot};
 use crate::direction::{DirSettings, Direction, ReconfigRequest};
 use crate::error::IoError;
+use crate::lone::LoneSignal;
 use crate::model::Model;
 use crate::options::{IoOptions, Threads};
 use crate::port::open_ports;
@@ -140,8 +141,14 @@ impl<M: Model> Bridge<M> {
                 rx,
             )
         };
-        let d_ab = Arc::new(Mutex::new(dir(0, ports_ab, forward, rx_ab)));
-        let d_ba = Arc::new(Mutex::new(dir(1, ports_ba, reverse, rx_ba)));
+        let lone = if opts.lone_pause_ns > 0 {
+            LoneSignal::on(std::thread::available_parallelism().map_or(1, |n| n.get()))
+        } else {
+            LoneSignal::off()
+        };
+        let d_ab = dir(0, ports_ab, forward, rx_ab).with_lone_signal(lone.clone());
+        let d_ba = dir(1, ports_ba, reverse, rx_ba).with_lone_signal(lone.clone());
+        let (d_ab, d_ba) = (Arc::new(Mutex::new(d_ab)), Arc::new(Mutex::new(d_ba)));
         let groups = thread_groups(opts, d_ab, d_ba);
         let stop = Arc::new(AtomicBool::new(false));
         let waker = Arc::new(Waker::new().map_err(IoError::Spawn)?);
@@ -156,6 +163,8 @@ impl<M: Model> Bridge<M> {
                 spin_budget_ns: opts.spin_budget_ns,
                 yield_after_ns: opts.yield_after_ns,
                 yield_for_ns: opts.yield_for_ns,
+                lone_pause_ns: opts.lone_pause_ns,
+                lone: lone.clone(),
                 cpu: (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]),
                 rt_priority: opts.rt_priority,
                 awake: keep_awake.as_ref().map(KeepAwake::handle),

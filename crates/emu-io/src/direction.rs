@@ -27,6 +27,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use crate::counters::DirCounters;
 use crate::flow::flow_key;
 use crate::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
+use crate::lone::LoneSignal;
 use crate::model::{Corruption, Decision, Departure, Model, ModelDrop};
 use crate::port::{RxPort, TxPort};
 use crate::ring::tx_v2::TxPush;
@@ -34,7 +35,7 @@ use crate::ring::{PACKET_OUTGOING, RxFrame, RxNext, TP_STATUS_CSUMNOTREADY};
 use crate::schedule::{Entry, Schedule};
 use crate::segment::{self, Plan};
 use crate::slab::Slab;
-use crate::sys::clock::{Nanos, monotonic_ns, realtime_ns};
+use crate::sys::clock::{Nanos, current_cpu, monotonic_ns, realtime_ns};
 
 /// A reconfiguration request and where to send the model's answer.
 pub type ReconfigRequest<C> = (C, Sender<Result<(), String>>);
@@ -130,6 +131,10 @@ pub struct Direction<M: Model> {
     decisions: Vec<Decision>,
     /// The latest departure the model has given in this direction (GSO mode).
     latest: Nanos,
+    /// Counts sends that carried a lone frame (`IoOptions::lone_pause_ns`; off by default).
+    lone: LoneSignal,
+    /// The TX-ring batch being filled holds a lone frame.
+    batch_lone: bool,
 }
 
 impl<M: Model> Direction<M> {
@@ -173,7 +178,17 @@ impl<M: Model> Direction<M> {
             scratch,
             decisions: Vec::with_capacity(if settings.gso { MAX_DECISIONS } else { 0 }),
             latest: 0,
+            lone: LoneSignal::off(),
+            batch_lone: false,
         }
+    }
+
+    /// Shares `lone` with the other direction and the workers: sends of lone frames are
+    /// counted there by the CPU they were made on, and a release stops between sends when
+    /// any count changes.
+    pub fn with_lone_signal(mut self, lone: LoneSignal) -> Self {
+        self.lone = lone;
+        self
     }
 
     /// The RX socket, for `poll`.
@@ -534,6 +549,7 @@ impl<M: Model> Direction<M> {
     fn release_up_to(&mut self, mut now: Nanos, limit: usize) -> usize {
         self.tx_blocked = false;
         let mut released = 0;
+        let lone_epoch = self.lone.epoch();
         while released < limit {
             let moved = match self.tx {
                 TxPort::Ring { .. } => {
@@ -546,7 +562,13 @@ impl<M: Model> Direction<M> {
                 TxPort::Send { .. } => self.send_due(now),
             };
             released += moved;
-            if moved < self.due_batch || self.tx_blocked || self.rx_ready() {
+            // A lone frame just left (here or in the other direction): stop so the worker
+            // can pause for the thread it woke (`crate::lone`).
+            if moved < self.due_batch
+                || self.tx_blocked
+                || self.rx_ready()
+                || self.lone.epoch() != lone_epoch
+            {
                 break;
             }
             now = monotonic_ns();
@@ -583,6 +605,7 @@ impl<M: Model> Direction<M> {
         if self.due.is_empty() {
             return 0;
         }
+        let lone = self.due.iter().any(|e| e.lone);
         let c = &self.counters;
         let sent_at = monotonic_ns();
         if let TxPort::Send { batch, sock, .. } = &mut self.tx {
@@ -607,6 +630,9 @@ impl<M: Model> Direction<M> {
         for e in &self.due {
             self.slab.release(e.slot);
         }
+        if lone {
+            self.lone.note(current_cpu());
+        }
         self.due.len()
     }
 
@@ -623,6 +649,7 @@ impl<M: Model> Direction<M> {
             let frame = self.slab.slot(e.slot).get(..e.len as usize).unwrap_or(&[]);
             match ring.push(frame) {
                 TxPush::Queued => {
+                    self.batch_lone |= e.lone;
                     DirCounters::add(&c.bytes_out, u64::from(e.len));
                     self.batch_at.push(e.at);
                     self.slab.release(e.slot);
@@ -662,6 +689,9 @@ impl<M: Model> Direction<M> {
         DirCounters::add(&c.kicks, 1);
         c.lateness
             .record_batch(sent_at, monotonic_ns(), self.batch_at.iter().copied());
+        if std::mem::take(&mut self.batch_lone) {
+            self.lone.note(current_cpu());
+        }
     }
 
     /// Adds the kernel's RX-ring drop count (read and reset) to the counters.

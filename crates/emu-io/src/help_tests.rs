@@ -1,6 +1,8 @@
-//! Tests of `IoOptions::help_due`: which worker helps which direction, and (as root, on veth
-//! pairs in a private network namespace that vanishes with its thread) that a helper sends a
-//! direction's frames only once they are overdue and only while its owner is not running.
+//! Tests of how the two workers share the CPUs. `IoOptions::help_due`: which worker helps which
+//! direction, and (as root, on veth pairs in a private network namespace that vanishes with
+//! its thread) that a helper sends a direction's frames only once they are overdue and only
+//! while its owner is not running. `IoOptions::lone_pause_ns`: that a send carrying a lone
+//! frame is noted and ends the release, so the worker can pause before its next send.
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::process::Command;
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::counters::DirCounters;
 use crate::direction::{DirSettings, Direction};
+use crate::lone::LoneSignal;
 use crate::model::{BasicConfig, BasicModel};
 use crate::options::{IoOptions, Threads};
 use crate::port::open_ports;
@@ -71,67 +74,97 @@ fn a_helper_sends_overdue_frames_in_order_and_never_while_the_owner_holds_them()
     .expect("the test thread panicked: see above");
 }
 
-/// The test proper, in a namespace of its own: frames sent into `pa` reach `ea`, cross the
-/// direction ea -> eb, and are captured on `pb`.
-fn help_on_veth() {
-    quiet_ipv6();
-    for args in [
-        "link add ea type veth peer name pa",
-        "link add eb type veth peer name pb",
-    ] {
-        ip(args);
-    }
-    for dev in ["ea", "pa", "eb", "pb"] {
-        let off = std::fs::read_to_string(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"));
-        assert!(
-            off.is_err() || off.unwrap().trim() == "1",
-            "IPv6 still on for {dev}"
+/// A direction ea -> eb on two veth pairs in the calling thread's namespace (a 20 ms delay,
+/// `due_batch` 8, a frame lone when its flow had none within `lone_gap`), with a socket that
+/// injects frames into `pa` (they reach `ea`) and one that captures what leaves on `pb`.
+struct Rig {
+    dir: Shared<BasicModel>,
+    counters: Arc<DirCounters>,
+    inject: PacketSocket,
+    capture: PacketSocket,
+    _reconfig: mpsc::Sender<crate::direction::ReconfigRequest<BasicConfig>>,
+}
+
+impl Rig {
+    fn new(lone_gap: Nanos, lone: LoneSignal) -> Self {
+        quiet_ipv6();
+        for args in [
+            "link add ea type veth peer name pa",
+            "link add eb type veth peer name pb",
+        ] {
+            ip(args);
+        }
+        for dev in ["ea", "pa", "eb", "pb"] {
+            let off =
+                std::fs::read_to_string(format!("/proc/sys/net/ipv6/conf/{dev}/disable_ipv6"));
+            assert!(
+                off.is_err() || off.unwrap().trim() == "1",
+                "IPv6 still on for {dev}"
+            );
+            ip(&format!("link set {dev} up"));
+        }
+        let info = |n: &str| iface::lookup(n).expect("look-up").expect("exists");
+        let (ports, _) =
+            open_ports(&info("ea"), &info("eb"), &IoOptions::default()).expect("ports");
+        let counters = Arc::new(DirCounters::default());
+        let (reconfig, reconfig_rx) = mpsc::channel();
+        let model = BasicModel::new(
+            BasicConfig {
+                delay_ns: DELAY,
+                loss: 0.0,
+            },
+            1,
         );
-        ip(&format!("link set {dev} up"));
+        let settings = DirSettings {
+            slab_slots: 64,
+            batch: 64,
+            ring_timestamps: true,
+            gso: false,
+            due_batch: 8,
+            flow_turns: true,
+            spin_min_gap: lone_gap,
+        };
+        let dir = Direction::new(
+            "a->b",
+            ports,
+            model,
+            settings,
+            Arc::clone(&counters),
+            reconfig_rx,
+        )
+        .with_lone_signal(lone);
+        Self {
+            dir: Arc::new(Mutex::new(dir)),
+            counters,
+            inject: raw_socket(&info("pa")),
+            capture: raw_socket(&info("pb")),
+            _reconfig: reconfig,
+        }
     }
-    let info = |n: &str| iface::lookup(n).expect("look-up").expect("exists");
-    let (ports, _) = open_ports(&info("ea"), &info("eb"), &IoOptions::default()).expect("ports");
-    let counters = Arc::new(DirCounters::default());
-    let (_reconfig, reconfig_rx) = mpsc::channel();
-    let model = BasicModel::new(
-        BasicConfig {
-            delay_ns: DELAY,
-            loss: 0.0,
-        },
-        1,
-    );
-    let settings = DirSettings {
-        slab_slots: 64,
-        batch: 64,
-        ring_timestamps: true,
-        gso: false,
-        due_batch: 8,
-        flow_turns: true,
-        spin_min_gap: 0,
-    };
-    let dir = Direction::new(
-        "a->b",
-        ports,
-        model,
-        settings,
-        Arc::clone(&counters),
-        reconfig_rx,
-    );
-    let shared: Shared<BasicModel> = Arc::new(Mutex::new(dir));
-    let (inject, capture) = (raw_socket(&info("pa")), raw_socket(&info("pb")));
+
+    /// Sends frames `0..n` (one flow) and has the direction take them in.
+    fn send_and_take(&self, n: u8) {
+        for seq in 0..n {
+            send_frame(&self.inject, seq);
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut taken = 0;
+        while taken < usize::from(n) && Instant::now() < deadline {
+            taken += self.dir.lock().unwrap().receive();
+        }
+        assert_eq!(taken, usize::from(n), "the frames reached the RX ring");
+    }
+}
+
+/// The test proper, in a namespace of its own.
+fn help_on_veth() {
+    let rig = Rig::new(0, LoneSignal::off());
+    let (shared, counters) = (&rig.dir, &rig.counters);
     // More than one send's worth (due_batch 8): a helper sends one batch per call.
     const FRAMES: u8 = 11;
-    for seq in 0..FRAMES {
-        send_frame(&inject, seq);
-    }
     // The owner's turn: it takes the frames in and schedules them 20 ms on.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    let mut taken = 0;
-    while taken < usize::from(FRAMES) && Instant::now() < deadline {
-        taken += shared.lock().unwrap().receive();
-    }
-    assert_eq!(taken, usize::from(FRAMES), "the frames reached the RX ring");
-    let helped = std::slice::from_ref(&shared);
+    rig.send_and_take(FRAMES);
+    let helped = std::slice::from_ref(shared);
     assert!(!help_overdue(helped), "nothing to come back for");
     assert_eq!(counters.snapshot().helped, 0, "nothing is due yet");
     std::thread::sleep(Duration::from_nanos(DELAY + 5_000_000));
@@ -139,7 +172,7 @@ fn help_on_veth() {
         // The owner is running a turn: the helper must keep off.
         let _owner = shared.lock().unwrap();
         let (done_tx, done_rx) = mpsc::channel();
-        let other = Arc::clone(&shared);
+        let other = Arc::clone(shared);
         std::thread::spawn(move || {
             help_overdue(std::slice::from_ref(&other));
             let _ = done_tx.send(());
@@ -159,9 +192,58 @@ fn help_on_veth() {
     let n = u64::from(FRAMES);
     assert_eq!((s.helped, s.frames_out, s.queued), (n, n, 0), "{s:?}");
     assert_eq!(
-        captured(&capture, usize::from(FRAMES)),
+        captured(&rig.capture, usize::from(FRAMES)),
         (0..FRAMES).collect::<Vec<_>>(),
         "all of them, in order, on the far side"
+    );
+}
+
+#[test]
+fn a_release_that_sends_a_lone_frame_notes_it_and_stops_before_its_next_send() {
+    // Safety: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root (a network namespace, packet sockets)");
+        return;
+    }
+    std::thread::spawn(|| {
+        enter_private_netns();
+        lone_on_veth();
+    })
+    .join()
+    .expect("the test thread panicked: see above");
+}
+
+/// Eleven frames of one flow arrive together: the first is lone (its flow had nothing within
+/// 2 ms), the other ten are not. A release sends the first eight, notes the lone frame on the
+/// CPU that sent it and stops (a worker on another CPU may now pause); the next release sends
+/// the rest without noting.
+fn lone_on_veth() {
+    let cpu = *crate::sys::clock::allowed_cpus()
+        .expect("affinity")
+        .first()
+        .expect("a CPU");
+    crate::sys::clock::pin_to_cpu(cpu).expect("pin the test thread");
+    let lone = LoneSignal::on(2);
+    let rig = Rig::new(2_000_000, lone.clone());
+    const FRAMES: u8 = 11;
+    rig.send_and_take(FRAMES);
+    std::thread::sleep(Duration::from_nanos(DELAY + 5_000_000));
+    let mut d = rig.dir.lock().unwrap();
+    assert_eq!(d.release(monotonic_ns()), 8, "one send, then a stop");
+    assert_eq!(lone.epoch(), 1, "the send carried the lone frame");
+    assert_eq!(lone.elsewhere(cpu), 0, "noted on the sender's own CPU");
+    assert_eq!(
+        lone.elsewhere(cpu + 1),
+        1,
+        "what a worker on another CPU pauses for"
+    );
+    assert_eq!(d.release(monotonic_ns()), 3, "the rest in one go");
+    assert_eq!(lone.epoch(), 1, "none of them lone");
+    drop(d);
+    assert_eq!(
+        captured(&rig.capture, usize::from(FRAMES)),
+        (0..FRAMES).collect::<Vec<_>>(),
+        "all of them, in order"
     );
 }
 

@@ -98,6 +98,7 @@ pub mod error;
 pub mod flow;
 pub mod gso;
 pub mod lateness;
+pub mod lone;
 pub mod model;
 pub mod options;
 mod port;

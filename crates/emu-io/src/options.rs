@@ -130,6 +130,16 @@ pub struct IoOptions {
     pub yield_after_ns: u64,
     /// How long such a pause lasts, ns (1 µs..=1 ms).
     pub yield_for_ns: u64,
+    /// After a send that carried a frame alone in its flow (see `spin_min_gap_ns`: a ping, a
+    /// request, a response), a worker on another CPU that would keep running (frames
+    /// received, overdue or to help) pauses up to this long, at most once per
+    /// [`crate::lone::LONE_PAUSE_SPACING`]: such a frame wakes a thread on the receiving host,
+    /// and on shared CPUs that thread is queued on the other CPU, behind that CPU's SCHED_FIFO
+    /// worker (`crate::lone`). A pause never makes a frame late that was on time: it ends a
+    /// spin margin before the worker's next departure, and a worker with frames just due
+    /// sends them instead; only a worker already behind by the late limit pauses with frames
+    /// due (`crate::lone::pause_len`). 0 = never (at most 1 ms).
+    pub lone_pause_ns: u64,
     /// V3 only: block retire timeout in ms.
     pub v3_retire_ms: u32,
     /// Take a frame's arrival time from the kernel's receive timestamp (true) rather than the
@@ -183,6 +193,7 @@ impl Default for IoOptions {
             help_due: true,
             yield_after_ns: 200_000,
             yield_for_ns: 20_000,
+            lone_pause_ns: 80_000,
             v3_retire_ms: 1,
             ring_timestamps: true,
             rt_priority: Some(10),
@@ -259,6 +270,13 @@ impl IoOptions {
                 "yield_for_ns",
                 self.yield_for_ns.to_string(),
                 "use 1000..=1000000 (1 µs to 1 ms), or yield_after_ns 0 for no pauses",
+            );
+        }
+        if self.lone_pause_ns > 1_000_000 {
+            return bad(
+                "lone_pause_ns",
+                self.lone_pause_ns.to_string(),
+                "use at most 1 ms (1000000), or 0 for no pauses after lone frames",
             );
         }
         if self.spin_budget_ns > 9_000_000 {
@@ -402,5 +420,13 @@ mod tests {
         }
         .validate()
         .unwrap();
+        let e = rejection(IoOptions {
+            lone_pause_ns: 1_000_001,
+            ..Default::default()
+        });
+        assert!(
+            e.starts_with("IoOptions.lone_pause_ns = 1000001: use at most 1 ms"),
+            "{e}"
+        );
     }
 }

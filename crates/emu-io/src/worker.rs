@@ -18,10 +18,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::awake::{AwakeHandle, LINGER};
 use crate::direction::Direction;
+use crate::lateness::LATE_LIMIT_NS;
+use crate::lone::{self, LonePause, LoneSignal};
 use crate::model::Model;
 use crate::sys::clock::{
-    Nanos, monotonic_ns, pin_to_cpu, set_fifo, set_timer_slack_min, sleep_until, thread_cpu_ns,
-    wait_readable,
+    Nanos, current_cpu, monotonic_ns, pin_to_cpu, set_fifo, set_timer_slack_min, sleep_until,
+    thread_cpu_ns, wait_readable,
 };
 use crate::sys::wake::Waker;
 use crate::verdict::ThreadUsage;
@@ -89,6 +91,10 @@ pub struct WorkerCtl {
     pub yield_after_ns: Nanos,
     /// Length of that pause.
     pub yield_for_ns: Nanos,
+    /// Pause this long after a lone frame left while busy (0 = never); see `IoOptions`.
+    pub lone_pause_ns: Nanos,
+    /// Counts sends of lone frames in either direction, by the CPU that made them.
+    pub lone: LoneSignal,
     /// CPU to pin to.
     pub cpu: Option<usize>,
     /// SCHED_FIFO priority.
@@ -147,8 +153,10 @@ struct TurnEnd {
 }
 
 /// Releases what is due, applies reconfigurations, drains the RX rings, and releases what
-/// became due.
-fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos) -> TurnEnd {
+/// became due (unless a lone frame left meanwhile: the worker may pause first, see
+/// `crate::lone`).
+fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos, lone: &LoneSignal) -> TurnEnd {
+    let lone_epoch = lone.epoch();
     // Release first: a wait ends at a departure time, and everything else (reconfigure,
     // draining the RX ring) would otherwise run between the deadline and the kick (2-6 µs
     // of cold code on the test VM, 15-20 µs in a debug build).
@@ -160,9 +168,11 @@ fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos) -> TurnEnd {
     let received: usize = each(g).map(|d| d.receive()).sum();
     let now = monotonic_ns();
     // Frames that arrived already due (no delay) leave in the same turn.
-    each(g).for_each(|d| {
-        d.release(now);
-    });
+    if lone.epoch() == lone_epoch {
+        each(g).for_each(|d| {
+            d.release(now);
+        });
+    }
     if now.saturating_sub(*last_stats) >= STATS_EVERY {
         each(g).for_each(|d| d.poll_ring_stats());
         *last_stats = now;
@@ -205,16 +215,21 @@ pub fn run<M: Model>(
     let mut last_stats = start;
     let mut budget = SpinBudget::new(ctl.spin_budget_ns);
     let mut awake_since = start;
+    let mut lone_pause = LonePause::default();
     while !ctl.stop.load(Ordering::Acquire) {
-        let end = turn(&mut lock_own(own), &mut last_stats);
+        let end = turn(&mut lock_own(own), &mut last_stats, &ctl.lone);
         let more_help = help_overdue(helped);
         let now = monotonic_ns();
         if should_pause(ctl, &end, more_help, awake_since, now) {
-            // Sleep, not sched_yield: a SCHED_FIFO yield never lets a SCHED_OTHER task run.
-            if let Some(awake) = &ctl.awake {
-                awake.hold_until(now + ctl.yield_for_ns + LINGER, now);
-            }
-            sleep_until(now + ctl.yield_for_ns);
+            pause(ctl, now, ctl.yield_for_ns);
+            awake_since = monotonic_ns();
+            continue;
+        }
+        let busy = end.received > 0 || more_help || end.next.is_some_and(|t| t <= now);
+        let len = lone::pause_len(ctl.lone_pause_ns, ctl.spin_ns, LATE_LIMIT_NS, end.next, now);
+        let sent_elsewhere = ctl.lone.elsewhere(current_cpu());
+        if ctl.lone_pause_ns > 0 && lone_pause.take(sent_elsewhere, now, busy && len > 0) {
+            pause(ctl, now, len);
             awake_since = monotonic_ns();
             continue;
         }
@@ -244,6 +259,15 @@ pub fn run<M: Model>(
         cpu_ns: thread_cpu_ns() - cpu0,
         wall_ns: end - start,
     })
+}
+
+/// Sleeps `len` from `now`, keeping the CPUs awake meanwhile. Sleep, not `sched_yield`: a
+/// SCHED_FIFO yield never lets a SCHED_OTHER task run.
+fn pause(ctl: &WorkerCtl, now: Nanos, len: Nanos) {
+    if let Some(awake) = &ctl.awake {
+        awake.hold_until(now + len + LINGER, now);
+    }
+    sleep_until(now + len);
 }
 
 /// Whether to pause now (see `IoOptions::yield_after_ns`): the worker has run that long
@@ -411,6 +435,8 @@ mod tests {
             spin_budget_ns: SPIN_WINDOW / 4,
             yield_after_ns,
             yield_for_ns: 20_000,
+            lone_pause_ns: 0,
+            lone: LoneSignal::off(),
             cpu: None,
             rt_priority: None,
             awake: None,

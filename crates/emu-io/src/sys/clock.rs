@@ -139,6 +139,14 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
         .collect())
 }
 
+/// The CPU the calling thread runs on now (0 if the kernel cannot say). It may change the
+/// moment after; callers use it as a hint.
+pub fn current_cpu() -> usize {
+    // Safety: sched_getcpu has no preconditions; it returns -1 on failure.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).unwrap_or(0)
+}
+
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     // Safety: cpu_set_t is plain data; all-zero is the empty set.
@@ -160,6 +168,18 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn current_cpu_is_the_one_a_pinned_thread_runs_on() {
+        let allowed = allowed_cpus().expect("affinity");
+        let last = *allowed.last().expect("at least one CPU");
+        std::thread::spawn(move || {
+            pin_to_cpu(last).expect("pin");
+            assert_eq!(current_cpu(), last);
+        })
+        .join()
+        .expect("the pinned thread");
+    }
 
     #[test]
     fn sleep_until_is_absolute_and_tight() {
