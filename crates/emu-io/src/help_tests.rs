@@ -61,14 +61,20 @@ fn each_worker_helps_only_the_other_direction_and_only_when_asked() {
 
 #[test]
 fn a_helper_sends_overdue_frames_in_order_and_never_while_the_owner_holds_them() {
+    as_root_in_private_netns(help_on_veth);
+}
+
+/// Runs `test` in a thread of its own inside a new network namespace (skipped unless root):
+/// the namespace and its veth pairs vanish with the thread, never in `ip netns list`.
+fn as_root_in_private_netns(test: fn()) {
     // Safety: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("skipped: needs root (a network namespace, packet sockets)");
         return;
     }
-    std::thread::spawn(|| {
+    std::thread::spawn(move || {
         enter_private_netns();
-        help_on_veth();
+        test();
     })
     .join()
     .expect("the test thread panicked: see above");
@@ -200,17 +206,7 @@ fn help_on_veth() {
 
 #[test]
 fn a_release_that_sends_a_lone_frame_notes_it_and_stops_before_its_next_send() {
-    // Safety: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (a network namespace, packet sockets)");
-        return;
-    }
-    std::thread::spawn(|| {
-        enter_private_netns();
-        lone_on_veth();
-    })
-    .join()
-    .expect("the test thread panicked: see above");
+    as_root_in_private_netns(lone_on_veth);
 }
 
 /// Eleven frames of one flow arrive together: the first is lone (its flow had nothing within
