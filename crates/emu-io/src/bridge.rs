@@ -142,7 +142,7 @@ impl<M: Model> Bridge<M> {
             )
         };
         let lone = if opts.lone_pause_ns > 0 {
-            LoneSignal::on(std::thread::available_parallelism().map_or(1, |n| n.get()))
+            LoneSignal::on_allowed_cpus()
         } else {
             LoneSignal::off()
         };

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::sys::clock::Nanos;
+use crate::sys::clock::{Nanos, allowed_cpus};
 
 /// Least time between two lone pauses of one worker: with many lone flows (short
 /// connections) pauses of 30 µs then cost at most 6 % of a worker's time.
@@ -57,6 +57,13 @@ impl LoneSignal {
     /// A signal that counts, with one slot per CPU of `cpus` (CPU numbers wrap around).
     pub fn on(cpus: usize) -> Self {
         Self(Some((0..cpus.max(1)).map(|_| AtomicU64::new(0)).collect()))
+    }
+
+    /// A signal with a slot for every CPU this process may run on (CPU numbers need not be
+    /// contiguous under an affinity mask, so up to the highest one).
+    pub fn on_allowed_cpus() -> Self {
+        let highest = allowed_cpus().ok().and_then(|c| c.last().copied());
+        Self::on(highest.map_or(1, |c| c + 1))
     }
 
     /// A signal that never changes.
@@ -158,6 +165,19 @@ mod tests {
             (1, 0),
             "one CPU: no other"
         );
+    }
+
+    #[test]
+    fn every_allowed_cpu_has_a_slot_of_its_own() {
+        let cpus = allowed_cpus().expect("affinity");
+        for &a in &cpus {
+            let s = LoneSignal::on_allowed_cpus();
+            s.note(a);
+            assert_eq!(s.elsewhere(a), 0, "CPU {a}'s own send");
+            for &b in cpus.iter().filter(|&&b| b != a) {
+                assert_eq!(s.elsewhere(b), 1, "CPU {b} sees CPU {a}'s send");
+            }
+        }
     }
 
     #[test]

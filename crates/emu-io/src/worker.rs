@@ -225,10 +225,7 @@ pub fn run<M: Model>(
             awake_since = monotonic_ns();
             continue;
         }
-        let busy = end.received > 0 || more_help || end.next.is_some_and(|t| t <= now);
-        let len = lone::pause_len(ctl.lone_pause_ns, ctl.spin_ns, LATE_LIMIT_NS, end.next, now);
-        let sent_elsewhere = ctl.lone.elsewhere(current_cpu());
-        if ctl.lone_pause_ns > 0 && lone_pause.take(sent_elsewhere, now, busy && len > 0) {
+        if let Some(len) = owed_lone_pause(ctl, &mut lone_pause, &end, more_help, now) {
             pause(ctl, now, len);
             awake_since = monotonic_ns();
             continue;
@@ -259,6 +256,26 @@ pub fn run<M: Model>(
         cpu_ns: thread_cpu_ns() - cpu0,
         wall_ns: end - start,
     })
+}
+
+/// How long to pause now for a lone frame sent from another CPU (`crate::lone`), if at all.
+/// Nothing is computed when lone pauses are off.
+fn owed_lone_pause(
+    ctl: &WorkerCtl,
+    state: &mut LonePause,
+    end: &TurnEnd,
+    helping: bool,
+    now: Nanos,
+) -> Option<Nanos> {
+    if ctl.lone_pause_ns == 0 {
+        return None;
+    }
+    let busy = end.received > 0 || helping || end.next.is_some_and(|t| t <= now);
+    let len = lone::pause_len(ctl.lone_pause_ns, ctl.spin_ns, LATE_LIMIT_NS, end.next, now);
+    let sent_elsewhere = ctl.lone.elsewhere(current_cpu());
+    state
+        .take(sent_elsewhere, now, busy && len > 0)
+        .then_some(len)
 }
 
 /// Sleeps `len` from `now`, keeping the CPUs awake meanwhile. Sleep, not `sched_yield`: a
