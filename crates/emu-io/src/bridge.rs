@@ -132,6 +132,7 @@ impl<M: Model> Bridge<M> {
                     slab_slots: opts.effective_slab_slots(),
                     batch: opts.batch,
                     ring_timestamps: opts.ring_timestamps,
+                    vnet: opts.carries_vnet(),
                     gso: opts.gso,
                     due_batch: opts.due_batch,
                     flow_turns: opts.flow_turns,

@@ -86,7 +86,10 @@ pub struct DirSettings {
     pub batch: u32,
     /// Arrival time from the kernel's receive timestamp.
     pub ring_timestamps: bool,
-    /// GSO mode (virtio-net headers on both sockets).
+    /// Virtio-net headers on both sockets (GSO mode, or `IoOptions::vnet_hdr`): each frame's
+    /// header, partial checksum included, is carried from RX to TX.
+    pub vnet: bool,
+    /// GSO mode: super-packets may arrive (and are cut when the model needs single packets).
     pub gso: bool,
     /// Most frames per send taken from the schedule.
     pub due_batch: u32,
@@ -121,6 +124,8 @@ pub struct Direction<M: Model> {
     /// A due frame found the TX ring full; retry soon instead of sleeping.
     pub tx_blocked: bool,
     ring_timestamps: bool,
+    /// Frames carry a virtio-net header ([`DirSettings::vnet`]).
+    vnet: bool,
     gso: bool,
     /// GSO mode and the model needs per-packet granularity: cut super-packets.
     segmenting: bool,
@@ -173,6 +178,7 @@ impl<M: Model> Direction<M> {
             flow_turns: settings.flow_turns,
             tx_blocked: false,
             ring_timestamps: settings.ring_timestamps,
+            vnet: settings.vnet || settings.gso,
             gso: settings.gso,
             segmenting,
             scratch,
@@ -267,10 +273,10 @@ impl<M: Model> Direction<M> {
         DirCounters::add(&c.bytes_in, u64::from(f.out_wire_len()));
         // A partial checksum is a fidelity problem only without the virtio-net header: in GSO
         // mode the header carries it to the egress, which completes it like any offload.
-        if !self.gso && f.status & TP_STATUS_CSUMNOTREADY != 0 {
+        if !self.vnet && f.status & TP_STATUS_CSUMNOTREADY != 0 {
             DirCounters::add(&c.csum_partial, 1);
         }
-        let prefix = if self.gso { VNET_HDR_LEN } else { 0 };
+        let prefix = if self.vnet { VNET_HDR_LEN } else { 0 };
         if f.wire_len > f.snaplen || f.out_len() + prefix > self.slab.slot_size() {
             DirCounters::add(&c.drop_oversize, 1);
             return false;
@@ -465,7 +471,7 @@ impl<M: Model> Direction<M> {
             && self.sched.is_empty()
             && self.held.len() < self.batch
             && f.vlan.is_none()
-            && (self.gso || f.status & TP_STATUS_CSUMNOTREADY == 0)
+            && (self.vnet || f.status & TP_STATUS_CSUMNOTREADY == 0)
     }
 
     /// Sends the held frames from the RX ring in one `sendmmsg` and gives them back.
@@ -483,7 +489,7 @@ impl<M: Model> Direction<M> {
                     .iter()
                     .map(|h| (&[][..], mem.slice(h.off, h.len).unwrap_or(&[]))),
             );
-            let prefix = if self.gso { VNET_HDR_LEN as u64 } else { 0 };
+            let prefix = if self.vnet { VNET_HDR_LEN as u64 } else { 0 };
             DirCounters::add(&c.frames_out, u64::from(out.sent));
             DirCounters::add(&c.direct, u64::from(out.sent));
             DirCounters::add(&c.bytes_out, out.sent_bytes - prefix * u64::from(out.sent));
@@ -503,7 +509,7 @@ impl<M: Model> Direction<M> {
             DirCounters::add(&c.drop_slab_full, 1);
             return;
         };
-        let prefix = if self.gso { VNET_HDR_LEN } else { 0 };
+        let prefix = if self.vnet { VNET_HDR_LEN } else { 0 };
         let len = f.out_len() + prefix;
         let mem = self.rx.ring.mem();
         let buf = &mut self.slab.slot_mut(slot)[..len];
@@ -514,7 +520,7 @@ impl<M: Model> Direction<M> {
             self.slab.release(slot);
             return;
         }
-        if self.gso {
+        if self.vnet {
             fix_vnet_for_vlan(hdr, f);
         } else if f.status & TP_STATUS_CSUMNOTREADY != 0 {
             crate::csum::complete(frame);
@@ -619,7 +625,7 @@ impl<M: Model> Direction<M> {
                     )
                 }),
             );
-            let prefix = if self.gso { VNET_HDR_LEN as u64 } else { 0 };
+            let prefix = if self.vnet { VNET_HDR_LEN as u64 } else { 0 };
             DirCounters::add(&c.frames_out, u64::from(out.sent));
             DirCounters::add(&c.bytes_out, out.sent_bytes - prefix * u64::from(out.sent));
             DirCounters::add(&c.drop_tx_failed, u64::from(out.failed));

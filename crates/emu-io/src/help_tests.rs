@@ -125,6 +125,7 @@ impl Rig {
             slab_slots: 64,
             batch: 64,
             ring_timestamps: true,
+            vnet: false,
             gso: false,
             due_batch: 8,
             flow_turns: true,

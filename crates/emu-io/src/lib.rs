@@ -80,8 +80,9 @@
 //! # Requirements
 //! Root (CAP_NET_RAW; CAP_SYS_NICE for the default SCHED_FIFO), both interfaces up.
 //! Either segmentation offloads off on the emulated path (GRO/TSO super-frames larger than a
-//! ring slot are dropped and counted as `oversize`; frames with a partial checksum are
-//! completed in software and counted as `csum_partial`), or [`IoOptions::gso`] with offloads
+//! ring slot are dropped and counted as `oversize`; frames with a partial checksum cross with
+//! it under [`IoOptions::vnet_hdr`], else are completed in software and counted as
+//! `csum_partial`), or [`IoOptions::gso`] with offloads
 //! on: then TSO, GSO and TX checksum must be on on the bridge's own two interfaces too (a
 //! super-packet sent to a port without TSO is segmented in software there). A direction with
 //! loss, duplicate, reorder or corrupt cuts super-packets into wire segments in user space

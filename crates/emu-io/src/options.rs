@@ -164,6 +164,13 @@ pub struct IoOptions {
     /// instead (`crate::segment`). RX rings then
     /// hold at most [`GSO_RING_FRAMES`] frames and slabs [`GSO_SLAB_SLOTS`] slots (64 KiB each).
     pub gso: bool,
+    /// The virtio-net header without super-packets, for paths with segmentation offloads off
+    /// and TX checksum offload on (a kernel lab's default): `PACKET_VNET_HDR` on both sockets
+    /// carries each frame's partial checksum from RX to TX, so it stays partial as it would
+    /// through a kernel bridge. Without it such frames are completed in user space (counted
+    /// as `csum_partial`) and verified again by the receiver. Rings and slabs keep their
+    /// MTU-sized slots. Implied by `gso`.
+    pub vnet_hdr: bool,
     /// While a frame waits for a later departure, run a `SCHED_IDLE` spinner on each CPU so
     /// no CPU halts (crate `awake`): a halted vCPU made wake-ups late by up to a 4 ms tick on
     /// the test VM. Default true; ignored with `busy_poll` (which never sleeps anyway).
@@ -199,6 +206,7 @@ impl Default for IoOptions {
             rt_priority: Some(10),
             tx: TxKind::Sendmmsg,
             gso: false,
+            vnet_hdr: false,
             keep_awake: true,
         }
     }
@@ -223,9 +231,18 @@ impl IoOptions {
         }
     }
 
-    /// Egress path actually used.
+    /// Whether frames carry a virtio-net header (`gso` or `vnet_hdr`).
+    pub fn carries_vnet(&self) -> bool {
+        self.gso || self.vnet_hdr
+    }
+
+    /// Egress path actually used (`sendmmsg` whenever frames carry a virtio-net header).
     pub fn effective_tx(&self) -> TxKind {
-        if self.gso { TxKind::Sendmmsg } else { self.tx }
+        if self.carries_vnet() {
+            TxKind::Sendmmsg
+        } else {
+            self.tx
+        }
     }
 
     /// Rejects values the rings or the schedule cannot work with.
@@ -314,6 +331,13 @@ impl IoOptions {
                 "AF_XDP carries no virtio-net header, so super-packets cannot cross it: turn gso off (and offloads off) or use rx_ring V2 and tx Sendmmsg",
             );
         }
+        if self.vnet_hdr && (self.rx_ring == RxRingKind::Xdp || self.tx == TxKind::Xsk) {
+            return bad(
+                "vnet_hdr",
+                format!("true with rx_ring {:?} / tx {:?}", self.rx_ring, self.tx),
+                "AF_XDP carries no virtio-net header: turn vnet_hdr off (and TX checksum offload off on the path) or use rx_ring V2 and tx Sendmmsg",
+            );
+        }
         let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
         if let Some(c) = self.cpus.iter().find(|&&c| c >= ncpu) {
             return bad("cpus", c.to_string(), "name CPUs that exist (0..nproc)");
@@ -376,6 +400,15 @@ mod tests {
             e.starts_with(
                 "IoOptions.rx_ring = Xdp / tx Sendmmsg with gso: AF_XDP carries no virtio-net header"
             ),
+            "{e}"
+        );
+        let e = rejection(IoOptions {
+            tx: TxKind::Xsk,
+            vnet_hdr: true,
+            ..Default::default()
+        });
+        assert!(
+            e.starts_with("IoOptions.vnet_hdr = true with rx_ring V2 / tx Xsk: AF_XDP carries"),
             "{e}"
         );
         IoOptions {

@@ -187,7 +187,7 @@ pub fn open_rx(iface: &IfaceInfo, opts: &IoOptions) -> Result<RxPort, IoError> {
     };
     sock.set_version(version as libc::c_int)
         .map_err(err("PACKET_VERSION"))?;
-    if opts.gso {
+    if opts.carries_vnet() {
         sock.set_vnet_hdr().map_err(err("PACKET_VNET_HDR"))?;
     }
     if v3 {
@@ -271,7 +271,7 @@ pub fn open_tx(iface: &IfaceInfo, opts: &IoOptions) -> Result<TxPort, IoError> {
     sock.set_qdisc_bypass()
         .map_err(err("PACKET_QDISC_BYPASS"))?;
     if opts.effective_tx() == TxKind::Sendmmsg {
-        if opts.gso {
+        if opts.carries_vnet() {
             sock.set_vnet_hdr().map_err(err("PACKET_VNET_HDR"))?;
         }
         // Room for a few batches of super-packets not yet orphaned by veth; the kernel caps

@@ -407,8 +407,12 @@ fn wait<M: Model>(
                 }
                 wait_readable(&polled[..1 + fds.len().min(2)], Some(timeout))?
             };
-            if woke {
-                ctl.waker.clear();
+            if woke.any() {
+                // The waker is slot 0; reading it when it did not fire is a wasted syscall
+                // on every frame wake-up.
+                if woke.has(0) {
+                    ctl.waker.clear();
+                }
                 each(&mut lock_own(own)).for_each(|d| d.count_wakeup());
             } else if let Some(t) = then_spin {
                 budget.charge(spin(&mut lock_own(own), ctl, t));

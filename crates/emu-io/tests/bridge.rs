@@ -12,7 +12,7 @@ use std::time::Duration;
 )]
 use common::{
     PathLab, SERVER_IP, assert_balanced, link, median, model, start, start_emu, tcp_echo_server,
-    tcp_rr_rtts, udp_burst, udp_rcvbuf_errors,
+    tcp_rr_rtts, udp_burst, udp_counter, udp_rcvbuf_errors,
 };
 #[allow(
     unused_imports,
@@ -327,6 +327,49 @@ fn partial_checksums_from_offloading_senders_are_completed() {
     assert!(report.forward.csum_partial >= 50, "{:?}", report.forward);
     assert!(report.reverse.csum_partial >= 50, "{:?}", report.reverse);
     assert_balanced(&report);
+}
+
+#[test]
+fn with_the_virtio_net_header_partial_checksums_cross_as_they_are_and_corruption_is_caught() {
+    require_root!();
+    let lab = PathLab::new();
+    lab.client.exec(&["ethtool", "-K", "c0", "tx", "on"]);
+    lab.server.exec(&["ethtool", "-K", "s0", "tx", "on"]);
+    let start_vnet = |cfg: LinkConfig| {
+        let opts = IoOptions {
+            vnet_hdr: true,
+            ..Default::default()
+        };
+        lab.middle
+            .run_in(move || EmuBridge::start("m0", "m1", &cfg, &opts))
+            .expect("bridge starts")
+    };
+    // Unimpaired: every frame leaves straight from the ring, none completed in user space.
+    let bridge = start_vnet(LinkConfig::default());
+    let server = tcp_echo_server(&lab, 5021);
+    assert_eq!(tcp_rr_rtts(&lab, 5021, 50).len(), 50);
+    assert_eq!(server.join().expect("server"), 50);
+    let report = bridge.stop();
+    for d in [&report.forward, &report.reverse] {
+        assert_eq!(d.csum_partial, 0, "{d:?}");
+        assert!(d.frames_out >= 50 && d.direct == d.frames_out, "{d:?}");
+    }
+    assert_balanced(&report);
+    // Every frame corrupted: its partial checksum is completed before the bit flips, so the
+    // receiver's stack rejects what it would otherwise have trusted. No altered datagram
+    // arrives; the ones that do had a bit flipped outside what any checksum covers.
+    let mut cfg = LinkConfig::default();
+    cfg.forward.corrupt = 1.0;
+    let bridge = start_vnet(cfg);
+    let before = udp_counter(&lab.server, "InCsumErrors");
+    let got = udp_burst(&lab, 5022, 200);
+    let report = bridge.stop();
+    let csum_errors = udp_counter(&lab.server, "InCsumErrors") - before;
+    eprintln!("corrupt: got {}, InCsumErrors {csum_errors}", got.len());
+    assert!(report.forward.corrupted >= 200, "{:?}", report.forward);
+    assert!(csum_errors >= 20, "the receiver checked: {csum_errors}");
+    let mut seen = std::collections::HashSet::new();
+    assert!(got.iter().all(|&i| i < 200 && seen.insert(i)), "{got:?}");
 }
 
 #[test]

@@ -105,9 +105,10 @@ fn configure_host(spec: &LabSpec, host: &str) -> Result<()> {
         }
         ethtool::set_offloads(&end.ifname, offloads_of(spec, host))
             .kernel_context(|| format!("setting offloads on {host}:{}", end.ifname))?;
-        // One wire packet per frame: the emulator's AF_PACKET egress needs complete checksums.
-        // In GSO-aware mode the virtio-net header carries partial checksums instead.
-        if spec.emulation.is_some() && !spec.offloads.segments() {
+        // An emulator without the virtio-net header (AF_XDP, the TX ring) sends frames on as
+        // they are, so they need complete checksums. With the header (the default, and GSO
+        // mode) partial checksums cross it as they cross a kernel bridge.
+        if spec.emulation.is_some() && !crate::emulation::tx_checksum_stays_on(spec.offloads)? {
             ethtool::disable_tx_checksum(&end.ifname).kernel_context(|| {
                 format!("turning checksum offload off on {host}:{}", end.ifname)
             })?;

@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tcplab_emu::{DirectionModel, LinkConfig};
-use tcplab_emu_io::{Bridge, DirSnapshot, IoOptions, Report, Snapshot, Thresholds};
+use tcplab_emu_io::{
+    Bridge, DirSnapshot, IoOptions, Report, RxRingKind, Snapshot, Thresholds, TxKind,
+};
 
 use crate::error::{KernelContext, LabError, Result};
 use crate::host::Host;
@@ -45,16 +47,46 @@ pub struct Emulator {
 
 /// The emulator's I/O options for a lab with these offloads: with segmentation offloads on it
 /// runs in GSO-aware mode (super-packets cross whole unless a per-packet element changed one
-/// of their segments; then it is cut), else one wire packet per frame.
+/// of their segments; then it is cut), else one wire packet per frame, with the virtio-net
+/// header (`vnet_hdr`) wherever the chosen rings can carry it: TX checksum offload then stays
+/// on at every link end, as in a lab without an emulator, and partial checksums cross it as
+/// they cross a kernel bridge (see [`tx_checksum_stays_on`]).
 /// Every other I/O option takes its default unless [`IO_OPTIONS_ENV`] holds a JSON object of
-/// `IoOptions` fields (for experiments and benchmarks, e.g. `{"keep_awake": false}`).
+/// `IoOptions` fields (for experiments and benchmarks, e.g. `{"keep_awake": false}`; an
+/// explicit `"vnet_hdr"` is kept).
 pub fn io_options(offloads: Offloads) -> Result<IoOptions> {
-    let mut opts = match std::env::var(IO_OPTIONS_ENV) {
-        Ok(json) => parse_io_options(&json)?,
-        Err(_) => IoOptions::default(),
+    options_for(offloads, std::env::var(IO_OPTIONS_ENV).ok().as_deref())
+}
+
+/// [`io_options`] with the environment's JSON (if any) given.
+fn options_for(offloads: Offloads, env_json: Option<&str>) -> Result<IoOptions> {
+    let (mut opts, names_vnet) = match env_json {
+        Some(json) => (parse_io_options(json)?, names_field(json, "vnet_hdr")),
+        None => (IoOptions::default(), false),
     };
     opts.gso = offloads.segments();
+    if !names_vnet {
+        opts.vnet_hdr = !opts.gso && vnet_fits(&opts);
+    }
     Ok(opts)
+}
+
+/// Whether a JSON object names `field` (so its value, even the default, is the user's).
+fn names_field(json: &str, field: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| v.get(field).is_some())
+}
+
+/// Whether the rings `opts` chose can carry a virtio-net header (the AF_XDP route and the
+/// TX ring cannot).
+fn vnet_fits(opts: &IoOptions) -> bool {
+    opts.rx_ring != RxRingKind::Xdp && opts.tx == TxKind::Sendmmsg
+}
+
+/// Whether an emulated lab with these offloads keeps TX checksum offload on at its link ends:
+/// yes whenever the emulator carries the virtio-net header. Otherwise it is turned off, so
+/// frames carry complete checksums through the emulator's plain packet sockets.
+pub fn tx_checksum_stays_on(offloads: Offloads) -> Result<bool> {
+    Ok(io_options(offloads)?.carries_vnet())
 }
 
 /// The environment variable with I/O option overrides for a lab's emulator (JSON object).
@@ -462,6 +494,24 @@ mod tests {
             "{:?}",
             f.reasons
         );
+    }
+
+    #[test]
+    fn the_virtio_net_header_is_on_wherever_the_rings_carry_it_unless_named() {
+        let off = Offloads::default();
+        let o = options_for(off, None).unwrap();
+        assert!(o.vnet_hdr && !o.gso && o.carries_vnet());
+        let o = options_for(Offloads::ALL_ON, None).unwrap();
+        assert!(
+            o.gso && !o.vnet_hdr && o.carries_vnet(),
+            "GSO mode carries it anyway"
+        );
+        let o = options_for(off, Some(r#"{"tx": "Ring"}"#)).unwrap();
+        assert!(!o.carries_vnet(), "the TX ring cannot carry it");
+        let o = options_for(off, Some(r#"{"rx_ring": "Xdp"}"#)).unwrap();
+        assert!(!o.carries_vnet(), "AF_XDP cannot carry it");
+        let o = options_for(off, Some(r#"{"vnet_hdr": false, "batch": 32}"#)).unwrap();
+        assert!(!o.vnet_hdr && o.batch == 32, "an explicit false is kept");
     }
 
     #[test]

@@ -72,8 +72,9 @@ pub fn set_offloads(ifname: &str, offloads: Offloads) -> io::Result<()> {
 }
 
 /// Turns transmit checksum offload off, so frames carry complete checksums. Needed wherever a
-/// frame is copied out through a packet socket and sent again (the emulator): a veth frame with a
-/// deferred (CHECKSUM_PARTIAL) checksum would arrive with a wrong one and be dropped.
+/// frame is copied out through a packet socket without its virtio-net header and sent again (the
+/// emulator on its AF_XDP or TX-ring routes): a veth frame with a deferred (CHECKSUM_PARTIAL)
+/// checksum would arrive with a wrong one and be dropped.
 pub fn disable_tx_checksum(ifname: &str) -> io::Result<()> {
     ethtool(ifname, ETHTOOL_STXCSUM, 0).map(|_| ())
 }

@@ -63,6 +63,9 @@ impl EmuArgs {
         let mut opts = tcplab_emu_io::IoOptions {
             busy_poll: self.busy_poll,
             gso: self.gso,
+            // Partial checksums cross as they would a kernel bridge; frames with complete
+            // ones are unaffected.
+            vnet_hdr: !self.gso,
             keep_awake: !self.no_keep_awake,
             ..Default::default()
         };

@@ -63,10 +63,26 @@ pub fn sleep_until(deadline: Nanos) {
     }
 }
 
-/// Waits until one of `fds` is readable or `timeout` ns passed (`None` = no timeout).
-/// Returns whether any fd was ready. `ppoll` uses an hrtimer, so with a 1 ns timer slack
+/// Which of the fds given to [`wait_readable`] were ready, one bit per position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ready(u8);
+
+impl Ready {
+    /// Whether any fd was ready.
+    pub fn any(self) -> bool {
+        self.0 != 0
+    }
+
+    /// Whether the fd at `index` (its position in the slice given) was ready.
+    pub fn has(self, index: usize) -> bool {
+        index < 8 && self.0 & (1 << index) != 0
+    }
+}
+
+/// Waits until one of `fds` (at most 4) is readable or `timeout` ns passed (`None` = no
+/// timeout), and says which were. `ppoll` uses an hrtimer, so with a 1 ns timer slack
 /// ([`set_timer_slack_min`]) it wakes within a few µs of the requested time.
-pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout: Option<Nanos>) -> io::Result<bool> {
+pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout: Option<Nanos>) -> io::Result<Ready> {
     let mut pfds = [libc::pollfd {
         fd: -1,
         events: 0,
@@ -93,11 +109,17 @@ pub fn wait_readable(fds: &[BorrowedFd<'_>], timeout: Option<Nanos>) -> io::Resu
     if rc < 0 {
         let err = io::Error::last_os_error();
         if err.raw_os_error() == Some(libc::EINTR) {
-            return Ok(false);
+            return Ok(Ready::default());
         }
         return Err(err);
     }
-    Ok(rc > 0)
+    let mut ready = Ready::default();
+    for (i, p) in pfds[..n].iter().enumerate() {
+        if p.revents != 0 {
+            ready.0 |= 1 << i;
+        }
+    }
+    Ok(ready)
 }
 
 /// Sets the calling thread's timer slack to 1 ns so hrtimer sleeps are not rounded up by the

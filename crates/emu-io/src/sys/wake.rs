@@ -55,10 +55,18 @@ mod tests {
     #[test]
     fn wake_makes_it_readable_and_clear_resets() {
         let w = Waker::new().unwrap();
-        assert!(!wait_readable(&[w.as_fd()], Some(0)).unwrap());
+        assert!(!wait_readable(&[w.as_fd()], Some(0)).unwrap().any());
         w.wake();
-        assert!(wait_readable(&[w.as_fd()], Some(0)).unwrap());
+        assert!(wait_readable(&[w.as_fd()], Some(0)).unwrap().has(0));
         w.clear();
-        assert!(!wait_readable(&[w.as_fd()], Some(1_000)).unwrap());
+        assert!(!wait_readable(&[w.as_fd()], Some(1_000)).unwrap().any());
+    }
+
+    #[test]
+    fn readiness_names_the_fd_that_fired() {
+        let (a, b) = (Waker::new().unwrap(), Waker::new().unwrap());
+        b.wake();
+        let ready = wait_readable(&[a.as_fd(), b.as_fd()], Some(0)).unwrap();
+        assert!(ready.any() && ready.has(1) && !ready.has(0), "{ready:?}");
     }
 }

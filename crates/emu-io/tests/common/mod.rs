@@ -311,15 +311,20 @@ pub fn start_emu(lab: &PathLab, cfg: LinkConfig) -> EmuBridge {
 
 /// `Udp: RcvbufErrors` of a namespace (datagrams the receiving socket had no room for).
 pub fn udp_rcvbuf_errors(ns: &Netns) -> u64 {
+    udp_counter(ns, "RcvbufErrors")
+}
+
+/// One `Udp:` counter of a namespace's `/proc/net/snmp`, e.g. `InCsumErrors`.
+pub fn udp_counter(ns: &Netns, name: &str) -> u64 {
     let snmp = String::from_utf8_lossy(&ns.exec(&["cat", "/proc/net/snmp"]).stdout).into_owned();
     let mut udp = snmp.lines().filter(|l| l.starts_with("Udp:"));
     let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
     names
         .split_whitespace()
         .zip(values.split_whitespace())
-        .find(|(n, _)| *n == "RcvbufErrors")
+        .find(|(n, _)| *n == name)
         .and_then(|(_, v)| v.parse().ok())
-        .expect("Udp RcvbufErrors in /proc/net/snmp")
+        .unwrap_or_else(|| panic!("Udp {name} in /proc/net/snmp"))
 }
 
 #[macro_export]
