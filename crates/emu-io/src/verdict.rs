@@ -146,7 +146,7 @@ impl DirSnapshot {
             (self.drops.tx_failed, "frames failed to transmit"),
             (
                 self.csum_partial,
-                "frames forwarded with a partial checksum (turn tx checksum offload off)",
+                "frames forwarded with a partial checksum (turn vnet_hdr on, or tx checksum offload off)",
             ),
         ]
     }
