@@ -86,8 +86,8 @@ pub struct DirSettings {
     pub batch: u32,
     /// Arrival time from the kernel's receive timestamp.
     pub ring_timestamps: bool,
-    /// Virtio-net headers on both sockets (GSO mode, or `IoOptions::vnet_hdr`): each frame's
-    /// header, partial checksum included, is carried from RX to TX.
+    /// Virtio-net headers on both sockets (`IoOptions::carries_vnet`: GSO mode or `vnet_hdr`):
+    /// each frame's header, partial checksum included, is carried from RX to TX.
     pub vnet: bool,
     /// GSO mode: super-packets may arrive (and are cut when the model needs single packets).
     pub gso: bool,
@@ -178,7 +178,7 @@ impl<M: Model> Direction<M> {
             flow_turns: settings.flow_turns,
             tx_blocked: false,
             ring_timestamps: settings.ring_timestamps,
-            vnet: settings.vnet || settings.gso,
+            vnet: settings.vnet,
             gso: settings.gso,
             segmenting,
             scratch,
