@@ -88,7 +88,7 @@ fi
 
 if want delay; then
 echo "## delay accuracy: --delay 10ms each way (target: median and p99 within 0.1 ms of 20 ms + the base RTT,"
-echo "## the base measured on an unimpaired lab (--bridge emu) with the same probes and the same load)"
+echo "## the base measured on an unimpaired lab (--bridge emu, both workers SCHED_FIFO) with the same probes and load)"
 delay_rows "keep-awake (default)"
 delay_rows "keep-awake off" TCPLAB_EMU_IO='{"keep_awake":false}'
 PROBE="chrt -f 20" delay_rows "default, probes SCHED_FIFO"

@@ -80,7 +80,27 @@ delay_phase() { # label, bulk ("" | "unpaced" | "paced RATE"), then env for lab 
 # the delayed phase is judged against. The issue's target is 20 ms + the unimpaired base RTT
 # "while a bulk TCP flow crosses", so under load the base is measured under load.
 base_phase() { # label, bulk, then env for lab up
-  LAB_FLAGS="--bridge emu" delay_phase "$1 base" "${@:2}"
+  local label=$1 bulk=$2; shift 2
+  # shellcheck disable=SC2046 # one env assignment per line, no spaces inside
+  LAB_FLAGS="--bridge emu" delay_phase "$label base" "$bulk" $(fifo_base_env "$@")
+}
+
+# The base lab's env: the delayed phase's, with both workers kept SCHED_FIFO
+# (`light_other_after_ns` 0) unless it sets that itself. An unimpaired direction's worker would
+# otherwise run SCHED_OTHER under the load (crates/emu-io/src/policy.rs) and its frames wait for
+# a CPU, which raises the base and so lowers the excess: the stricter base is the honest one.
+fifo_base_env() {
+  python3 - "$@" <<'PY'
+import json, sys
+env = [a for a in sys.argv[1:] if a]
+io = {}
+for a in env:
+    if a.startswith("TCPLAB_EMU_IO="):
+        io = json.loads(a.split("=", 1)[1])
+io.setdefault("light_other_after_ns", 0)
+rest = [a for a in env if not a.startswith("TCPLAB_EMU_IO=")]
+print("\n".join(rest + ["TCPLAB_EMU_IO=" + json.dumps(io, separators=(",", ":"))]))
+PY
 }
 
 # Prints how far the delayed phase (ping and rr median, p99) is above 20 ms + the base, and

@@ -43,6 +43,8 @@ pub struct Bridge<M: Model> {
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
     workers: Vec<JoinHandle<Result<ThreadUsage, String>>>,
+    /// The workers' kernel thread ids, in start order.
+    worker_tids: Vec<i32>,
     errors: Mutex<Vec<String>>,
     started: u64,
     busy_poll: bool,
@@ -155,6 +157,7 @@ impl<M: Model> Bridge<M> {
         let waker = Arc::new(Waker::new().map_err(IoError::Spawn)?);
         let started = monotonic_ns();
         let mut workers = Vec::new();
+        let mut worker_tids = Vec::new();
         for (i, (own, helped)) in groups.into_iter().enumerate() {
             let ctl = WorkerCtl {
                 stop: Arc::clone(&stop),
@@ -168,6 +171,7 @@ impl<M: Model> Bridge<M> {
                 lone: lone.clone(),
                 cpu: (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]),
                 rt_priority: opts.rt_priority,
+                light_other_after_ns: opts.light_other_after_ns,
                 awake: keep_awake.as_ref().map(KeepAwake::handle),
             };
             let (ready_tx, ready_rx) = mpsc::channel();
@@ -178,7 +182,10 @@ impl<M: Model> Bridge<M> {
                 Ok(h) => {
                     workers.push(h);
                     match ready_rx.recv_timeout(RECONFIGURE_TIMEOUT) {
-                        Ok(Ok(())) => None,
+                        Ok(Ok(tid)) => {
+                            worker_tids.push(tid);
+                            None
+                        }
                         Ok(Err(e)) => Some(IoError::WorkerSetup(e)),
                         Err(_) => Some(IoError::WorkerSetup("worker did not start".to_owned())),
                     }
@@ -198,12 +205,19 @@ impl<M: Model> Bridge<M> {
             stop,
             waker,
             workers,
+            worker_tids,
             errors: Mutex::new(Vec::new()),
             started,
             busy_poll: opts.busy_poll,
             keep_awake,
             seed: None,
         })
+    }
+
+    /// The worker threads' kernel ids, in start order (`emu-io-0`, `emu-io-1`): where to look
+    /// for their CPU, scheduling class and counters (`/proc/self/task/<tid>`, `chrt -p`).
+    pub fn worker_tids(&self) -> &[i32] {
+        &self.worker_tids
     }
 
     /// The seed the models were built with, if the bridge built them: print it to replay.

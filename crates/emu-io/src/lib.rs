@@ -41,7 +41,9 @@
 //! * `direction`, `worker` — the packet path and the wait loop (ppoll with an absolute
 //!   deadline minus a spin margin, then spin, within a spin budget of 25 % of each 10 ms so
 //!   a SCHED_FIFO worker never runs into RT throttling; or busy-poll). Workers run SCHED_FIFO
-//!   by default, one per direction ([`IoOptions`] documents each default and its measurement);
+//!   by default, one per direction ([`IoOptions`] documents each default and its measurement),
+//!   except while light: [`policy`] lets a worker that holds no frame for later and receives
+//!   few frames (the ACKs of an unimpaired bulk flow) run SCHED_OTHER;
 //!   each direction sits behind a lock its worker lets go of only to sleep, and an awake
 //!   worker can send the other direction's overdue frames when that lock is free
 //!   ([`IoOptions::help_due`]), so a frame need not wait for its own
@@ -102,6 +104,7 @@ pub mod lateness;
 pub mod lone;
 pub mod model;
 pub mod options;
+pub mod policy;
 mod port;
 pub mod ring;
 pub mod schedule;

@@ -153,6 +153,16 @@ pub struct IoOptions {
     /// emulator is saturated (a UDP flood), normal-priority endpoints on the same CPUs starve. `None` keeps SCHED_OTHER
     /// (needed without CAP_SYS_NICE).
     pub rt_priority: Option<u8>,
+    /// A SCHED_FIFO worker whose turns have been light this long (no frame held for a later
+    /// departure, fewer than [`crate::policy::BUSY_FRAMES_PER_SEC`] frames received a second:
+    /// the ACKs of a bulk flow through an unimpaired direction) runs SCHED_OTHER until it
+    /// holds a frame or falls behind again, so it stops preempting the flow's sender for every
+    /// few ACKs and the scheduler can run it on an idle CPU (`crate::policy`). A worker
+    /// holding a frame for a later departure is SCHED_FIFO again before it sleeps to it.
+    /// Default 10 ms: one unimpaired iperf3 flow was ahead with it in 24 of 36 alternating
+    /// rounds, at 0.90x the kernel bridge against 0.88x (geometric means; BENCH.md, session
+    /// 16). 0 = always SCHED_FIFO; ignored without `rt_priority`. At most 10 s.
+    pub light_other_after_ns: u64,
     /// Egress path (always [`TxKind::Sendmmsg`] when `gso` is on).
     pub tx: TxKind,
     /// GSO-aware mode, for paths with segmentation offloads left on: `PACKET_VNET_HDR` on
@@ -204,6 +214,7 @@ impl Default for IoOptions {
             v3_retire_ms: 1,
             ring_timestamps: true,
             rt_priority: Some(10),
+            light_other_after_ns: 10_000_000,
             tx: TxKind::Sendmmsg,
             gso: false,
             vnet_hdr: false,
@@ -294,6 +305,13 @@ impl IoOptions {
                 "lone_pause_ns",
                 self.lone_pause_ns.to_string(),
                 "use at most 1 ms (1000000), or 0 for no pauses after lone frames",
+            );
+        }
+        if self.light_other_after_ns > 10_000_000_000 {
+            return bad(
+                "light_other_after_ns",
+                self.light_other_after_ns.to_string(),
+                "use at most 10 s (10000000000), or 0 to keep workers SCHED_FIFO",
             );
         }
         if self.spin_budget_ns > 9_000_000 {
@@ -459,6 +477,14 @@ mod tests {
         });
         assert!(
             e.starts_with("IoOptions.lone_pause_ns = 1000001: use at most 1 ms"),
+            "{e}"
+        );
+        let e = rejection(IoOptions {
+            light_other_after_ns: 10_000_000_001,
+            ..Default::default()
+        });
+        assert!(
+            e.starts_with("IoOptions.light_other_after_ns = 10000000001: use at most 10 s"),
             "{e}"
         );
     }

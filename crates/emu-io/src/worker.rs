@@ -21,9 +21,10 @@ use crate::direction::Direction;
 use crate::lateness::LATE_LIMIT_NS;
 use crate::lone::{self, LonePause, LoneSignal};
 use crate::model::Model;
+use crate::policy::{Class, ClassPolicy, TurnLoad};
 use crate::sys::clock::{
-    Nanos, current_cpu, monotonic_ns, pin_to_cpu, set_fifo, set_timer_slack_min, sleep_until,
-    thread_cpu_ns, wait_readable,
+    Nanos, current_cpu, current_tid, monotonic_ns, pin_to_cpu, set_fifo, set_other,
+    set_timer_slack_min, sleep_until, thread_cpu_ns, wait_readable,
 };
 use crate::sys::wake::Waker;
 use crate::verdict::ThreadUsage;
@@ -99,6 +100,8 @@ pub struct WorkerCtl {
     pub cpu: Option<usize>,
     /// SCHED_FIFO priority.
     pub rt_priority: Option<u8>,
+    /// SCHED_OTHER after this long of light turns (0 = never); see `crate::policy`.
+    pub light_other_after_ns: Nanos,
     /// Keeps the CPUs awake while a frame waits (None: keep-awake off).
     pub awake: Option<AwakeHandle>,
 }
@@ -190,13 +193,14 @@ fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos, lone: &LoneSign
 }
 
 /// Runs until `ctl.stop`, serving `own` and helping `helped`; returns the thread's CPU use.
-/// `ready` receives the outcome of the thread set-up (pinning, priority, poll descriptors)
+/// `ready` receives the outcome of the thread set-up (pinning, priority, poll descriptors;
+/// on success the thread's kernel id)
 /// before any frame moves, so `Bridge` start-up can report it.
 pub fn run<M: Model>(
     own: &[Shared<M>],
     helped: &[Shared<M>],
     ctl: &WorkerCtl,
-    ready: &std::sync::mpsc::Sender<Result<(), String>>,
+    ready: &std::sync::mpsc::Sender<Result<i32, String>>,
 ) -> Result<ThreadUsage, String> {
     let fds = match setup_thread(ctl).and_then(|()| poll_fds(own)) {
         Ok(fds) => fds,
@@ -206,7 +210,7 @@ pub fn run<M: Model>(
             return Err(e);
         }
     };
-    let _ = ready.send(Ok(()));
+    let _ = ready.send(Ok(current_tid()));
     let name = each(&mut lock_own(own))
         .map(|d| d.name)
         .collect::<Vec<_>>()
@@ -216,10 +220,21 @@ pub fn run<M: Model>(
     let mut budget = SpinBudget::new(ctl.spin_budget_ns);
     let mut awake_since = start;
     let mut lone_pause = LonePause::default();
+    let mut class = ClassPolicy::new(match ctl.rt_priority {
+        Some(_) => ctl.light_other_after_ns,
+        None => 0,
+    });
     while !ctl.stop.load(Ordering::Acquire) {
         let end = turn(&mut lock_own(own), &mut last_stats, &ctl.lone);
         let more_help = help_overdue(helped);
         let now = monotonic_ns();
+        let load = TurnLoad {
+            received: end.received,
+            holds: end.next.is_some() || more_help,
+        };
+        if let Some(c) = class.after_turn(load, now) {
+            apply_class(c, ctl.rt_priority)?;
+        }
         if should_pause(ctl, &end, more_help, awake_since, now) {
             pause(ctl, now, ctl.yield_for_ns);
             awake_since = monotonic_ns();
@@ -304,6 +319,19 @@ fn should_pause(
     ctl.yield_after_ns > 0
         && (end.next.is_some() || helping)
         && now.saturating_sub(awake_since) >= ctl.yield_after_ns
+}
+
+/// Moves the calling worker to `class` (`crate::policy`). Failing to get SCHED_FIFO back
+/// would leave a delay line timed by an ordinary task, so it ends the worker with an error.
+fn apply_class(class: Class, rt_priority: Option<u8>) -> Result<(), String> {
+    match (class, rt_priority) {
+        (Class::Fifo, Some(p)) => {
+            set_fifo(p).map_err(|e| format!("restoring SCHED_FIFO priority {p}: {e}"))
+        }
+        (Class::Other, _) | (Class::Fifo, None) => {
+            set_other().map_err(|e| format!("switching to SCHED_OTHER: {e}"))
+        }
+    }
 }
 
 /// Copies of the own directions' RX descriptors to sleep on without holding their locks.
@@ -460,6 +488,7 @@ mod tests {
             lone: LoneSignal::off(),
             cpu: None,
             rt_priority: None,
+            light_other_after_ns: 0,
             awake: None,
         }
     }

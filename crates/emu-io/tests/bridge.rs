@@ -416,3 +416,93 @@ fn a_reordering_model_reorders_through_the_heap_and_loses_nothing() {
     );
     assert_balanced(&report);
 }
+
+/// The scheduling policy (`/proc` stat field 41: 0 SCHED_OTHER, 1 SCHED_FIFO) of each of the
+/// bridge's workers, in start order (other tests' bridges run in this process too).
+fn worker_policies(tids: &[i32]) -> Vec<u32> {
+    tids.iter()
+        .map(|tid| {
+            let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+                .expect("worker stat");
+            // Fields after the parenthesised name; policy is field 41, the 39th after it.
+            let after = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+            after
+                .split_whitespace()
+                .nth(38)
+                .and_then(|p| p.parse().ok())
+                .expect("policy field")
+        })
+        .collect()
+}
+
+/// Polls `worker_policies` every ms for up to `limit` until both are `want`.
+fn policies_until(tids: &[i32], limit: Duration, want: u32) -> Vec<u32> {
+    let start = std::time::Instant::now();
+    loop {
+        let p = worker_policies(tids);
+        if p == [want, want] || start.elapsed() > limit {
+            return p;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_light_worker_gives_up_sched_fifo_and_takes_it_back_to_hold_a_frame() {
+    require_root!();
+    let lab = PathLab::new();
+    let bridge = start_emu(&lab, LinkConfig::default());
+    let tids = bridge.worker_tids().to_vec();
+    assert_eq!(tids.len(), 2, "one worker per direction");
+    // Idle turns are light: after 10 ms of them (the first idle wake-up, 200 ms) both workers
+    // are ordinary tasks.
+    let idle = policies_until(&tids, Duration::from_secs(3), 0);
+    assert_eq!(idle, [0, 0], "idle workers are SCHED_OTHER");
+    // A delay line holds every frame: the worker holding one is SCHED_FIFO until it left.
+    bridge
+        .reconfigure_link(&link("10ms", "0%"))
+        .expect("set 10 ms");
+    let pinger = {
+        let lab_client = lab.client.name.clone();
+        std::thread::spawn(move || {
+            std::process::Command::new("ip")
+                .args(["netns", "exec", &lab_client, "ping", "-n", "-q", "-c", "40"])
+                .args(["-i", "0.025", "-W", "2", SERVER_IP])
+                .output()
+                .expect("ping")
+        })
+    };
+    let mut seen_fifo = [false; 2];
+    while !pinger.is_finished() {
+        for (seen, policy) in seen_fifo.iter_mut().zip(worker_policies(&tids)) {
+            *seen |= policy == 1;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let ping = pinger.join().expect("ping thread");
+    assert!(ping.status.success(), "{ping:?}");
+    assert_eq!(
+        seen_fifo,
+        [true, true],
+        "each direction held echo frames as SCHED_FIFO"
+    );
+    let after = policies_until(&tids, Duration::from_secs(3), 0);
+    assert_eq!(after, [0, 0], "light again after the pings");
+    drop(bridge.stop());
+    // With the option at 0 the workers stay SCHED_FIFO however light their turns.
+    let opts = IoOptions {
+        light_other_after_ns: 0,
+        ..Default::default()
+    };
+    let fifo = lab
+        .middle
+        .run_in(move || EmuBridge::start("m0", "m1", &LinkConfig::default(), &opts))
+        .expect("bridge starts");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        worker_policies(fifo.worker_tids()),
+        [1, 1],
+        "workers with light_other_after_ns 0"
+    );
+    drop(fifo.stop());
+}

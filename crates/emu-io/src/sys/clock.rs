@@ -131,13 +131,28 @@ pub fn set_timer_slack_min() {
     }
 }
 
+/// The calling thread's kernel id (`/proc/self/task/<tid>`).
+pub fn current_tid() -> i32 {
+    // Safety: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
 /// Makes the calling thread SCHED_FIFO with `priority`.
 pub fn set_fifo(priority: u8) -> io::Result<()> {
+    set_policy(libc::SCHED_FIFO, i32::from(priority))
+}
+
+/// Makes the calling thread SCHED_OTHER (from SCHED_FIFO; its nice value is kept).
+pub fn set_other() -> io::Result<()> {
+    set_policy(libc::SCHED_OTHER, 0)
+}
+
+fn set_policy(policy: i32, priority: i32) -> io::Result<()> {
     let param = libc::sched_param {
-        sched_priority: i32::from(priority),
+        sched_priority: priority,
     };
     // Safety: param is a valid sched_param; pid 0 is the calling thread.
-    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    let rc = unsafe { libc::sched_setscheduler(0, policy, &param) };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
