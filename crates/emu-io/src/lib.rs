@@ -69,7 +69,9 @@
 //! # Performance
 //! `docs/BENCHMARKS.md` and `BENCH.md` beside this crate (`benches/emu.sh`, `bench.sh`): offloads
 //! off on a quiet 2-vCPU machine, a median 0.88-1.02x the kernel bridge's TCP throughput over
-//! three sets of 12 alternating rounds (session 5; 0.81-1.03x per run on a busy one, session 4;
+//! three sets of 12 alternating rounds (session 5; on a second VM whose kernel bridge is faster,
+//! 0.82-0.89x in sessions 14-15 and 0.92x once light workers run SCHED_OTHER, session 16;
+//! 0.81-1.03x per run on a busy one, session 4;
 //! AF_XDP on veth lost or tied: veth must copy TCP's cloned skbs before XDP, so receiving costs
 //! two copies instead of one). GSO mode with offloads on reaches 0.64-0.72x the kernel bridge with
 //! offloads on, 2.3-2.9x the offloads-off kernel bridge. With `--loss 0.1%` (segmenting) it keeps
