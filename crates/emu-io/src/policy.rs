@@ -1,5 +1,5 @@
 //! When a worker gives up SCHED_FIFO: a worker that holds no frame for a later departure and
-//! receives only a few frames per turn (the ACKs of a bulk flow through an unimpaired
+//! receives few frames a second (the ACKs of a bulk flow through an unimpaired
 //! direction) runs as an ordinary task until it holds frames or falls behind again.
 //!
 //! Light means: no frame held for a later departure, and fewer than [`BUSY_FRAMES_PER_SEC`]
