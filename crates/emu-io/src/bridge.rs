@@ -168,6 +168,7 @@ impl<M: Model> Bridge<M> {
                 yield_after_ns: opts.yield_after_ns,
                 yield_for_ns: opts.yield_for_ns,
                 lone_pause_ns: opts.lone_pause_ns,
+                lone_pause_late_ns: opts.lone_pause_late_ns,
                 lone: lone.clone(),
                 cpu: (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]),
                 rt_priority: opts.rt_priority,

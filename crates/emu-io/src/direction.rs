@@ -212,6 +212,11 @@ impl<M: Model> Direction<M> {
         self.sched.next_is_lone()
     }
 
+    /// Whether any frame held for departure is lone (see `Schedule::holds_lone`).
+    pub fn holds_lone(&self) -> bool {
+        self.sched.holds_lone()
+    }
+
     /// True if the RX ring has a frame ready (no system call).
     pub fn rx_ready(&mut self) -> bool {
         self.rx.ring.peek() != RxNext::Empty

@@ -21,11 +21,12 @@ pub const LONE_PAUSE_SPACING: Nanos = 500_000;
 /// Shortest pause worth a sleep: below it the sleep's own cost is most of it.
 pub const MIN_LONE_PAUSE: Nanos = 5_000;
 
-/// How long a worker that owes a lone pause pauses at `now`, given its own next departure:
+/// How long a worker that owes a lone pause pauses at `now`, given its own next departure
+/// `next` and how late the pause may make that frame (`late`, 0 for a lone frame):
 /// - none scheduled: `len`;
-/// - not yet due: `len`, cut short to end `margin` (the spin margin) before it, so the pause
-///   never makes that frame late;
-/// - due, but by less than `behind` (the late limit): 0, the frame leaves now instead;
+/// - not yet due, or due by less than `behind` (the late limit): `len`, cut short to end
+///   `late` after the departure, or with `late` 0 a spin margin (`margin`) before it, so
+///   the pause never makes that frame late; a frame just due then leaves now instead;
 /// - overdue by `behind` or more: `len`. The worker is behind its schedule and its frames
 ///   already count as late; without a pause the woken thread waits behind the whole backlog
 ///   (and the worker that sent the lone frame sends overdue frames meanwhile, `help_due`).
@@ -33,16 +34,21 @@ pub const MIN_LONE_PAUSE: Nanos = 5_000;
 /// 0 also when less than [`MIN_LONE_PAUSE`] would be left: not worth a sleep.
 pub fn pause_len(
     len: Nanos,
-    margin: Nanos,
-    behind: Nanos,
+    (margin, behind, late): (Nanos, Nanos, Nanos),
     next: Option<Nanos>,
     now: Nanos,
 ) -> Nanos {
     let len = match next {
         None => len,
-        Some(t) if t > now => t.saturating_sub(margin).saturating_sub(now).min(len),
-        Some(t) if now - t >= behind => len,
-        Some(_) => 0,
+        Some(t) if now.saturating_sub(t) >= behind => len,
+        Some(t) => {
+            let end = if late > 0 {
+                t.saturating_add(late)
+            } else {
+                t.saturating_sub(margin)
+            };
+            end.saturating_sub(now).min(len)
+        }
     };
     if len < MIN_LONE_PAUSE { 0 } else { len }
 }
@@ -183,7 +189,7 @@ mod tests {
     #[test]
     fn a_pause_never_delays_a_frame_that_is_on_time() {
         let (len, margin, behind, now) = (80_000, 100_000, 100_000, 1_000_000);
-        let p = |next| pause_len(len, margin, behind, next, now);
+        let p = |next| pause_len(len, (margin, behind, 0), next, now);
         assert_eq!(p(None), 80_000, "nothing scheduled");
         assert_eq!(p(Some(now + 1_000_000)), 80_000, "far off");
         assert_eq!(
@@ -199,10 +205,29 @@ mod tests {
         assert_eq!(p(Some(now - 100_000)), 80_000, "behind: late already");
         assert_eq!(p(Some(10)), 80_000, "far behind");
         assert_eq!(
-            pause_len(4_000, margin, behind, None, now),
+            pause_len(4_000, (margin, behind, 0), None, now),
             0,
             "too short to sleep"
         );
+    }
+
+    #[test]
+    fn a_pause_may_make_a_bulk_frame_at_most_late_late() {
+        let (len, margin, behind, late, now) = (80_000, 100_000, 100_000, 60_000, 1_000_000);
+        let p = |next| pause_len(len, (margin, behind, late), next, now);
+        assert_eq!(p(None), 80_000, "nothing scheduled");
+        assert_eq!(p(Some(now + 1_000_000)), 80_000, "far off");
+        assert_eq!(p(Some(now + 10_000)), 70_000, "ends 60 µs after it");
+        assert_eq!(p(Some(now)), 60_000, "due now: 60 µs late at most");
+        assert_eq!(
+            p(Some(now - 50_000)),
+            10_000,
+            "due: what is left of the 60 µs"
+        );
+        assert_eq!(p(Some(now - 56_000)), 0, "under 5 µs left");
+        assert_eq!(p(Some(now - 60_000)), 0, "as late as allowed already");
+        assert_eq!(p(Some(now - 99_999)), 0, "late, but less than the limit");
+        assert_eq!(p(Some(now - 100_000)), 80_000, "behind: late already");
     }
 
     #[test]

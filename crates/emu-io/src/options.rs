@@ -135,11 +135,17 @@ pub struct IoOptions {
     /// received, overdue or to help) pauses up to this long, at most once per
     /// [`crate::lone::LONE_PAUSE_SPACING`]: such a frame wakes a thread on the receiving host,
     /// and on shared CPUs that thread is queued on the other CPU, behind that CPU's SCHED_FIFO
-    /// worker (`crate::lone`). A pause never makes a frame late that was on time: it ends a
-    /// spin margin before the worker's next departure, and a worker with frames just due
-    /// sends them instead; only a worker already behind by the late limit pauses with frames
-    /// due (`crate::lone::pause_len`). 0 = never (at most 1 ms).
+    /// worker (`crate::lone`). A pause never makes a lone frame late, nor any frame by more
+    /// than `lone_pause_late_ns`; a worker already behind by the late limit pauses with
+    /// frames due (`crate::lone::pause_len`). 0 = never (at most 1 ms).
     pub lone_pause_ns: u64,
+    /// How late a lone pause may make the pausing worker's next frame, ns, while the worker
+    /// holds no lone frame (only a bulk flow's: a late lone frame would be someone's probe).
+    /// 0 = never: the pause then ends a spin margin before the next departure, so under a
+    /// flow paced at 1 Gbit/s (a frame every 12 µs) it never happens. Default 60 µs: the
+    /// normal-priority rr threads' CPU wait per transaction under that flow halved (100-136
+    /// against 178-310 µs, BENCH.md session 17); at most 100 µs (the late limit).
+    pub lone_pause_late_ns: u64,
     /// V3 only: block retire timeout in ms.
     pub v3_retire_ms: u32,
     /// Take a frame's arrival time from the kernel's receive timestamp (true) rather than the
@@ -211,6 +217,7 @@ impl Default for IoOptions {
             yield_after_ns: 200_000,
             yield_for_ns: 20_000,
             lone_pause_ns: 80_000,
+            lone_pause_late_ns: 60_000,
             v3_retire_ms: 1,
             ring_timestamps: true,
             rt_priority: Some(10),
@@ -305,6 +312,13 @@ impl IoOptions {
                 "lone_pause_ns",
                 self.lone_pause_ns.to_string(),
                 "use at most 1 ms (1000000), or 0 for no pauses after lone frames",
+            );
+        }
+        if self.lone_pause_late_ns > crate::lateness::LATE_LIMIT_NS {
+            return bad(
+                "lone_pause_late_ns",
+                self.lone_pause_late_ns.to_string(),
+                "use at most 100000 (100 µs, the late limit), or 0 so a pause never makes a frame late",
             );
         }
         if self.light_other_after_ns > 10_000_000_000 {
@@ -477,6 +491,14 @@ mod tests {
         });
         assert!(
             e.starts_with("IoOptions.lone_pause_ns = 1000001: use at most 1 ms"),
+            "{e}"
+        );
+        let e = rejection(IoOptions {
+            lone_pause_late_ns: 100_001,
+            ..Default::default()
+        });
+        assert!(
+            e.starts_with("IoOptions.lone_pause_late_ns = 100001: use at most 100000"),
             "{e}"
         );
         let e = rejection(IoOptions {

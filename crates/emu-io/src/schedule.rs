@@ -56,6 +56,8 @@ pub struct Schedule {
     /// A frame is lone if its flow's previous one departs at least this far from it (0:
     /// every frame is).
     lone_gap: Nanos,
+    /// Lone frames queued ([`Self::holds_lone`]).
+    lone_held: usize,
 }
 
 impl Schedule {
@@ -75,6 +77,7 @@ impl Schedule {
             clamped: 0,
             flow_last: vec![0; BUCKETS],
             lone_gap,
+            lone_held: 0,
         }
     }
 
@@ -105,6 +108,7 @@ impl Schedule {
         let last = &mut self.flow_last[bucket(flow)];
         let lone = self.lone_gap == 0 || *last == 0 || at.abs_diff(*last) >= self.lone_gap;
         *last = at;
+        self.lone_held += usize::from(lone);
         let e = Entry {
             at,
             seq,
@@ -127,6 +131,12 @@ impl Schedule {
             .is_some_and(|e| e.lone)
     }
 
+    /// Whether any queued frame is lone: someone's probe, request or reply, which a lone
+    /// pause must never make late (`IoOptions::lone_pause_late_ns`).
+    pub fn holds_lone(&self) -> bool {
+        self.lone_held > 0
+    }
+
     /// When the next frame leaves: a due frame's (past) departure if any is due, else the
     /// earliest future one.
     pub fn next_departure(&self) -> Option<Nanos> {
@@ -146,7 +156,9 @@ impl Schedule {
         while let Some(e) = self.pop_future_due(now) {
             self.due.push_back(e);
         }
-        self.due.pop()
+        let e = self.due.pop()?;
+        self.lone_held -= usize::from(e.lone);
+        Some(e)
     }
 
     fn pop_future_due(&mut self, now: Nanos) -> Option<Entry> {
@@ -162,6 +174,7 @@ impl Schedule {
     /// Puts back a frame that could not be sent yet (TX ring full); it stays first in its
     /// flow.
     pub fn push_front(&mut self, entry: Entry) {
+        self.lone_held += usize::from(entry.lone);
         self.due.push_front(entry);
     }
 
@@ -306,6 +319,7 @@ mod tests {
             ]
         );
         assert!(!s.next_is_lone(), "nothing queued");
+        assert!(!s.holds_lone(), "and no lone frame held");
         let mut every = Schedule::new(4, false, 0);
         every.push(100, 0, 60, 7);
         every.push(101, 1, 60, 7);
@@ -313,6 +327,44 @@ mod tests {
             std::iter::from_fn(|| every.pop_due(200)).all(|e| e.lone),
             "a gap of 0: every frame is spun to"
         );
+    }
+
+    /// `pop_due`, checking that a lone frame was counted as held until it left.
+    fn pop_checking_lone(
+        s: &mut Schedule,
+        now: Nanos,
+    ) -> Result<Option<Entry>, proptest::test_runner::TestCaseError> {
+        let held = s.holds_lone();
+        let e = s.pop_due(now);
+        if let Some(e) = &e {
+            proptest::prop_assert!(held || !e.lone, "lone frame {:?} left uncounted", e);
+        }
+        Ok(e)
+    }
+
+    #[test]
+    fn holds_lone_until_the_last_lone_frame_leaves_or_while_one_is_put_back() {
+        let mut s = Schedule::new(8, false, 2_000_000);
+        assert!(!s.holds_lone(), "empty");
+        // A bulk flow (7): only its first frame is lone.
+        s.push(1_000_000, 0, 1514, 7);
+        s.push(1_012_000, 1, 1514, 7);
+        assert!(s.holds_lone());
+        let first = s.pop_due(1_000_000).expect("due");
+        assert!(
+            first.lone && !s.holds_lone(),
+            "the rest of a flow is not lone"
+        );
+        s.push_front(first);
+        assert!(s.holds_lone(), "a lone frame put back is held again");
+        let _ = s.pop_due(1_000_000);
+        // A probe (9) 20 µs after the bulk frame.
+        s.push(1_032_000, 2, 64, 9);
+        assert!(s.holds_lone());
+        assert_eq!(s.pop_due(1_020_000).map(|e| e.slot), Some(1));
+        assert!(s.holds_lone(), "the probe is still queued");
+        assert_eq!(s.pop_due(1_032_000).map(|e| e.slot), Some(2));
+        assert!(!s.holds_lone() && s.is_empty());
     }
 
     proptest::proptest! {
@@ -323,8 +375,9 @@ mod tests {
         fn every_frame_leaves_once_when_due_and_each_flow_keeps_its_order(
             ops in proptest::collection::vec((0u64..40, 0u32..4, 0u8..3), 1..300),
             reorder: bool,
+            lone_gap in 0u64..60,
         ) {
-            let mut s = Schedule::new(8, reorder, 0);
+            let mut s = Schedule::new(8, reorder, lone_gap);
             let mut now = 0;
             let mut out: Vec<Entry> = Vec::new();
             for (i, &(gap, flow, op)) in ops.iter().enumerate() {
@@ -332,22 +385,27 @@ mod tests {
                     0 => s.push(now + gap * 3, i as u32, 60, flow),
                     1 => {
                         now += gap;
-                        while let Some(e) = s.pop_due(now) {
+                        while let Some(e) = pop_checking_lone(&mut s, now)? {
                             proptest::prop_assert!(e.at <= now);
                             out.push(e);
                         }
                     }
                     _ => {
-                        if let Some(e) = s.pop_due(now) {
+                        if let Some(e) = pop_checking_lone(&mut s, now)? {
                             s.push_front(e);
                         }
                     }
                 }
+                if lone_gap == 0 {
+                    // Every frame is lone.
+                    proptest::prop_assert_eq!(s.holds_lone(), !s.is_empty());
+                }
             }
-            while let Some(e) = s.pop_due(u64::MAX) {
+            while let Some(e) = pop_checking_lone(&mut s, u64::MAX)? {
                 out.push(e);
             }
             proptest::prop_assert!(s.is_empty());
+            proptest::prop_assert!(!s.holds_lone(), "nothing queued, nothing lone held");
             let mut slots: Vec<u32> = out.iter().map(|e| e.slot).collect();
             slots.sort_unstable();
             let pushed: Vec<u32> = ops

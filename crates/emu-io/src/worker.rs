@@ -94,6 +94,8 @@ pub struct WorkerCtl {
     pub yield_for_ns: Nanos,
     /// Pause this long after a lone frame left while busy (0 = never); see `IoOptions`.
     pub lone_pause_ns: Nanos,
+    /// How late such a pause may make the next frame; see `IoOptions`.
+    pub lone_pause_late_ns: Nanos,
     /// Counts sends of lone frames in either direction, by the CPU that made them.
     pub lone: LoneSignal,
     /// CPU to pin to.
@@ -153,6 +155,8 @@ struct TurnEnd {
     next: Option<Nanos>,
     /// The frame leaving at `next` is lone in its flow (`Entry::lone`): worth a spin.
     next_lone: bool,
+    /// Some frame held for later is lone (a lone pause must not make it late).
+    holds_lone: bool,
 }
 
 /// Releases what is due, applies reconfigurations, drains the RX rings, and releases what
@@ -189,6 +193,7 @@ fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos, lone: &LoneSign
         tx_blocked,
         next,
         next_lone,
+        holds_lone: each(g).any(|d| d.holds_lone()),
     }
 }
 
@@ -286,7 +291,14 @@ fn owed_lone_pause(
         return None;
     }
     let busy = end.received > 0 || helping || end.next.is_some_and(|t| t <= now);
-    let len = lone::pause_len(ctl.lone_pause_ns, ctl.spin_ns, LATE_LIMIT_NS, end.next, now);
+    // A lone frame is someone's probe, request or reply: never late for a pause.
+    let late = if end.holds_lone {
+        0
+    } else {
+        ctl.lone_pause_late_ns
+    };
+    let limits = (ctl.spin_ns, LATE_LIMIT_NS, late);
+    let len = lone::pause_len(ctl.lone_pause_ns, limits, end.next, now);
     let sent_elsewhere = ctl.lone.elsewhere(current_cpu());
     state
         .take(sent_elsewhere, now, busy && len > 0)
@@ -485,6 +497,7 @@ mod tests {
             yield_after_ns,
             yield_for_ns: 20_000,
             lone_pause_ns: 0,
+            lone_pause_late_ns: 0,
             lone: LoneSignal::off(),
             cpu: None,
             rt_priority: None,
@@ -499,6 +512,7 @@ mod tests {
             tx_blocked: false,
             next,
             next_lone: false,
+            holds_lone: false,
         }
     }
 
