@@ -49,7 +49,6 @@ up kb --bridge kernel; up eb --bridge emu
 # Each round also prints the CPU time the hypervisor took from this VM (steal, from /proc/stat):
 # the emulator uses both vCPUs and the kernel bridge about one, so stolen time costs it more.
 cpu_line() { head -1 /proc/stat; }
-steal_pct() { python3 -c 'import sys; a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].split()[1:]]; d=[y-x for x,y in zip(a,b)]; print(round(100*d[7]/max(sum(d),1),1))' "$1" "$2"; }
 ratios=()
 for round in $(seq 1 "${ROUNDS:-1}"); do
   c0=$(cpu_line)

@@ -31,7 +31,13 @@ rr_stats() { # lab -> TCP request/response (64 B each way, NODELAY) "median p99"
   ${PROBE:-} "$T" rr --lab "$1" --req 64 --resp 64 --nodelay --duration "${RR_SECS:-10}" --json |
     pyjson '"rr median %.3f p99 %.3f n=%d, cpu wait per transaction client %s server %s us" % (d["summary"]["latency_us"]["p50"]/1e3, d["summary"]["latency_us"]["p99"]/1e3, d["summary"]["transactions"], *["-" if d[k] is None else "%.1f" % (d[k]*1e6/max(1, d["summary"]["transactions"])) for k in ("client_cpu_wait_s", "server_cpu_wait_s")])'
 }
-lateness() { "$T" lab status "$1" --json | pyjson '"emulator lateness p50/p99/max us (frames sent by the other worker): " + "; ".join("%s %.1f/%.1f/%.1f (%d)" % (k, c["lateness"]["p50_ns"]/1e3, c["lateness"]["p99_ns"]/1e3, c["lateness"]["max_ns"]/1e3, c.get("helped", 0)) for k, c in ((k, d["emulators"]["'"$1"'"]["counters"][k]) for k in ("forward","reverse")))'; }
+# All frames' lateness per direction, then the lone frames' (the probes': alone in their flow,
+# `DirSnapshot::lone_lateness`), whose p99 the verdict judges on its own.
+lateness() { "$T" lab status "$1" --json | pyjson '"emulator lateness p50/p99/max us (frames sent by the other worker; lone frames p99/max): " + "; ".join("%s %.1f/%.1f/%.1f (%d; lone %d: %.1f/%.1f)" % (k, c["lateness"]["p50_ns"]/1e3, c["lateness"]["p99_ns"]/1e3, c["lateness"]["max_ns"]/1e3, c.get("helped", 0), c["lone_lateness"]["count"], c["lone_lateness"]["p99_ns"]/1e3, c["lone_lateness"]["max_ns"]/1e3) for k, c in ((k, d["emulators"]["'"$1"'"]["counters"][k]) for k in ("forward","reverse")))'; }
+# The share of CPU time the hypervisor took from this VM (steal, /proc/stat) between two
+# `head -1 /proc/stat` lines: a host that takes a tenth of the time stalls the VM for
+# milliseconds at a time, which no figure measured across it can be trusted to within 0.1 ms.
+steal_pct() { python3 -c 'import sys; a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].split()[1:]]; d=[y-x for x,y in zip(a,b)]; print(round(100*d[7]/max(sum(d),1),1))' "$1" "$2"; }
 
 # Delay accuracy, three ways: the default (keep-awake on), keep-awake off (TCPLAB_EMU_IO), and
 # the default with the probes (ping, tcplab rr) at SCHED_FIFO 20, which takes the endpoints'
@@ -56,9 +62,9 @@ delay_phase() { # label, bulk ("" | "unpaced" | "paced RATE"), then env for lab 
     ex d10 server iperf3 -c $CLIENT -t "$bulk_secs" $flags -J > "$TCPLAB_STATE_DIR/bulk.json" &
     pid=$!; sleep 1.5
   fi
-  t0=$(date +%s.%N)
+  t0=$(date +%s.%N); local cpu0; cpu0=$(head -1 /proc/stat)
   local p r; p=$(ping_stats d10 300 0.01); r=$(rr_stats d10)
-  t1=$(date +%s.%N)
+  t1=$(date +%s.%N); STEAL=$(steal_pct "$cpu0" "$(head -1 /proc/stat)")
   read -r P_MED P_P99 _ <<< "$p"; read -r _ _ R_MED _ R_P99 _ <<< "$r"
   BULK_GBPS=0
   if [ -n "$pid" ]; then
@@ -72,7 +78,7 @@ delay_phase() { # label, bulk ("" | "unpaced" | "paced RATE"), then env for lab 
   else
     echo "[$label] idle: ping $p; $r"
   fi
-  echo "    $(lateness d10)"
+  echo "    $(lateness d10); steal ${STEAL}% of CPU time during the probes"
   down d10
 }
 

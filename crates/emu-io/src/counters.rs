@@ -44,6 +44,8 @@ pub struct DirCounters {
     pub(crate) kept_whole: AtomicU64,
     pub(crate) helped: AtomicU64,
     pub(crate) lateness: LatenessHistogram,
+    /// The lateness of the lone frames alone (see [`DirSnapshot::lone_lateness`]).
+    pub(crate) lone_lateness: LatenessHistogram,
 }
 
 /// Drops by cause.
@@ -130,6 +132,13 @@ pub struct DirSnapshot {
     pub helped: u64,
     /// Lateness of released frames.
     pub lateness: LatenessSummary,
+    /// Lateness of the lone frames among them: those alone in their flow (no earlier frame of
+    /// the flow within the lone gap, `Schedule`'s `Entry::lone`), such as a ping, an rr
+    /// request or reply, a handshake. Under a bulk flow they are a fraction of a per cent of
+    /// the frames, so `lateness` says nothing about them, yet they are what a latency probe
+    /// measures. Frames sent straight from the RX ring (due on arrival) are not classified.
+    #[serde(default)]
+    pub lone_lateness: LatenessSummary,
 }
 
 impl DirCounters {
@@ -174,6 +183,7 @@ impl DirCounters {
             kept_whole: l(&self.kept_whole),
             helped: l(&self.helped),
             lateness: self.lateness.summary(),
+            lone_lateness: self.lone_lateness.summary(),
         }
     }
 }

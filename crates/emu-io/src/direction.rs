@@ -111,8 +111,9 @@ pub struct Direction<M: Model> {
     sched: Schedule,
     counters: Arc<DirCounters>,
     reconfig: Receiver<ReconfigRequest<M::Config>>,
-    /// Departure times of the frames in the current TX-ring batch (preallocated).
-    batch_at: Vec<Nanos>,
+    /// Departure times of the frames in the current TX-ring batch, each with whether it is
+    /// lone (preallocated).
+    batch_at: Vec<(Nanos, bool)>,
     /// Schedule entries of the current `sendmmsg` batch (preallocated).
     due: Vec<Entry>,
     /// Frames held in the RX ring for the direct path (preallocated).
@@ -138,8 +139,6 @@ pub struct Direction<M: Model> {
     latest: Nanos,
     /// Counts sends that carried a lone frame (`IoOptions::lone_pause_ns`; off by default).
     lone: LoneSignal,
-    /// The TX-ring batch being filled holds a lone frame.
-    batch_lone: bool,
 }
 
 impl<M: Model> Direction<M> {
@@ -185,7 +184,6 @@ impl<M: Model> Direction<M> {
             decisions: Vec::with_capacity(if settings.gso { MAX_DECISIONS } else { 0 }),
             latest: 0,
             lone: LoneSignal::off(),
-            batch_lone: false,
         }
     }
 
@@ -636,8 +634,12 @@ impl<M: Model> Direction<M> {
             DirCounters::add(&c.drop_tx_failed, u64::from(out.failed));
             DirCounters::add(&c.kicks, u64::from(out.calls));
         }
-        c.lateness
-            .record_batch(sent_at, monotonic_ns(), self.due.iter().map(|e| e.at));
+        c.lateness.record_batch_marked(
+            Some(&c.lone_lateness),
+            sent_at,
+            monotonic_ns(),
+            self.due.iter().map(|e| (e.at, e.lone)),
+        );
         for e in &self.due {
             self.slab.release(e.slot);
         }
@@ -660,9 +662,8 @@ impl<M: Model> Direction<M> {
             let frame = self.slab.slot(e.slot).get(..e.len as usize).unwrap_or(&[]);
             match ring.push(frame) {
                 TxPush::Queued => {
-                    self.batch_lone |= e.lone;
                     DirCounters::add(&c.bytes_out, u64::from(e.len));
-                    self.batch_at.push(e.at);
+                    self.batch_at.push((e.at, e.lone));
                     self.slab.release(e.slot);
                 }
                 TxPush::Full => {
@@ -698,9 +699,13 @@ impl<M: Model> Direction<M> {
         }
         DirCounters::add(&c.drop_tx_failed, ring.take_refused());
         DirCounters::add(&c.kicks, 1);
-        c.lateness
-            .record_batch(sent_at, monotonic_ns(), self.batch_at.iter().copied());
-        if std::mem::take(&mut self.batch_lone) {
+        c.lateness.record_batch_marked(
+            Some(&c.lone_lateness),
+            sent_at,
+            monotonic_ns(),
+            self.batch_at.iter().copied(),
+        );
+        if self.batch_at.iter().any(|&(_, lone)| lone) {
             self.lone.note(current_cpu());
         }
     }

@@ -121,9 +121,26 @@ impl LatenessHistogram {
         end: Nanos,
         departures: impl ExactSizeIterator<Item = Nanos>,
     ) {
-        let n = departures.len();
-        for (i, at) in departures.enumerate() {
-            self.record(handoff_time(start, end, i, n).saturating_sub(at));
+        self.record_batch_marked(None, start, end, departures.map(|at| (at, false)));
+    }
+
+    /// [`Self::record_batch`] for `(departure, marked)` pairs: every frame is recorded here, a
+    /// marked one also in `marked` (a direction's lone frames, the probes whose lateness a
+    /// bulk flow's frames would hide in this histogram's quantiles).
+    pub fn record_batch_marked(
+        &self,
+        marked: Option<&Self>,
+        start: Nanos,
+        end: Nanos,
+        frames: impl ExactSizeIterator<Item = (Nanos, bool)>,
+    ) {
+        let n = frames.len();
+        for (i, (at, mark)) in frames.enumerate() {
+            let late = handoff_time(start, end, i, n).saturating_sub(at);
+            self.record(late);
+            if let Some(m) = marked.filter(|_| mark) {
+                m.record(late);
+            }
         }
     }
 
@@ -272,6 +289,25 @@ mod tests {
         assert_eq!(s.count, 4);
         assert_eq!(s.max_ns, 1_100);
         assert_eq!(s.mean_ns, (1_000 + 1_100 + 1_050 + 400) / 4);
+    }
+
+    #[test]
+    fn marked_frames_are_also_recorded_on_their_own() {
+        let all = LatenessHistogram::new();
+        let lone = LatenessHistogram::new();
+        // Handed over at 1000, 1100, 1200, 1300: late 1000, 1100, 1050, 400; the second and
+        // fourth are marked.
+        let frames = [(0, false), (0, true), (150, false), (900, true)];
+        all.record_batch_marked(Some(&lone), 1_000, 1_400, frames.into_iter());
+        let (a, l) = (all.summary(), lone.summary());
+        assert_eq!((a.count, a.max_ns), (4, 1_100));
+        assert_eq!((l.count, l.max_ns, l.mean_ns), (2, 1_100, 750));
+        all.record_batch_marked(None, 0, 0, [(0, true)].into_iter());
+        assert_eq!(
+            (all.summary().count, lone.summary().count),
+            (5, 2),
+            "no second histogram, nothing else recorded"
+        );
     }
 
     #[test]

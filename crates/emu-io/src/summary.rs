@@ -97,8 +97,9 @@ impl fmt::Display for LatenessSummary {
 }
 
 impl fmt::Display for DirSnapshot {
-    /// `9 frames in, 9 out (826 B); drops none; lateness p50 …`, then the model's duplicates
-    /// and corruptions and the frames still queued, when there are any.
+    /// `9 frames in, 9 out (826 B); drops none; lateness p50 …`, then the lone frames'
+    /// lateness when only some frames were lone (when all were, it is the same), then the
+    /// model's duplicates and corruptions and the frames still queued, when there are any.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -109,6 +110,10 @@ impl fmt::Display for DirSnapshot {
             self.drops,
             self.lateness
         )?;
+        let lone = &self.lone_lateness;
+        if lone.count > 0 && lone.count != self.lateness.count {
+            write!(f, "; {} lone frames: lateness {}", lone.count, lone)?;
+        }
         if self.duplicates > 0 {
             write!(f, "; {} duplicated", self.duplicates)?;
         }
@@ -203,6 +208,26 @@ mod tests {
             snapshot().to_string(),
             "1000 frames in, 985 out (1.49 MB); drops loss 10, queue full 3; \
              lateness p50 703 ns, p99 14.7 µs, max 2.36 ms, 1 over 100 µs; 2 queued"
+        );
+        let mut some_lone = snapshot();
+        some_lone.lone_lateness = LatenessSummary {
+            count: 12,
+            p50_ns: 5_000,
+            p99_ns: 31_000,
+            max_ns: 31_000,
+            ..LatenessSummary::default()
+        };
+        assert!(
+            some_lone.to_string().ends_with(
+                "1 over 100 µs; 12 lone frames: lateness p50 5.00 µs, p99 31.0 µs, max 31.0 µs; 2 queued"
+            ),
+            "{some_lone}"
+        );
+        some_lone.lone_lateness.count = some_lone.lateness.count;
+        assert_eq!(
+            some_lone.to_string(),
+            snapshot().to_string(),
+            "all frames lone: said once"
         );
         assert_eq!(
             DirSnapshot::default().to_string(),

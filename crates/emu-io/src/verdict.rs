@@ -1,7 +1,8 @@
 //! The end-of-run [`Report`] and its fidelity verdict: did the emulator keep its schedule?
 //!
 //! Pure: built from counters and CPU times, judged against [`Thresholds`]. A run is
-//! untrustworthy if frames left too late (lateness p99 above the threshold), if the kernel
+//! untrustworthy if frames left too late (lateness p99 above the threshold, of all frames or of
+//! the lone ones, the probes, on their own: `DirSnapshot::lone_lateness`), if the kernel
 //! dropped frames because the emulator fell behind (ring overflow), if the emulator itself lost
 //! frames (slab full, oversize, TX failure), if a worker thread was CPU-saturated while it was
 //! supposed to sleep between departures, or if a worker failed.
@@ -110,13 +111,17 @@ impl Report {
 }
 
 fn direction_reasons(name: &str, d: &DirSnapshot, t: &Thresholds, out: &mut Vec<String>) {
-    if d.lateness.p99_ns > t.lateness_p99_ns {
-        out.push(format!(
-            "{name}: lateness p99 {} µs above {} µs (max {} µs)",
-            d.lateness.p99_ns / 1_000,
-            t.lateness_p99_ns / 1_000,
-            d.lateness.max_ns / 1_000
-        ));
+    // All frames, then the lone ones on their own: under a bulk flow a probe's frames are too
+    // few to move the first p99, yet late ones are exactly what the probe measures.
+    for (which, l) in [("", &d.lateness), ("lone frames' ", &d.lone_lateness)] {
+        if l.p99_ns > t.lateness_p99_ns {
+            out.push(format!(
+                "{name}: {which}lateness p99 {} µs above {} µs (max {} µs)",
+                l.p99_ns / 1_000,
+                t.lateness_p99_ns / 1_000,
+                l.max_ns / 1_000
+            ));
+        }
     }
     for (n, what) in d.own_faults() {
         if n > 0 {
@@ -209,6 +214,29 @@ mod tests {
         assert!(v.reasons[1].starts_with("b->a: 3 frames dropped by the kernel"));
         assert!(v.reasons[2].contains("CPU-saturated: 95%"));
         assert_eq!(v.reasons[3], "error: worker a->b: boom");
+    }
+
+    #[test]
+    fn late_lone_frames_are_a_reason_even_when_all_frames_kept_time() {
+        let mut r = clean();
+        // 100 000 bulk frames on time; 40 lone frames of a probe, 2 of them 4 ms late (a p99
+        // of 40 frames is its second-largest value).
+        r.reverse.lateness.count = 100_040;
+        r.reverse.lone_lateness = LatenessSummary {
+            count: 40,
+            p50_ns: 8_000,
+            p99_ns: 4_000_000,
+            max_ns: 4_100_000,
+            late_count: 2,
+            ..Default::default()
+        };
+        let v = r.verdict(&Thresholds::default());
+        assert_eq!(
+            v.reasons,
+            ["b->a: lone frames' lateness p99 4000 µs above 100 µs (max 4100 µs)"]
+        );
+        r.reverse.lone_lateness.p99_ns = 60_000;
+        assert!(r.verdict(&Thresholds::default()).trustworthy);
     }
 
     #[test]

@@ -265,6 +265,12 @@ fn verdict_of_a_quiet_run_is_trustworthy() {
         ..Default::default()
     });
     assert!(v.trustworthy, "{:?} {report:?}", v.reasons);
+    // Pings 10 ms apart are each alone in their flow: every echo and reply is a lone frame.
+    for d in [&report.forward, &report.reverse] {
+        let (lone, all) = (d.lone_lateness.count, d.lateness.count);
+        assert!(lone >= 150 && lone <= all, "lone {lone} of {all}: {d:?}");
+        assert!(d.lone_lateness.max_ns <= d.lateness.max_ns);
+    }
     assert!(
         report.threads[0].ratio() < 0.5,
         "idle worker used {:.2} of a CPU",

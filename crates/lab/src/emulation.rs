@@ -403,8 +403,9 @@ pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: boo
 
 /// The emulator's verdict over the frames between two snapshots: any frame dropped for a
 /// reason of the emulator's own ([`DirSnapshot::own_faults`]), more than 1 % of the run's
-/// frames over [`LATENESS_P99_LIMIT_NS`] late (its lateness p99 above the limit), or an
-/// emulator that stopped makes the run untrustworthy.
+/// frames over [`LATENESS_P99_LIMIT_NS`] late (its lateness p99 above the limit), the same of
+/// its lone frames on their own ([`DirSnapshot::lone_lateness`]), or an emulator that stopped
+/// makes the run untrustworthy.
 /// Only this run's frames count: an earlier run that fell behind does not taint a later one
 /// in the same lab (the count of late frames subtracts; quantiles would not).
 pub fn judge_snapshots(before: &Snapshot, after: &Snapshot, running: bool) -> RunFidelity {
@@ -423,14 +424,27 @@ pub fn judge_snapshots(before: &Snapshot, after: &Snapshot, running: bool) -> Ru
                 reasons.push(format!("{dir}: {n} {what}"));
             }
         }
-        let frames = delta(|d| d.lateness.count);
-        let late = delta(|d| d.lateness.late_count);
-        // p99 ≤ limit exactly when at most 1 % of the frames are over it.
-        if late.saturating_mul(100) > frames {
-            reasons.push(format!(
-                "{dir}: lateness p99 above {} µs ({late} of {frames} frames later than that)",
-                LATENESS_P99_LIMIT_NS / 1_000
-            ));
+        // All frames, then the lone ones (a probe's) on their own, which a bulk flow's frames
+        // would outnumber a thousand to one.
+        for (which, frames, late) in [
+            (
+                "",
+                delta(|d| d.lateness.count),
+                delta(|d| d.lateness.late_count),
+            ),
+            (
+                "lone frames' ",
+                delta(|d| d.lone_lateness.count),
+                delta(|d| d.lone_lateness.late_count),
+            ),
+        ] {
+            // p99 ≤ limit exactly when at most 1 % of the frames are over it.
+            if late.saturating_mul(100) > frames {
+                reasons.push(format!(
+                    "{dir}: {which}lateness p99 above {} µs ({late} of {frames} frames later than that)",
+                    LATENESS_P99_LIMIT_NS / 1_000
+                ));
+            }
         }
     }
     RunFidelity {
@@ -472,6 +486,21 @@ mod tests {
         assert_eq!(
             f.reasons,
             ["forward: lateness p99 above 100 µs (101 of 10000 frames later than that)"]
+        );
+    }
+
+    #[test]
+    fn late_lone_frames_make_a_run_untrustworthy_however_many_bulk_frames_kept_time() {
+        let before = snapshot(0, 0, 0);
+        let mut after = snapshot(100_000, 0, 0);
+        // An rr probe's 200 lone frames among them: 2 late is its p99, 3 is over it.
+        after.reverse.lone_lateness.count = 200;
+        after.reverse.lone_lateness.late_count = 2;
+        assert!(judge_snapshots(&before, &after, true).trustworthy);
+        after.reverse.lone_lateness.late_count = 3;
+        assert_eq!(
+            judge_snapshots(&before, &after, true).reasons,
+            ["reverse: lone frames' lateness p99 above 100 µs (3 of 200 frames later than that)"]
         );
     }
 
