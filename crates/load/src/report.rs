@@ -130,7 +130,25 @@ fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
             m.incomplete_reason.as_deref().unwrap_or("cut short")
         )?;
     }
-    Ok(())
+    emulator_verdict(f, &m.facts)
+}
+
+/// The verdict of the emulator the run crossed, if it crossed one (`facts.emulator.fidelity`,
+/// recorded by `crate::lab`): a result that crossed an emulator that fell behind says so where
+/// it is read, not only in its JSON.
+fn emulator_verdict(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fmt::Result {
+    let fidelity = &facts["emulator"]["fidelity"];
+    match fidelity["trustworthy"].as_bool() {
+        None => Ok(()),
+        Some(true) => writeln!(f, "  emulator      kept its schedule (trustworthy)"),
+        Some(false) => {
+            let reasons: Vec<&str> = fidelity["reasons"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|r| r.as_str()).collect())
+                .unwrap_or_default();
+            writeln!(f, "  emulator      UNTRUSTWORTHY: {}", reasons.join("; "))
+        }
+    }
 }
 
 /// How long each side's thread waited for a CPU per transaction: the part of the latency that
@@ -313,5 +331,46 @@ impl fmt::Display for Report {
                 footer(f, &r.meta)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The footer of a run with `facts`, as the human form prints it.
+    fn footer_of(facts: serde_json::Value) -> String {
+        struct Footer(RunMeta);
+        impl fmt::Display for Footer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                footer(f, &self.0)
+            }
+        }
+        Footer(RunMeta {
+            complete: true,
+            facts,
+            ..RunMeta::default()
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn the_human_form_says_whether_the_emulator_kept_its_schedule() {
+        assert_eq!(footer_of(serde_json::json!({})), "", "no emulator crossed");
+        let ok =
+            serde_json::json!({"emulator": {"fidelity": {"trustworthy": true, "reasons": []}}});
+        assert_eq!(
+            footer_of(ok),
+            "  emulator      kept its schedule (trustworthy)\n"
+        );
+        let bad = serde_json::json!({"emulator": {"fidelity": {"trustworthy": false, "reasons": [
+            "reverse: lone frames' lateness p99 above 100 µs (3 of 200 frames later than that)",
+            "the emulator stopped during the run"
+        ]}}});
+        assert_eq!(
+            footer_of(bad),
+            "  emulator      UNTRUSTWORTHY: reverse: lone frames' lateness p99 above 100 µs \
+             (3 of 200 frames later than that); the emulator stopped during the run\n"
+        );
     }
 }
