@@ -25,7 +25,7 @@ use crate::worker::{self, WorkerCtl};
 const RECONFIGURE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Live counters of both directions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
     /// Interface A → interface B.
     pub forward: DirSnapshot,

@@ -7,6 +7,9 @@
 //! frames; drops and duplicates then count segments).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, PoisonError};
+
+use tcplab_emu::Realised;
 
 use crate::lateness::{LatenessHistogram, LatenessSummary};
 
@@ -46,6 +49,8 @@ pub struct DirCounters {
     pub(crate) lateness: LatenessHistogram,
     /// The lateness of the lone frames alone (see [`DirSnapshot::lone_lateness`]).
     pub(crate) lone_lateness: LatenessHistogram,
+    /// The model's own account, as the worker last published it ([`DirSnapshot::realised`]).
+    pub(crate) realised: Mutex<Realised>,
 }
 
 /// Drops by cause.
@@ -75,7 +80,7 @@ impl Drops {
 }
 
 /// A point-in-time copy of one direction's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DirSnapshot {
     /// Frames received from the ingress interface and given to the model.
     pub frames_in: u64,
@@ -139,6 +144,11 @@ pub struct DirSnapshot {
     /// measures. Frames sent straight from the RX ring (due on arrival) are not classified.
     #[serde(default)]
     pub lone_lateness: LatenessSummary,
+    /// What the model really did: its bottleneck queue (how full, how long packets stayed)
+    /// and the delay its delay line gave beside the configured one. Published by the worker
+    /// every 50 ms and when it stops, so it may trail the counters above by that much.
+    #[serde(default)]
+    pub realised: Realised,
 }
 
 impl DirCounters {
@@ -148,6 +158,11 @@ impl DirCounters {
 
     pub(crate) fn set(field: &AtomicU64, v: u64) {
         field.store(v, Relaxed);
+    }
+
+    /// Publishes the model's own account (see [`DirSnapshot::realised`]).
+    pub(crate) fn publish_realised(&self, realised: Realised) {
+        *self.realised.lock().unwrap_or_else(PoisonError::into_inner) = realised;
     }
 
     /// Copies every counter.
@@ -184,6 +199,7 @@ impl DirCounters {
             helped: l(&self.helped),
             lateness: self.lateness.summary(),
             lone_lateness: self.lone_lateness.summary(),
+            realised: *self.realised.lock().unwrap_or_else(PoisonError::into_inner),
         }
     }
 }

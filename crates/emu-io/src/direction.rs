@@ -717,6 +717,11 @@ impl<M: Model> Direction<M> {
         }
     }
 
+    /// Publishes the model's own account up to `now` (`DirSnapshot::realised`).
+    pub fn publish_realised(&self, now: Nanos) {
+        self.counters.publish_realised(self.model.realised(now));
+    }
+
     /// Counts a wake-up from poll.
     pub fn count_wakeup(&self) {
         DirCounters::add(&self.counters.wakeups, 1);

@@ -55,6 +55,10 @@ impl Model for DirectionModel {
     fn reconfigure(&mut self, cfg: &DirectionConfig, now: Nanos) -> Result<(), String> {
         DirectionModel::reconfigure(self, cfg, now).map_err(|e| e.to_string())
     }
+
+    fn realised(&self, now: Nanos) -> tcplab_emu::Realised {
+        DirectionModel::realised(self, now)
+    }
 }
 
 /// A seed for runs whose configuration names none: clock bits and the PID, mixed. Printed via

@@ -73,6 +73,12 @@ pub trait Model: Send + 'static {
     /// Applies a new configuration without dropping what is queued; an error leaves the old
     /// configuration in force and is reported by the bridge.
     fn reconfigure(&mut self, cfg: &Self::Config, now: Nanos) -> Result<(), String>;
+    /// What the model really did up to `now` (its bottleneck queue, the delay it gave), for
+    /// the counters' snapshot. Default: nothing to report.
+    fn realised(&self, now: Nanos) -> tcplab_emu::Realised {
+        let _ = now;
+        tcplab_emu::Realised::default()
+    }
 }
 
 /// Configuration of [`BasicModel`].

@@ -8,6 +8,7 @@ use std::fmt;
 use crate::counters::{DirSnapshot, Drops};
 use crate::lateness::LatenessSummary;
 use crate::verdict::{Fidelity, Report};
+use tcplab_emu::Realised;
 
 /// Bytes as `826 B`, `1.5 kB`, `12.3 MB`, `4.56 GB` (decimal units, three significant digits).
 pub fn format_bytes(n: u64) -> String {
@@ -127,6 +128,55 @@ impl fmt::Display for DirSnapshot {
     }
 }
 
+/// The model's own account of one direction (`DirSnapshot::realised`), a line per element
+/// that has something to say:
+/// `queue: max 64 packets (96.0 kB), mean 41.2; a packet stayed 3.90 ms on average, 7.68 ms at
+/// most (64 accepted); 0 now` and `delay line: mean 10.0 ms, sd 803 µs (configured 10.0 ms, sd
+/// 2.00 ms); 19021 held back to keep order, by 3.20 ms on average`.
+pub fn realised_lines(r: &Realised) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(q) = &r.queue {
+        lines.push(format!(
+            "queue: max {} packets ({}), mean {:.1}; a packet stayed {} on average, {} at most \
+             ({} accepted); {} now",
+            q.max_packets,
+            format_bytes(q.max_bytes),
+            q.mean_packets,
+            format_ns(q.mean_sojourn_ns),
+            format_ns(q.max_sojourn_ns),
+            q.accepted,
+            q.packets
+        ));
+    }
+    if let Some(d) = &r.delay_line {
+        let ns = |x: f64| format_ns(x.round() as u64);
+        let configured = match d.configured_sd_ns {
+            Some(sd) if sd > 0.0 => format!("{}, sd {}", format_ns(d.configured_ns), ns(sd)),
+            _ => format_ns(d.configured_ns),
+        };
+        let mut line = format!(
+            "delay line: mean {}, sd {} (configured {configured})",
+            ns(d.mean_ns),
+            ns(d.sd_ns)
+        );
+        if d.held_for_order > 0 {
+            line.push_str(&format!(
+                "; {} held back to keep order, by {} on average",
+                d.held_for_order,
+                ns(d.mean_held_ns)
+            ));
+        }
+        if d.clamped_at_zero > 0 {
+            line.push_str(&format!(
+                "; {} drew a negative delay and left with none",
+                d.clamped_at_zero
+            ));
+        }
+        lines.push(line);
+    }
+    lines
+}
+
 impl fmt::Display for Fidelity {
     /// `trustworthy`, or `UNTRUSTWORTHY (reason; reason)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -140,10 +190,14 @@ impl fmt::Display for Fidelity {
 impl Report {
     /// The run in a few lines: each direction, each worker's CPU share, the seed.
     pub fn summary_lines(&self) -> Vec<String> {
-        let mut lines = vec![
-            format!("client→server: {}", self.forward),
-            format!("server→client: {}", self.reverse),
-        ];
+        let mut lines = Vec::new();
+        for (name, d) in [
+            ("client→server", &self.forward),
+            ("server→client", &self.reverse),
+        ] {
+            lines.push(format!("{name}: {d}"));
+            lines.extend(realised_lines(&d.realised).iter().map(|l| format!("  {l}")));
+        }
         let workers: Vec<String> = self
             .threads
             .iter()
@@ -232,6 +286,62 @@ mod tests {
         assert_eq!(
             DirSnapshot::default().to_string(),
             "0 frames in, 0 out (0 B); drops none; lateness no frames released"
+        );
+    }
+
+    #[test]
+    fn the_realised_queue_and_delay_read_as_a_line_each_with_only_what_happened() {
+        assert!(realised_lines(&Realised::default()).is_empty());
+        let r = Realised {
+            queue: Some(tcplab_emu::QueueSummary {
+                packets: 0,
+                bytes: 0,
+                max_packets: 64,
+                max_bytes: 96_000,
+                mean_packets: 41.25,
+                accepted: 64,
+                mean_sojourn_ns: 3_900_000,
+                max_sojourn_ns: 7_680_000,
+            }),
+            delay_line: Some(tcplab_emu::DelaySummary {
+                count: 20_000,
+                mean_ns: 13_104_321.4,
+                sd_ns: 803_443.1,
+                configured_ns: 10_000_000,
+                configured_sd_ns: Some(2_000_000.0),
+                held_for_order: 19_021,
+                mean_held_ns: 3_200_000.0,
+                clamped_at_zero: 0,
+            }),
+        };
+        assert_eq!(
+            realised_lines(&r),
+            [
+                "queue: max 64 packets (96.0 kB), mean 41.2; a packet stayed 3.90 ms on \
+                 average, 7.68 ms at most (64 accepted); 0 now",
+                "delay line: mean 13.1 ms, sd 803 µs (configured 10.0 ms, sd 2.00 ms); 19021 \
+                 held back to keep order, by 3.20 ms on average"
+            ]
+        );
+        // Paretonormal jitter (no closed-form sd) larger than the delay.
+        let clamped = tcplab_emu::DelaySummary {
+            count: 3,
+            mean_ns: 100.0,
+            configured_ns: 5_000,
+            configured_sd_ns: None,
+            clamped_at_zero: 2,
+            ..tcplab_emu::DelaySummary::default()
+        };
+        let r = Realised {
+            queue: None,
+            delay_line: Some(clamped),
+        };
+        assert_eq!(
+            realised_lines(&r),
+            [
+                "delay line: mean 100 ns, sd 0 ns (configured 5.00 µs); 2 drew a negative delay \
+              and left with none"
+            ]
         );
     }
 

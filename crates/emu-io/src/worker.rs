@@ -181,7 +181,10 @@ fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos, lone: &LoneSign
         });
     }
     if now.saturating_sub(*last_stats) >= STATS_EVERY {
-        each(g).for_each(|d| d.poll_ring_stats());
+        each(g).for_each(|d| {
+            d.poll_ring_stats();
+            d.publish_realised(now);
+        });
         *last_stats = now;
     }
     let tx_blocked = each(g).any(|d| d.tx_blocked);
@@ -269,8 +272,11 @@ pub fn run<M: Model>(
             awake_since = monotonic_ns();
         }
     }
-    each(&mut lock_own(own)).for_each(|d| d.poll_ring_stats());
     let end = monotonic_ns();
+    each(&mut lock_own(own)).for_each(|d| {
+        d.poll_ring_stats();
+        d.publish_realised(end);
+    });
     Ok(ThreadUsage {
         name,
         cpu_ns: thread_cpu_ns() - cpu0,

@@ -93,6 +93,18 @@ fn ten_ms_delay_shows_in_tcp_rtt_and_ping() {
         "no RTT below the configured 20 ms: {rr:?}"
     );
     assert_balanced(&report);
+    // The model's own account, published when the workers stopped: every frame got exactly
+    // the fixed delay, and there is no bottleneck queue without a rate.
+    for d in [&report.forward, &report.reverse] {
+        let line = d
+            .realised
+            .delay_line
+            .expect("a delayed direction reports its line");
+        assert_eq!(line.count, d.frames_out + d.queued, "{line:?}");
+        assert_eq!((line.mean_ns, line.sd_ns), (10e6, 0.0), "{line:?}");
+        assert_eq!((line.held_for_order, line.clamped_at_zero), (0, 0));
+        assert_eq!(d.realised.queue, None);
+    }
 }
 
 #[test]

@@ -4,8 +4,72 @@
 //! `t` (a negative total is clamped to zero delay). Unless reordering is allowed, it also
 //! never departs before the packet ahead of it: `departure = max(computed, previous)`, which
 //! is how a real path with variable delay behaves (the delay varies, the order does not).
+//!
+//! Both rules change the delay a packet gets from the one drawn, so the line accounts for
+//! what it really gave ([`DelayLineStats`]): the realised mean and standard deviation, how
+//! many packets were held back to keep order and by how much, how many were clamped at zero.
+//! Under a steady flow with packets closer together than the jitter's spread, order-keeping
+//! holds back most packets and the realised jitter is far from the configured one; netem
+//! users meet the same effect as jitter that "undershoots" without a way to see it.
 
 use crate::Nanos;
+
+/// What the delay line really did, summed over the packets that went through it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DelayLineStats {
+    /// Packets that went through the line.
+    pub count: u64,
+    /// Sum of their realised delays (departure − entry), ns.
+    pub sum_ns: u128,
+    /// Sum of the squares of those delays, ns².
+    pub sum_sq_ns2: u128,
+    /// Packets held back to leave no earlier than the packet ahead (jitter without reordering).
+    pub held_for_order: u64,
+    /// Sum of the time those were held back, ns.
+    pub held_ns: u128,
+    /// Packets whose delay plus jitter was negative, sent with no delay instead.
+    pub clamped_at_zero: u64,
+}
+
+impl DelayLineStats {
+    fn record(&mut self, realised: Nanos, held: Nanos, clamped: bool) {
+        let d = u128::from(realised);
+        self.count += 1;
+        self.sum_ns += d;
+        self.sum_sq_ns2 = self.sum_sq_ns2.saturating_add(d * d);
+        if held > 0 {
+            self.held_for_order += 1;
+            self.held_ns += u128::from(held);
+        }
+        self.clamped_at_zero += u64::from(clamped);
+    }
+
+    /// Mean realised delay, ns (0 before any packet).
+    pub fn mean_ns(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        self.sum_ns as f64 / self.count as f64
+    }
+
+    /// Standard deviation of the realised delay, ns (population; 0 before any packet).
+    pub fn sd_ns(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let n = self.count as f64;
+        let mean = self.sum_ns as f64 / n;
+        (self.sum_sq_ns2 as f64 / n - mean * mean).max(0.0).sqrt()
+    }
+
+    /// Mean time a held-back packet was held, ns (0 if none was).
+    pub fn mean_held_ns(&self) -> f64 {
+        if self.held_for_order == 0 {
+            return 0.0;
+        }
+        self.held_ns as f64 / self.held_for_order as f64
+    }
+}
 
 /// The delay line of one direction.
 #[derive(Debug, Clone, Default)]
@@ -13,6 +77,7 @@ pub struct DelayLine {
     delay: Nanos,
     keep_order: bool,
     last: Nanos,
+    stats: DelayLineStats,
 }
 
 impl DelayLine {
@@ -22,6 +87,7 @@ impl DelayLine {
             delay,
             keep_order,
             last: 0,
+            stats: DelayLineStats::default(),
         }
     }
 
@@ -35,12 +101,20 @@ impl DelayLine {
     /// Departure for a packet entering the line at `entered` with jitter `offset` ns.
     pub fn depart(&mut self, entered: Nanos, offset: i64) -> Nanos {
         let total = i128::from(self.delay) + i128::from(offset);
-        let mut at = entered.saturating_add(total.clamp(0, i128::from(u64::MAX)) as u64);
-        if self.keep_order {
-            at = at.max(self.last);
-        }
+        let drawn = entered.saturating_add(total.clamp(0, i128::from(u64::MAX)) as u64);
+        let at = if self.keep_order {
+            drawn.max(self.last)
+        } else {
+            drawn
+        };
         self.last = self.last.max(at);
+        self.stats.record(at - entered, at - drawn, total < 0);
         at
+    }
+
+    /// What the line has really given so far.
+    pub fn stats(&self) -> &DelayLineStats {
+        &self.stats
     }
 
     /// Latest departure scheduled so far.
@@ -74,5 +148,44 @@ mod tests {
     fn negative_total_is_clamped_to_zero_delay() {
         let mut d = DelayLine::new(100, false);
         assert_eq!(d.depart(1000, -5000), 1000);
+        assert_eq!(d.stats().clamped_at_zero, 1);
+        assert_eq!(d.stats().sum_ns, 0);
+    }
+
+    #[test]
+    fn stats_give_the_realised_delay_and_what_order_keeping_added() {
+        // Delays drawn 1500, 500, 1000, 2000 ns for packets entering 10 ns apart; keeping
+        // order holds the second to 1500 (entered 10, drawn 510: delay 1490, held 990) and
+        // the third to 1500 as well (entered 20, drawn 1020: delay 1480, held 480).
+        let mut d = DelayLine::new(1000, true);
+        for (entered, offset) in [(0, 500), (10, -500), (20, 0), (30, 1000)] {
+            d.depart(entered, offset);
+        }
+        let s = *d.stats();
+        assert_eq!(s.count, 4);
+        assert_eq!(s.sum_ns, 1500 + 1490 + 1480 + 2000);
+        assert_eq!(
+            s.sum_sq_ns2,
+            1500 * 1500 + 1490 * 1490 + 1480 * 1480 + 2000 * 2000
+        );
+        assert_eq!((s.held_for_order, s.held_ns), (2, 990 + 480));
+        assert_eq!(s.mean_held_ns(), 735.0);
+        assert_eq!(s.mean_ns(), 1617.5);
+        // Population sd of 1500, 1490, 1480, 2000.
+        let mean = 1617.5_f64;
+        let var = [1500.0, 1490.0, 1480.0, 2000.0]
+            .iter()
+            .map(|x: &f64| (x - mean).powi(2))
+            .sum::<f64>()
+            / 4.0;
+        assert!((s.sd_ns() - var.sqrt()).abs() < 1e-6, "{}", s.sd_ns());
+        assert_eq!(s.clamped_at_zero, 0);
+        // Without order-keeping nothing is held and the drawn delays are the realised ones.
+        let mut r = DelayLine::new(1000, false);
+        for (entered, offset) in [(0, 500), (10, -500), (20, 0), (30, 1000)] {
+            r.depart(entered, offset);
+        }
+        assert_eq!(r.stats().held_for_order, 0);
+        assert_eq!(r.stats().sum_ns, 1500 + 500 + 1000 + 2000);
     }
 }

@@ -30,6 +30,10 @@ pub const MAX_TABLE_LEN: usize = 65_536;
 /// Entries in a table built by [`DistTable::from_samples`] (netem's tables have 4096).
 pub const FITTED_TABLE_LEN: usize = 4096;
 
+/// Standard deviation of the pareto variate after the ±[`MAX_Z`] cap (`tests/jitter.rs`
+/// derives it and checks draws against it).
+pub const PARETO_Z_SD: f64 = 0.820_85;
+
 /// Standard normal CDF `Φ(x)`, accurate to about 1e-7 relative (Numerical Recipes' erfc
 /// Chebyshev fit), which is far below the resolution of any jitter that matters.
 pub fn normal_cdf(x: f64) -> f64 {

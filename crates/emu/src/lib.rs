@@ -78,6 +78,7 @@ mod model;
 pub mod pattern;
 pub mod queue_stats;
 pub mod rate;
+pub mod realised;
 pub mod reorder;
 pub mod rng;
 pub mod spec;
@@ -98,4 +99,5 @@ pub use model::{
 };
 pub use pattern::LossPattern;
 pub use queue_stats::QueueStats;
+pub use realised::{DelaySummary, QueueSummary, Realised};
 pub use rng::Direction;

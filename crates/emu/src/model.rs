@@ -9,13 +9,14 @@
 //! draws: with the same seed, packet *k* gets the same jitter at 0% and at 5% loss.
 
 use crate::corrupt::{CorruptElement, Corruption};
-use crate::delay::DelayLine;
+use crate::delay::{DelayLine, DelayLineStats};
 use crate::duplicate::DuplicateElement;
 use crate::error::ConfigError;
 use crate::jitter::JitterSource;
 use crate::loss::LossElement;
 use crate::queue_stats::QueueStats;
 use crate::rate::Bottleneck;
+use crate::realised::Realised;
 use crate::reorder::ReorderElement;
 use crate::rng::{Direction, Stream, stream};
 use crate::{DirectionConfig, LinkConfig, Nanos};
@@ -124,6 +125,8 @@ pub struct DirectionCounters {
     pub reordered: u64,
     /// Bottleneck queue occupancy (up to the last arrival).
     pub queue: QueueStats,
+    /// What the delay line really gave (realised delay, order-keeping, clamping).
+    pub delay_line: DelayLineStats,
 }
 
 impl DirectionCounters {
@@ -237,6 +240,7 @@ impl DirectionModel {
             }
         }
         self.counters.queue = *self.bottleneck.stats();
+        self.counters.delay_line = *self.delay.stats();
         Verdict::Send(out)
     }
 
@@ -283,6 +287,12 @@ impl DirectionModel {
     /// Queue statistics projected to `now` (the counters' copy stops at the last arrival).
     pub fn queue_stats_at(&self, now: Nanos) -> QueueStats {
         self.bottleneck.stats_at(now.max(self.last_now))
+    }
+
+    /// What this direction really did up to `now`: its bottleneck queue and the delay its
+    /// delay line gave (for reports; see [`crate::realised`]).
+    pub fn realised(&self, now: Nanos) -> Realised {
+        Realised::of(&self.cfg, &self.queue_stats_at(now), self.delay.stats())
     }
 
     /// True if departures can come out of arrival order, so the I/O layer needs a

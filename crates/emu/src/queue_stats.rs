@@ -27,6 +27,13 @@ pub struct QueueStats {
     pub since: Nanos,
     /// End of observation (last update).
     pub until: Nanos,
+    /// Packets accepted into the queue (a GSO train counts its segments).
+    pub accepted: u64,
+    /// Sum over accepted packets of their time in the bottleneck: from arrival until their
+    /// last bit is serialised (waiting behind others plus their own serialisation).
+    pub sojourn_ns: u128,
+    /// The longest such time.
+    pub max_sojourn_ns: Nanos,
     started: bool,
 }
 
@@ -61,6 +68,23 @@ impl QueueStats {
     pub fn leave(&mut self, len: u32) {
         self.packets = self.packets.saturating_sub(1);
         self.bytes = self.bytes.saturating_sub(u64::from(len));
+    }
+
+    /// A packet accepted at `arrived` leaves the bottleneck at `leaves`: counts its sojourn.
+    pub fn record_sojourn(&mut self, arrived: Nanos, leaves: Nanos) {
+        let ns = leaves.saturating_sub(arrived);
+        self.accepted += 1;
+        self.sojourn_ns += u128::from(ns);
+        self.max_sojourn_ns = self.max_sojourn_ns.max(ns);
+    }
+
+    /// Mean time an accepted packet spent in the bottleneck, ns (0 before any).
+    pub fn mean_sojourn_ns(&self) -> Nanos {
+        if self.accepted == 0 {
+            0
+        } else {
+            u64::try_from(self.sojourn_ns / u128::from(self.accepted)).unwrap_or(u64::MAX)
+        }
     }
 
     /// Time-weighted mean packet count over the observation (0 before any time has passed).

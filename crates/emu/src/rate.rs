@@ -118,6 +118,7 @@ impl Bottleneck {
             self.busy_until = leaves;
             self.queue.push_back((leaves, len));
             self.stats.enter(len);
+            self.stats.record_sojourn(now, leaves);
         }
         Ok(self.busy_until)
     }
@@ -211,6 +212,24 @@ mod tests {
         assert_eq!(train.stats().packets, 25);
         // Once the first train has left, its 10 places are free again.
         assert!(train.offer_train(10 * 1514, 10, 7 + 1_230_400).is_ok());
+    }
+
+    #[test]
+    fn a_burst_counts_each_accepted_packets_time_in_the_bottleneck() {
+        // 100 Mbit/s, 64 packets, a 100-packet burst of 1500 B at t = 0: the k-th accepted
+        // packet leaves at k × 120 µs; the 36 that do not fit are not counted.
+        let mut b = Bottleneck::new(Some(100_000_000), 0, QueueLimit::Packets(64));
+        let accepted = (0..100).filter(|_| b.offer(1500, 0).is_ok()).count();
+        assert_eq!(accepted, 64);
+        let s = b.stats();
+        assert_eq!(s.accepted, 64);
+        assert_eq!(s.sojourn_ns, 120_000 * (64 * 65 / 2));
+        assert_eq!(s.mean_sojourn_ns(), 3_900_000, "120 µs × 32.5");
+        assert_eq!(s.max_sojourn_ns, 7_680_000);
+        // A packet arriving to an idle link stays only for its own serialisation.
+        b.offer(1500, 10_000_000).unwrap();
+        assert_eq!(b.stats().accepted, 65);
+        assert_eq!(b.stats().max_sojourn_ns, 7_680_000);
     }
 
     #[test]

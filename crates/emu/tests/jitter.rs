@@ -76,7 +76,7 @@ fn pareto_mean_and_sd_match_the_capped_closed_form() {
     let z: Vec<f64> = d.iter().map(|x| (x - 100e6) / 10e6).collect();
     let (mean, sd) = mean_sd(&z);
     assert!((mean + 0.032_923).abs() < 0.006, "mean {mean}");
-    assert!((sd - 0.820_85).abs() < 0.01, "sd {sd}");
+    assert!((sd - tcplab_emu::dist::PARETO_Z_SD).abs() < 0.01, "sd {sd}");
     // Right-skewed: the minimum is −2/3, the tail reaches the cap.
     let min = z.iter().copied().fold(f64::INFINITY, f64::min);
     assert!((min + 2.0 / 3.0).abs() < 0.01, "min {min}");
@@ -253,4 +253,55 @@ fn reorder_gap_makes_every_fifth_packet_overtake() {
         assert_eq!(t, expected, "packet {}", k + 1);
     }
     assert_eq!(m.counters().reordered, 4);
+}
+
+/// The model's own account of the delay it gave (`DirectionModel::realised`) agrees with the
+/// departures exactly, and shows what order-keeping does to a flow: with packets 1 s apart
+/// nothing is held back and the realised sd is the configured one; with packets 12 µs apart
+/// (1500 B at 1 Gbit/s) against a 2 ms normal jitter nearly every packet waits for a slower
+/// one ahead, and the realised sd falls below half the configured one (0.80 ms of 2).
+#[test]
+fn realised_delay_agrees_with_the_departures_and_shows_order_keeping() {
+    let cfg = jittery(10 * MS, 2 * MS, Distribution::Normal, 0.0);
+    for (gap, n) in [(S, 20_000u64), (12_000, 20_000)] {
+        let mut m = model(&cfg, 7);
+        let d: Vec<f64> = (0..n)
+            .map(|k| (sent(m.arrive(1500, k * gap)).first().at - k * gap) as f64)
+            .collect();
+        let (mean, sd) = mean_sd(&d);
+        let line = m
+            .realised(n * gap)
+            .delay_line
+            .expect("a delayed direction reports its delay line");
+        assert_eq!(line.count, n);
+        assert!(
+            (line.mean_ns - mean).abs() < 1e-3 * mean,
+            "{} vs {mean}",
+            line.mean_ns
+        );
+        assert!(
+            (line.sd_ns - sd).abs() < 1e-3 * sd + 1.0,
+            "{} vs {sd}",
+            line.sd_ns
+        );
+        assert_eq!(line.configured_sd_ns, Some(2e6));
+        assert_eq!(line.clamped_at_zero, 0, "10 ms is 5 sd from zero");
+        if gap == S {
+            assert_eq!(line.held_for_order, 0);
+            assert!((line.sd_ns / 2e6 - 1.0).abs() < 0.03, "sd {}", line.sd_ns);
+        } else {
+            assert!(
+                line.held_for_order > n * 9 / 10,
+                "{} held",
+                line.held_for_order
+            );
+            assert!(line.sd_ns < 1e6, "sd {} under order-keeping", line.sd_ns);
+            assert!(
+                line.mean_ns > 13e6,
+                "mean {}: most wait for a slow one",
+                line.mean_ns
+            );
+        }
+        assert!(m.realised(n * gap).queue.is_none(), "no rate, no queue");
+    }
 }

@@ -320,8 +320,11 @@ fn emulator_summary(s: &tcplab_lab::emulation::EmulatorStatus) -> Vec<String> {
         lines.push(format!("    {label:<14} {line}"));
     }
     if let Some(c) = counters {
-        lines.push(format!("    client→server  {}", c.forward));
-        lines.push(format!("    server→client  {}", c.reverse));
+        for (name, d) in [("client→server", &c.forward), ("server→client", &c.reverse)] {
+            lines.push(format!("    {name}  {d}"));
+            let realised = tcplab_emu_io::summary::realised_lines(&d.realised);
+            lines.extend(realised.iter().map(|l| format!("{:19}{l}", "")));
+        }
     }
     lines
 }
