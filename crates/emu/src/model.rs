@@ -9,7 +9,7 @@
 //! draws: with the same seed, packet *k* gets the same jitter at 0% and at 5% loss.
 
 use crate::corrupt::{CorruptElement, Corruption};
-use crate::delay::{DelayLine, DelayLineStats};
+use crate::delay::DelayLine;
 use crate::duplicate::DuplicateElement;
 use crate::error::ConfigError;
 use crate::jitter::JitterSource;
@@ -125,8 +125,6 @@ pub struct DirectionCounters {
     pub reordered: u64,
     /// Bottleneck queue occupancy (up to the last arrival).
     pub queue: QueueStats,
-    /// What the delay line really gave (realised delay, order-keeping, clamping).
-    pub delay_line: DelayLineStats,
 }
 
 impl DirectionCounters {
@@ -240,7 +238,6 @@ impl DirectionModel {
             }
         }
         self.counters.queue = *self.bottleneck.stats();
-        self.counters.delay_line = *self.delay.stats();
         Verdict::Send(out)
     }
 
