@@ -151,6 +151,25 @@ fn seed002_small_receive_buffer_and_the_four_lines() {
     let after = stream(&lab, SockOpts::default());
     let after_mbit = mbit(&after);
     eprintln!("seed 002 at 30 ms: {before_mbit:.1} Mbit/s -> {after_mbit:.1} Mbit/s with {rmem}");
+    // The run's own account of the link: every packet got exactly the 15 ms (no jitter), and
+    // the data went through the 100 Mbit/s queue (its stay is at least one 1500-B frame's
+    // serialisation, 120 µs, reported whatever the flow made of the queue).
+    let realised = &after.meta.facts["emulator"]["realised"]["forward"];
+    eprintln!("realised over the run after the fix: {realised}");
+    assert_eq!(realised["delay_mean_ns"], 15e6, "{realised}");
+    assert_eq!(realised["delay_sd_ns"], 0.0, "{realised}");
+    assert!(
+        realised["delay_count"].as_u64().unwrap() > 10_000,
+        "{realised}"
+    );
+    assert!(
+        realised["queue_accepted"].as_u64().unwrap() > 10_000,
+        "{realised}"
+    );
+    assert!(
+        realised["queue_mean_sojourn_ns"].as_u64().unwrap() >= 120_000,
+        "{realised}"
+    );
     assert!(
         after_mbit > 2.0 * before_mbit,
         "{before_mbit} -> {after_mbit}"

@@ -10,42 +10,7 @@ use crate::lateness::LatenessSummary;
 use crate::verdict::{Fidelity, Report};
 use tcplab_emu::Realised;
 
-/// Bytes as `826 B`, `1.5 kB`, `12.3 MB`, `4.56 GB` (decimal units, three significant digits).
-pub fn format_bytes(n: u64) -> String {
-    scaled(
-        n,
-        &[(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")],
-        "B",
-    )
-}
-
-/// ns as `740 ns`, `14.7 µs`, `2.36 ms` (three significant digits at most).
-pub fn format_ns(ns: u64) -> String {
-    scaled(
-        ns,
-        &[(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs")],
-        "ns",
-    )
-}
-
-/// `n` in the largest of `units` (largest first) it reaches, with three significant digits;
-/// below them all, whole `base` units.
-fn scaled(n: u64, units: &[(u64, &str)], base: &str) -> String {
-    for &(per, unit) in units {
-        if n >= per {
-            let x = n as f64 / per as f64;
-            let decimals = if x >= 100.0 {
-                0
-            } else if x >= 10.0 {
-                1
-            } else {
-                2
-            };
-            return format!("{x:.decimals$} {unit}");
-        }
-    }
-    format!("{n} {base}")
-}
+pub use tcplab_emu::describe::{format_bytes, format_ns};
 
 impl fmt::Display for Drops {
     /// `none`, or the non-zero causes: `loss 12, queue full 3`.
@@ -302,6 +267,7 @@ mod tests {
                 accepted: 64,
                 mean_sojourn_ns: 3_900_000,
                 max_sojourn_ns: 7_680_000,
+                ..tcplab_emu::QueueSummary::default()
             }),
             delay_line: Some(tcplab_emu::DelaySummary {
                 count: 20_000,
@@ -312,6 +278,7 @@ mod tests {
                 held_for_order: 19_021,
                 mean_held_ns: 3_200_000.0,
                 clamped_at_zero: 0,
+                ..tcplab_emu::DelaySummary::default()
             }),
         };
         assert_eq!(

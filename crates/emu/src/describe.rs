@@ -57,6 +57,44 @@ pub fn format_percent(p: f64) -> String {
     format!("{text}%")
 }
 
+/// A measured size in bytes as `826 B`, `1.5 kB`, `12.3 MB`, `4.56 GB` (decimal units, three significant digits).
+pub fn format_bytes(n: u64) -> String {
+    scaled(
+        n,
+        &[(1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB")],
+        "B",
+    )
+}
+
+/// A measured time in ns as `740 ns`, `14.7 µs`, `2.36 ms` (three significant digits at most;
+/// configured durations are written exactly by [`format_duration`]).
+pub fn format_ns(ns: u64) -> String {
+    scaled(
+        ns,
+        &[(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs")],
+        "ns",
+    )
+}
+
+/// `n` in the largest of `units` (largest first) it reaches, with three significant digits;
+/// below them all, whole `base` units.
+fn scaled(n: u64, units: &[(u64, &str)], base: &str) -> String {
+    for &(per, unit) in units {
+        if n >= per {
+            let x = n as f64 / per as f64;
+            let decimals = if x >= 100.0 {
+                0
+            } else if x >= 10.0 {
+                1
+            } else {
+                2
+            };
+            return format!("{x:.decimals$} {unit}");
+        }
+    }
+    format!("{n} {base}")
+}
+
 /// `n / per` in decimal without rounding (`per` is a power of ten): 2_090_000 / 10^6 → `2.09`.
 fn exact_quotient(n: u64, per: u64) -> String {
     let (whole, rest) = (n / per, n % per);

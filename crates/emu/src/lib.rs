@@ -99,5 +99,5 @@ pub use model::{
 };
 pub use pattern::LossPattern;
 pub use queue_stats::QueueStats;
-pub use realised::{DelaySummary, QueueSummary, Realised};
+pub use realised::{DelaySummary, QueueSummary, Realised, RunRealised};
 pub use rng::Direction;

@@ -387,6 +387,29 @@ pub struct RunFidelity {
     pub reasons: Vec<String>,
 }
 
+/// What the emulator's model really did over one run, per direction: the queue stay and the
+/// realised delay of that run's packets alone (`tcplab_emu::RunRealised`); a direction with
+/// neither a queue nor a delay line has none. The model publishes its account every 50 ms, so
+/// the last 50 ms of a run may fall into the next one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunAccount {
+    /// Client → server.
+    pub forward: Option<tcplab_emu::RunRealised>,
+    /// Server → client.
+    pub reverse: Option<tcplab_emu::RunRealised>,
+}
+
+/// The model's account of one run from the emulator's counters before and after it (see
+/// [`RunAccount`]); `None` if either cannot be read (the verdict says why).
+pub fn account(before: &serde_json::Value, after: &serde_json::Value) -> Option<RunAccount> {
+    let read = |v: &serde_json::Value| serde_json::from_value::<Snapshot>(v.clone()).ok();
+    let (b, a) = (read(before)?, read(after)?);
+    Some(RunAccount {
+        forward: tcplab_emu::RunRealised::between(&b.forward.realised, &a.forward.realised),
+        reverse: tcplab_emu::RunRealised::between(&b.reverse.realised, &a.reverse.realised),
+    })
+}
+
 /// The emulator's verdict over one run, from its counters (`EmulatorStatus::counters`) before
 /// and after it; see [`judge_snapshots`]. Counters that cannot be read make the run
 /// untrustworthy rather than passing it unjudged.

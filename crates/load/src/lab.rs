@@ -73,9 +73,13 @@ where
 }
 
 /// Records the emulator's settings, seed and fidelity verdict over the run in the result's facts,
-/// so every result that crossed an emulator that fell behind says it is untrustworthy.
+/// so every result that crossed an emulator that fell behind says it is untrustworthy, and what
+/// its model really gave during the run (queue stay, realised delay and jitter).
 fn attach_emulator(lab: &Lab, before: &tcplab_lab::emulation::EmulatorStatus, report: &mut Report) {
     let after = lab.emulator_status().ok();
+    let account = after
+        .as_ref()
+        .and_then(|a| tcplab_lab::emulation::account(&before.counters, &a.counters));
     let fidelity = match &after {
         Some(a) => tcplab_lab::emulation::judge(&before.counters, &a.counters, a.running),
         None => tcplab_lab::emulation::RunFidelity {
@@ -91,6 +95,7 @@ fn attach_emulator(lab: &Lab, before: &tcplab_lab::emulation::EmulatorStatus, re
                 "seed": before.seed,
                 "link": before.link,
                 "fidelity": fidelity,
+                "realised": account,
             }),
         );
     }

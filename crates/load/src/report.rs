@@ -130,7 +130,21 @@ fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
             m.incomplete_reason.as_deref().unwrap_or("cut short")
         )?;
     }
-    emulator_verdict(f, &m.facts)
+    emulator_verdict(f, &m.facts)?;
+    emulator_account(f, &m.facts)
+}
+
+/// What the emulator's model gave during the run, per direction that has a queue or a delay
+/// line (`facts.emulator.realised`, recorded by `crate::lab`): the queueing delay the link added
+/// and the jitter it really produced, which may be far from the configured one.
+fn emulator_account(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fmt::Result {
+    let realised = &facts["emulator"]["realised"];
+    for (key, name) in [("forward", "client→server"), ("reverse", "server→client")] {
+        if let Ok(run) = serde_json::from_value::<tcplab_emu::RunRealised>(realised[key].clone()) {
+            writeln!(f, "  emulator      {name}: {run}")?;
+        }
+    }
+    Ok(())
 }
 
 /// The verdict of the emulator the run crossed, if it crossed one (`facts.emulator.fidelity`,
@@ -371,6 +385,24 @@ mod tests {
             footer_of(bad),
             "  emulator      UNTRUSTWORTHY: reverse: lone frames' lateness p99 above 100 µs \
              (3 of 200 frames later than that); the emulator stopped during the run\n"
+        );
+    }
+
+    #[test]
+    fn the_human_form_gives_the_queue_stay_and_realised_delay_per_direction() {
+        let facts = serde_json::json!({"emulator": {
+            "fidelity": {"trustworthy": true, "reasons": []},
+            "realised": {
+                "forward": {"queue_accepted": 2, "queue_mean_sojourn_ns": 120000,
+                    "delay_count": 2, "delay_mean_ns": 2000.0, "delay_sd_ns": 1000.0,
+                    "configured_sd_ns": 0.0, "held_for_order": 0, "clamped_at_zero": 0},
+                "reverse": null
+            }
+        }});
+        assert_eq!(
+            footer_of(facts),
+            "  emulator      kept its schedule (trustworthy)\n  emulator      client→server: \
+             queue stay 120 µs mean (2 packets); delay 2.00 µs mean, sd 1.00 µs\n"
         );
     }
 }
