@@ -44,8 +44,9 @@ pub struct QueueSummary {
     pub mean_sojourn_ns: Nanos,
     /// The longest such time, ns.
     pub max_sojourn_ns: Nanos,
-    /// Sum of those times, ns: what [`RunRealised::between`] subtracts.
-    #[serde(default)]
+    /// Sum of those times, ns: what [`RunRealised::between`] subtracts (in JSON as a decimal
+    /// string, like the other sums: they outgrow what a JSON number holds exactly).
+    #[serde(default, with = "u128_text")]
     pub sojourn_sum_ns: u128,
 }
 
@@ -71,10 +72,10 @@ pub struct DelaySummary {
     /// Packets whose delay plus jitter was negative, sent with no delay.
     pub clamped_at_zero: u64,
     /// Sum of the realised delays, ns (for [`RunRealised::between`]).
-    #[serde(default)]
+    #[serde(default, with = "u128_text")]
     pub sum_ns: u128,
-    /// Sum of their squares, ns².
-    #[serde(default)]
+    /// Sum of their squares, ns² (past 2^64 after some 200 000 packets of 10 ms).
+    #[serde(default, with = "u128_text")]
     pub sum_sq_ns2: u128,
 }
 
@@ -207,6 +208,29 @@ impl fmt::Display for RunRealised {
             return f.write_str("no packets");
         }
         f.write_str(&parts.join("; "))
+    }
+}
+
+/// A `u128` as a decimal string in JSON (read back from a string or a plain number): JSON
+/// numbers are doubles to most readers, and `serde_json::Value` holds at most a `u64`.
+mod u128_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Text(String),
+            Number(u64),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Text(t) => t.parse().map_err(serde::de::Error::custom),
+            Repr::Number(n) => Ok(u128::from(n)),
+        }
     }
 }
 
@@ -369,6 +393,22 @@ mod tests {
         };
         let json = serde_json::to_string(&r).unwrap();
         assert_eq!(serde_json::from_str::<Realised>(&json).unwrap(), r);
+        // Through `serde_json::Value` too, which is how the lab carries the counters.
+        let value = serde_json::to_value(r).unwrap();
+        assert_eq!(
+            value["delay_line"]["sum_sq_ns2"],
+            (u128::MAX / 3).to_string().as_str()
+        );
+        assert_eq!(serde_json::from_value::<Realised>(value).unwrap(), r);
+        let plain = serde_json::json!({"delay_line": {"count": 1, "mean_ns": 5.0, "sd_ns": 0.0,
+            "configured_ns": 5, "configured_sd_ns": 0.0, "held_for_order": 0, "mean_held_ns": 0.0,
+            "clamped_at_zero": 0, "sum_ns": 5, "sum_sq_ns2": 25}});
+        let read = serde_json::from_value::<Realised>(plain).unwrap();
+        assert_eq!(
+            read.delay_line.unwrap().sum_sq_ns2,
+            25,
+            "a plain number reads too"
+        );
     }
 
     #[test]
