@@ -207,7 +207,10 @@ impl SharedEmu {
             running: self.bridge.is_running(),
             seed: self.seed,
             link: self.link.lock().map(|l| l.clone()).unwrap_or_default(),
-            counters: serde_json::to_value(self.bridge.stats()).unwrap_or_default(),
+            // An encoding failure is carried, not turned into `null`, so the verdict says why.
+            counters: serde_json::to_value(self.bridge.stats()).unwrap_or_else(|e| {
+                serde_json::json!({ "error": format!("the counters could not be encoded: {e}") })
+            }),
         }
     }
 
@@ -414,7 +417,10 @@ pub fn account(before: &serde_json::Value, after: &serde_json::Value) -> Option<
 /// and after it; see [`judge_snapshots`]. Counters that cannot be read make the run
 /// untrustworthy rather than passing it unjudged.
 pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: bool) -> RunFidelity {
-    let read = |v: &serde_json::Value| serde_json::from_value::<Snapshot>(v.clone());
+    let read = |v: &serde_json::Value| match v["error"].as_str() {
+        Some(e) => Err(e.to_string()),
+        None => serde_json::from_value::<Snapshot>(v.clone()).map_err(|e| e.to_string()),
+    };
     match (read(before), read(after)) {
         (Ok(b), Ok(a)) => judge_snapshots(&b, &a, running),
         (Err(e), _) | (_, Err(e)) => RunFidelity {
@@ -545,6 +551,12 @@ mod tests {
             f.reasons[0].starts_with("the emulator's counters could not be read"),
             "{:?}",
             f.reasons
+        );
+        // Counters the emulator could not encode say so, rather than "invalid type: null".
+        let failed = serde_json::json!({"error": "the counters could not be encoded: x"});
+        assert_eq!(
+            judge(&good, &failed, true).reasons,
+            ["the emulator's counters could not be read: the counters could not be encoded: x"]
         );
     }
 
