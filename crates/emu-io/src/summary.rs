@@ -96,7 +96,7 @@ impl fmt::Display for DirSnapshot {
 /// The model's own account of one direction (`DirSnapshot::realised`), a line per element
 /// that has something to say:
 /// `queue: max 64 packets (96.0 kB), mean 41.2; a packet stayed 3.90 ms on average, 7.68 ms at
-/// most (64 accepted); 0 now` and `delay line: mean 10.0 ms, sd 803 µs (configured 10.0 ms, sd
+/// most (64 accepted); 0 now` and `delay line: mean 13.1 ms, sd 803 µs (configured 10.0 ms, sd
 /// 2.00 ms); 19021 held back to keep order, by 3.20 ms on average`.
 pub fn realised_lines(r: &Realised) -> Vec<String> {
     let mut lines = Vec::new();

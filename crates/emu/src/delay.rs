@@ -54,12 +54,7 @@ impl DelayLineStats {
 
     /// Standard deviation of the realised delay, ns (population; 0 before any packet).
     pub fn sd_ns(&self) -> f64 {
-        if self.count == 0 {
-            return 0.0;
-        }
-        let n = self.count as f64;
-        let mean = self.sum_ns as f64 / n;
-        (self.sum_sq_ns2 as f64 / n - mean * mean).max(0.0).sqrt()
+        sd_from_sums(self.count, self.sum_ns, self.sum_sq_ns2)
     }
 
     /// Mean time a held-back packet was held, ns (0 if none was).
@@ -68,6 +63,26 @@ impl DelayLineStats {
             return 0.0;
         }
         self.held_ns as f64 / self.held_for_order as f64
+    }
+}
+
+/// The population standard deviation of `n` values from their sum and sum of squares:
+/// `√(n·Σx² − (Σx)²) / n`, in exact integers while they fit (so equal values give exactly 0,
+/// where `Σx²/n − mean²` in floating point leaves a rounding residue), in `f64` beyond.
+pub fn sd_from_sums(n: u64, sum: u128, sum_sq: u128) -> f64 {
+    if n == 0 {
+        return 0.0;
+    }
+    let exact = u128::from(n)
+        .checked_mul(sum_sq)
+        .zip(sum.checked_mul(sum))
+        .map(|(a, b)| a.saturating_sub(b));
+    match exact {
+        Some(var_n2) => (var_n2 as f64).sqrt() / n as f64,
+        None => {
+            let mean = sum as f64 / n as f64;
+            (sum_sq as f64 / n as f64 - mean * mean).max(0.0).sqrt()
+        }
     }
 }
 
@@ -180,6 +195,18 @@ mod tests {
             / 4.0;
         assert!((s.sd_ns() - var.sqrt()).abs() < 1e-6, "{}", s.sd_ns());
         assert_eq!(s.clamped_at_zero, 0);
+        // Equal delays give exactly 0, whatever their size; sums past u128 fall back to f64.
+        let n = 34_597_u64;
+        let d = 15_000_001_u128;
+        assert_eq!(
+            sd_from_sums(n, d * u128::from(n), d * d * u128::from(n)),
+            0.0
+        );
+        assert_eq!(sd_from_sums(2, 2, 2), 0.0, "1 and 1");
+        assert_eq!(sd_from_sums(2, 4, 10), 1.0, "1 and 3");
+        // 2^62 and 3·2^62: n·Σx² = 20·2^124 does not fit, the f64 form gives sd 2^62.
+        let (a, b) = (1u128 << 62, 3u128 << 62);
+        assert_eq!(sd_from_sums(2, a + b, a * a + b * b), (1u64 << 62) as f64);
         // Without order-keeping nothing is held and the drawn delays are the realised ones.
         let mut r = DelayLine::new(1000, false);
         for (entered, offset) in [(0, 500), (10, -500), (20, 0), (30, 1000)] {

@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::delay::DelayLineStats;
+use crate::delay::{DelayLineStats, sd_from_sums};
 use crate::describe::format_ns;
 use crate::queue_stats::QueueStats;
 use crate::{DirectionConfig, Distribution, Nanos};
@@ -126,11 +126,10 @@ impl RunRealised {
             run.held_for_order = d.held_for_order.saturating_sub(b.held_for_order);
             run.clamped_at_zero = d.clamped_at_zero.saturating_sub(b.clamped_at_zero);
             if n > 0 {
-                let sum = d.sum_ns.saturating_sub(b.sum_ns) as f64;
-                let sum_sq = d.sum_sq_ns2.saturating_sub(b.sum_sq_ns2) as f64;
-                let mean = sum / n as f64;
-                run.delay_mean_ns = Some(mean);
-                run.delay_sd_ns = Some((sum_sq / n as f64 - mean * mean).max(0.0).sqrt());
+                let sum = d.sum_ns.saturating_sub(b.sum_ns);
+                let sum_sq = d.sum_sq_ns2.saturating_sub(b.sum_sq_ns2);
+                run.delay_mean_ns = Some(sum as f64 / n as f64);
+                run.delay_sd_ns = Some(sd_from_sums(n, sum, sum_sq));
             }
         }
         Some(run)

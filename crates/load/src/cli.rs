@@ -47,6 +47,11 @@ pub struct ClientArgs {
     /// Longest any single wait may last, seconds.
     #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_duration_ms)]
     pub timeout: u64,
+    /// Run the workload's threads (the client's, and in a lab the server's) at SCHED_FIFO
+    /// priority N, 1-99, so the latency measured is the network's, not the host's scheduler's
+    /// (recorded as facts.sched). Needs root. Above 10 it preempts the lab's emulator too.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub rt_priority: Option<u8>,
     /// Socket options (both sides).
     #[command(flatten)]
     pub opts: SockOpts,
@@ -61,11 +66,21 @@ pub struct ServeArgs {
     /// Exit after this many tests.
     #[arg(long, value_name = "N")]
     pub max_tests: Option<u64>,
+    /// Serve at SCHED_FIFO priority N, 1-99 (the server side of a client's `--rt-priority`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub rt_priority: Option<u8>,
 }
 
 impl ServeArgs {
     /// Serves until killed (or `--max-tests`).
     pub fn run(&self) -> anyhow::Result<ExitCode> {
+        let _rt = match self.rt_priority.map(crate::sched::raise).transpose() {
+            Ok(guard) => guard,
+            Err(e) => {
+                eprintln!("tcplab serve: error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
         let server = match crate::server::Server::bind(self.listen) {
             Ok(s) => s,
             Err(e) => {
@@ -414,7 +429,14 @@ where
             "give --to ADDR[:PORT] or --lab NAME",
         )),
     };
-    match placement.and_then(|p| p.run(client)) {
+    let run = |p: Placement| -> Result<Report, LoadError> {
+        let guard = args.rt_priority.map(crate::sched::raise).transpose()?;
+        let mut report = p.run(client)?;
+        drop(guard);
+        record_sched(&mut report, args.rt_priority);
+        Ok(report)
+    };
+    match placement.and_then(run) {
         Ok(report) => emit(args, out, &report),
         Err(e) => {
             let kind = if e.is_usage() { "usage" } else { "run" };
@@ -425,6 +447,21 @@ where
             }
             ExitCode::from(if e.is_usage() { 2 } else { 1 })
         }
+    }
+}
+
+/// Records the workload threads' real-time priority, if one was asked for, in the facts
+/// (`facts.sched`): a latency measured at SCHED_FIFO is not comparable with one measured
+/// without it.
+fn record_sched(report: &mut Report, rt_priority: Option<u8>) {
+    let Some(priority) = rt_priority else {
+        return;
+    };
+    if let Some(facts) = report.meta_mut().facts.as_object_mut() {
+        facts.insert(
+            "sched".into(),
+            serde_json::json!({ "policy": "fifo", "priority": priority }),
+        );
     }
 }
 

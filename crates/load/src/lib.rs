@@ -49,6 +49,7 @@ pub mod proto;
 pub mod report;
 pub mod rr;
 pub mod samples;
+pub mod sched;
 pub mod server;
 pub mod session;
 pub mod sockdiag;

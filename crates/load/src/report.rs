@@ -119,6 +119,9 @@ fn header(f: &mut fmt::Formatter<'_>, name: &str, m: &RunMeta) -> fmt::Result {
             o.nodelay, o.cork, o.quickack_rearmed, o.congestion, o.sndbuf, o.rcvbuf, o.mss
         )?;
     }
+    if let Some(p) = m.facts["sched"]["priority"].as_u64() {
+        writeln!(f, "  threads       SCHED_FIFO {p} (--rt-priority)")?;
+    }
     Ok(())
 }
 
@@ -385,6 +388,30 @@ mod tests {
             footer_of(bad),
             "  emulator      UNTRUSTWORTHY: reverse: lone frames' lateness p99 above 100 µs \
              (3 of 200 frames later than that); the emulator stopped during the run\n"
+        );
+    }
+
+    #[test]
+    fn the_human_form_names_a_real_time_priority() {
+        struct Header(RunMeta);
+        impl fmt::Display for Header {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                header(f, "rr", &self.0)
+            }
+        }
+        let meta = |facts| RunMeta {
+            target: "198.18.0.101:5301".into(),
+            facts,
+            ..RunMeta::default()
+        };
+        let fifo = serde_json::json!({"sched": {"policy": "fifo", "priority": 20}});
+        assert_eq!(
+            Header(meta(fifo)).to_string(),
+            "rr to 198.18.0.101:5301\n  threads       SCHED_FIFO 20 (--rt-priority)\n"
+        );
+        assert_eq!(
+            Header(meta(serde_json::json!({}))).to_string(),
+            "rr to 198.18.0.101:5301\n"
         );
     }
 

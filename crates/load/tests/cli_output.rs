@@ -425,9 +425,13 @@ fn serve_runs_tests_and_refuses_a_busy_port() {
         .expect("bind")
         .local_addr()
         .expect("addr");
+    // As root the server also runs at SCHED_FIFO 3 (`--rt-priority`), on its own thread.
+    // Safety: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
     let serve = ServeArgs {
         listen: free,
         max_tests: Some(1),
+        rt_priority: root.then_some(3),
     };
     std::thread::scope(|s| {
         let h = s.spawn(|| serve.run().expect("serve"));
@@ -452,6 +456,7 @@ fn serve_runs_tests_and_refuses_a_busy_port() {
     let serve = ServeArgs {
         listen: busy.local_addr().expect("addr"),
         max_tests: Some(1),
+        rt_priority: None,
     };
     assert_eq!(serve.run().expect("run"), ExitCode::from(2));
 }
@@ -477,4 +482,47 @@ fn json_reads_back_into_a_report() {
             serde_json::from_str::<serde_json::Value>(&out).expect("json")
         );
     }
+}
+
+/// `--rt-priority`: recorded in the facts, applied only for the run (the calling thread gets
+/// its policy back), refused with exit 2 where it cannot be had.
+#[test]
+fn a_real_time_priority_is_recorded_and_given_back() {
+    let srv = LoopServer::start();
+    let to = srv.addr.to_string();
+    let before = tcplab_load::sched::current();
+    let args = [
+        "rr",
+        "--to",
+        &to,
+        "--json",
+        "--count",
+        "200",
+        "--rt-priority",
+        "5",
+    ];
+    // Safety: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        let (code, out) = run(&args);
+        assert_eq!(code, ExitCode::from(2), "{out}");
+        assert!(out.contains("rt-priority"), "{out}");
+        return;
+    }
+    let (code, v) = json(&args);
+    assert_eq!(code, ExitCode::SUCCESS, "{v}");
+    assert_eq!(
+        v["facts"]["sched"],
+        serde_json::json!({"policy": "fifo", "priority": 5})
+    );
+    assert_eq!(
+        tcplab_load::sched::current(),
+        before,
+        "the policy is given back"
+    );
+    let (code, v) = json(&["rr", "--to", &to, "--json", "--count", "50"]);
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert!(
+        v["facts"].get("sched").is_none(),
+        "not recorded unless asked for"
+    );
 }
