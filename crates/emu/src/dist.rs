@@ -56,6 +56,17 @@ fn erfc(x: f64) -> f64 {
     if x >= 0.0 { ans } else { 2.0 - ans }
 }
 
+/// Mean and population standard deviation of `xs` (0, 0 when empty).
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    if xs.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
 /// netem's centred Pareto variate (α = 3) from the upper-tail probability `1 − u`, which is
 /// passed separately so the tail keeps full precision when `u` is close to 1.
 pub fn pareto_z(upper: f64) -> f64 {
@@ -134,6 +145,17 @@ impl DistTable {
         out
     }
 
+    /// The standard deviation of the table's variates Z (values / [`DIST_SCALE`]): jitter
+    /// drawn from it has `amount` times this spread.
+    pub fn z_sd(&self) -> f64 {
+        let z: Vec<f64> = self
+            .values
+            .iter()
+            .map(|&v| f64::from(v) / DIST_SCALE)
+            .collect();
+        mean_sd(&z).1
+    }
+
     /// Fits a table to measured one-way delays (any unit): the samples are standardised and
     /// [`FITTED_TABLE_LEN`] evenly spaced quantiles tabulated, as iproute2's `maketable` does.
     /// Needs at least two distinct samples.
@@ -144,9 +166,7 @@ impl DistTable {
             ));
         }
         let n = samples.len() as f64;
-        let mean = samples.iter().sum::<f64>() / n;
-        let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
-        let sd = var.sqrt();
+        let (mean, sd) = mean_sd(samples);
         if sd == 0.0 {
             return Err(ValueError::Invalid(
                 "all samples are equal: use a fixed delay, not a table".into(),

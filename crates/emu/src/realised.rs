@@ -243,20 +243,9 @@ fn configured_sd_ns(cfg: &DirectionConfig) -> Option<f64> {
         Distribution::Normal => 1.0,
         Distribution::Pareto => crate::dist::PARETO_Z_SD,
         Distribution::Paretonormal => return None,
-        Distribution::Table(t) => table_sd(t.values()),
+        Distribution::Table(t) => t.z_sd(),
     };
     Some(z_sd * j.amount_ns as f64)
-}
-
-/// The standard deviation of a netem table's variates (values / 8192).
-fn table_sd(values: &[i16]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let n = values.len() as f64;
-    let z = |v: &i16| f64::from(*v) / 8192.0;
-    let mean = values.iter().map(z).sum::<f64>() / n;
-    (values.iter().map(|v| (z(v) - mean).powi(2)).sum::<f64>() / n).sqrt()
 }
 
 #[cfg(test)]
@@ -275,6 +264,16 @@ mod tests {
         })
     }
 
+    /// 100 Mbit/s, 1 µs ± 600 ns normal jitter.
+    fn rated_and_delayed() -> DirectionConfig {
+        DirectionConfig {
+            delay_ns: 1_000,
+            rate_bps: Some(100_000_000),
+            jitter: jitter(600, Distribution::Normal),
+            ..DirectionConfig::default()
+        }
+    }
+
     #[test]
     fn an_unimpaired_direction_reports_neither_queue_nor_delay_line() {
         let mut line = DelayLine::new(0, true);
@@ -289,12 +288,7 @@ mod tests {
 
     #[test]
     fn a_rate_reports_its_queue_and_a_delay_its_line() {
-        let cfg = DirectionConfig {
-            delay_ns: 1_000,
-            rate_bps: Some(100_000_000),
-            jitter: jitter(600, Distribution::Normal),
-            ..DirectionConfig::default()
-        };
+        let cfg = rated_and_delayed();
         let mut b = Bottleneck::new(Some(100_000_000), 0, QueueLimit::Packets(2));
         let mut line = DelayLine::new(1_000, true);
         for _ in 0..3 {
@@ -314,12 +308,7 @@ mod tests {
 
     #[test]
     fn a_run_counts_only_its_own_packets() {
-        let cfg = DirectionConfig {
-            delay_ns: 1_000,
-            rate_bps: Some(100_000_000),
-            jitter: jitter(600, Distribution::Normal),
-            ..DirectionConfig::default()
-        };
+        let cfg = rated_and_delayed();
         let mut b = Bottleneck::new(Some(100_000_000), 0, QueueLimit::Packets(100));
         let mut line = DelayLine::new(1_000, false);
         // Before the run: a 10-packet burst (stays 120 µs .. 1.2 ms), delays of 1000 ± 500.
