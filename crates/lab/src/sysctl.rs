@@ -69,6 +69,46 @@ pub fn read(key: &str) -> Result<String> {
     }
 }
 
+/// The per-namespace congestion control key, whose refusals have causes of their own.
+const CONGESTION_KEY: &str = "net.ipv4.tcp_congestion_control";
+/// What a namespace other than the host's may choose (host-global, read-only in a namespace).
+const ALLOWED_CC: &str = "net.ipv4.tcp_allowed_congestion_control";
+/// What the kernel has (built in or loaded).
+const AVAILABLE_CC: &str = "net.ipv4.tcp_available_congestion_control";
+
+/// A space-separated list sysctl, empty when unreadable.
+fn read_list(key: &str) -> Vec<String> {
+    read(key)
+        .map(|v| v.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Why the kernel refused `wanted` as a namespace's congestion control, with the fixes: a
+/// namespace other than the host's may only pick one listed in the host's
+/// tcp_allowed_congestion_control (EPERM), and none the kernel lacks (ENOENT).
+pub fn congestion_refusal(wanted: &str, allowed: &[String], available: &[String]) -> String {
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "unknown".to_string()
+        } else {
+            v.join(" ")
+        }
+    };
+    if !available.is_empty() && !available.iter().any(|a| a == wanted) {
+        return format!(
+            "this kernel has no congestion control '{wanted}' (available: {}); load its module on the host (modprobe tcp_{wanted}) or pick an available one",
+            list(available)
+        );
+    }
+    let mut widened = allowed.to_vec();
+    widened.push(wanted.to_string());
+    format!(
+        "a network namespace may only choose a congestion control listed in the host's {ALLOWED_CC} ({}), and '{wanted}' is not; set it per socket instead with TCP_CONGESTION (root; tcplab --cc {wanted}), or allow it on the host: sysctl -w {ALLOWED_CC}=\"{}\" (host-wide)",
+        list(allowed),
+        widened.join(" ")
+    )
+}
+
 /// Whether `key` is writable in the calling thread's namespace. `None` when it does not exist.
 pub fn writable_here(key: &str) -> Option<bool> {
     use std::os::unix::fs::PermissionsExt;
@@ -88,6 +128,11 @@ pub fn write_verified(host: &str, key: &str, value: &str) -> Result<String> {
         reason,
     };
     std::fs::write(&path, value).map_err(|e| match e.raw_os_error() {
+        Some(libc::EPERM | libc::ENOENT) if key == CONGESTION_KEY => rejected(congestion_refusal(
+            value,
+            &read_list(ALLOWED_CC),
+            &read_list(AVAILABLE_CC),
+        )),
         Some(libc::EINVAL) => {
             rejected("the kernel rejected the value (EINVAL); check its range and format".into())
         }
@@ -106,4 +151,34 @@ pub fn write_verified(host: &str, key: &str, value: &str) -> Result<String> {
         )));
     }
     Ok(old)
+}
+
+#[cfg(test)]
+mod congestion_tests {
+    use super::congestion_refusal;
+
+    fn v(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_cc_the_host_does_not_allow_names_the_list_and_both_fixes() {
+        let m = congestion_refusal("cubic", &v("reno bbr"), &v("reno bbr cubic"));
+        assert!(
+            m.contains("tcp_allowed_congestion_control (reno bbr)"),
+            "{m}"
+        );
+        assert!(
+            m.contains("TCP_CONGESTION") && m.contains("tcplab --cc cubic"),
+            "{m}"
+        );
+        assert!(m.contains("=\"reno bbr cubic\""), "{m}");
+    }
+
+    #[test]
+    fn a_cc_the_kernel_lacks_names_the_module() {
+        let m = congestion_refusal("vegas", &v("reno bbr"), &v("reno bbr cubic"));
+        assert!(m.contains("no congestion control 'vegas'"), "{m}");
+        assert!(m.contains("modprobe tcp_vegas"), "{m}");
+    }
 }
