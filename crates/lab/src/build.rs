@@ -94,10 +94,12 @@ fn configure_host(spec: &LabSpec, host: &str) -> Result<()> {
         .iter()
         .flat_map(|l| [&l.a, &l.b])
         .filter(|e| e.host == host);
+    let is_end = spec.end_hosts().any(|n| n.name == host);
+    let mtu = spec.end_mtu.filter(|_| is_end);
     for end in ends {
         let index = rtnl::ifindex(&end.ifname)
             .kernel_context(|| format!("finding {}:{}", host, end.ifname))?;
-        rtnl.set_link(index, true, None, None)
+        rtnl.set_link(index, true, None, mtu)
             .kernel_context(|| format!("bringing {host}:{} up", end.ifname))?;
         for addr in &end.addrs {
             rtnl.add_addr(index, addr)

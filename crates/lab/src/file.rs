@@ -147,6 +147,7 @@ pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
         links: file.link,
         bridges: file.bridge,
         mtu,
+        end_mtu: None,
         offloads: file.offloads,
         sysctls,
         allow_host_sysctl: file.allow_host_sysctl,

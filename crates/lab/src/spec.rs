@@ -358,6 +358,12 @@ pub struct LabSpec {
     pub bridges: Vec<BridgeSpec>,
     /// MTU of every link.
     pub mtu: u32,
+    /// MTU of the end hosts' interfaces when it differs from the links' (`--end-mtu`): an MTU
+    /// mismatch. The middle's ports keep `mtu`, so a frame larger than it is dropped silently
+    /// on its way in (a veth drops what exceeds its MTU, and layer 2 sends no ICMP): a path-MTU
+    /// black hole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_mtu: Option<u32>,
     /// Offloads on every lab interface.
     pub offloads: Offloads,
     /// Sysctls to set at creation, in order.
@@ -380,6 +386,8 @@ pub struct BuiltinOptions {
     pub hosts: usize,
     /// Link MTU.
     pub mtu: u32,
+    /// MTU of the end hosts' interfaces, when it differs (an MTU mismatch).
+    pub end_mtu: Option<u32>,
     /// Offloads.
     pub offloads: Offloads,
     /// Sysctls.
@@ -399,6 +407,7 @@ impl Default for BuiltinOptions {
             topology: Topology::Pair,
             hosts: 2,
             mtu: DEFAULT_MTU,
+            end_mtu: None,
             offloads: Offloads::default(),
             sysctls: Vec::new(),
             allow_host_sysctl: false,
@@ -525,6 +534,7 @@ impl LabSpec {
             links,
             bridges,
             mtu: opts.mtu,
+            end_mtu: opts.end_mtu,
             offloads: opts.offloads,
             sysctls: opts.sysctls.clone(),
             allow_host_sysctl: opts.allow_host_sysctl,
@@ -547,14 +557,13 @@ impl LabSpec {
     /// Checks names, references, addresses and MTU; every error names the field and the fix.
     pub fn validate(&self) -> Result<()> {
         validate_lab_name(&self.name)?;
-        if !(68..=65535).contains(&self.mtu) {
-            return Err(LabError::invalid(
-                "--mtu",
-                format!(
-                    "{} is out of range: use 68..=65535 (1500 for Ethernet)",
-                    self.mtu
-                ),
-            ));
+        for (flag, mtu) in [("--mtu", Some(self.mtu)), ("--end-mtu", self.end_mtu)] {
+            if let Some(mtu) = mtu.filter(|m| !(68..=65535).contains(m)) {
+                return Err(LabError::invalid(
+                    flag,
+                    format!("{mtu} is out of range: use 68..=65535 (1500 for Ethernet)"),
+                ));
+            }
         }
         let mut names = BTreeSet::new();
         for (i, node) in self.nodes.iter().enumerate() {

@@ -81,6 +81,10 @@ pub struct LabSection {
     /// Link MTU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// MTU of the end hosts' interfaces when it differs from the links' (an MTU mismatch:
+    /// larger frames are dropped silently in the middle, a path-MTU black hole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_mtu: Option<u32>,
     /// TSO/GSO/GRO on lab links (all off unless set).
     #[serde(default)]
     pub offloads: Offloads,

@@ -78,6 +78,10 @@ pub struct UpArgs {
     /// MTU of every lab link.
     #[arg(long, default_value_t = DEFAULT_MTU)]
     mtu: u32,
+    /// MTU of the end hosts' interfaces, when it differs from --mtu: an MTU mismatch (e.g.
+    /// 9000 on the hosts, 1500 in the middle), whose larger frames the middle drops silently.
+    #[arg(long, value_name = "MTU")]
+    end_mtu: Option<u32>,
     /// Offloads on lab links: off (default), on, or e.g. tso=on,gso=on,gro=off.
     #[arg(long, default_value = "off")]
     offloads: String,
@@ -134,6 +138,7 @@ impl UpArgs {
                     topology,
                     hosts: self.hosts,
                     mtu: self.mtu,
+                    end_mtu: self.end_mtu,
                     offloads: Offloads::parse(&self.offloads)?,
                     sysctls: Vec::new(),
                     allow_host_sysctl: self.allow_host_sysctl,
