@@ -118,6 +118,10 @@ pub struct StreamArgs {
     /// Bytes per write.
     #[arg(long, value_name = "BYTES", default_value = "128K", value_parser = parse_bytes)]
     pub write_size: u64,
+    /// The receiving side reads no faster than RATE (e.g. 20M = 20 Mbit/s): an application
+    /// slower than the path.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    pub read_rate: Option<u64>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub common: ClientArgs,
@@ -140,6 +144,7 @@ impl StreamArgs {
             write_size: u32::try_from(self.write_size).unwrap_or(u32::MAX),
             opts: self.common.opts.clone(),
             timeout_ms: self.common.timeout,
+            read_rate_bps: self.read_rate,
         }
     }
 
@@ -345,6 +350,10 @@ pub struct CrrArgs {
     /// Interval of the live lines of --ndjson, seconds.
     #[arg(short = 'i', long, value_name = "SECS", default_value = "1", value_parser = parse_interval_ms)]
     pub interval: u64,
+    /// Threads the server serves with (default: one more than --concurrency); fewer is a
+    /// server with a small worker pool, whose connections wait in its accept queue.
+    #[arg(long, value_name = "N")]
+    pub server_threads: Option<u32>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub common: ClientArgs,
@@ -366,6 +375,7 @@ impl CrrArgs {
             connect_timeout_ms: self.connect_timeout,
             opts: self.common.opts.clone(),
             timeout_ms: self.common.timeout,
+            server_threads: self.server_threads,
             ..crr::CrrConfig::default()
         }
     }

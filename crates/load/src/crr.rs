@@ -61,6 +61,11 @@ pub struct CrrConfig {
     pub opts: SockOpts,
     /// Idle timeout of every other wait, ms (`--timeout`).
     pub timeout_ms: u64,
+    /// Threads the server accepts and serves with (`--server-threads`; default one more than
+    /// the client's loops, so no connection waits for a thread). Fewer than the loops is a
+    /// server with a small worker pool: connections wait in its accept queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_threads: Option<u32>,
 }
 
 impl Default for CrrConfig {
@@ -75,6 +80,7 @@ impl Default for CrrConfig {
             sample_ms: 100,
             opts: SockOpts::default(),
             timeout_ms: 10_000,
+            server_threads: None,
         }
     }
 }
@@ -112,6 +118,15 @@ impl CrrConfig {
         }
         if self.timeout_ms == 0 || self.sample_ms == 0 {
             return Err(LoadError::config("timeout", "must be above 0"));
+        }
+        if self
+            .server_threads
+            .is_some_and(|t| t == 0 || t > MAX_CONCURRENCY + 1)
+        {
+            return Err(LoadError::config(
+                "server-threads",
+                format!("must be within 1..={}", MAX_CONCURRENCY + 1),
+            ));
         }
         self.opts.validate()
     }
@@ -559,7 +574,10 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &CrrConfig) -> ServerReport {
     let stop = AtomicBool::new(false);
     let served = AtomicU64::new(0);
     let t0 = now_ns();
-    let threads = cfg.concurrency.min(256) as usize + 1;
+    let threads = cfg
+        .server_threads
+        .unwrap_or(cfg.concurrency.min(256) + 1)
+        .max(1) as usize;
     let ctx_ref = &*ctx;
     let (times, done) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)

@@ -72,6 +72,10 @@ pub struct StreamConfig {
     pub opts: SockOpts,
     /// Idle timeout of every wait, ms (`--timeout`).
     pub timeout_ms: u64,
+    /// The receiving side reads no faster than this, bit/s (`--read-rate`): an application
+    /// that cannot keep up with the path, whose unread data closes the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_rate_bps: Option<u64>,
 }
 
 impl Default for StreamConfig {
@@ -86,6 +90,7 @@ impl Default for StreamConfig {
             write_size: 128 << 10,
             opts: SockOpts::default(),
             timeout_ms: 10_000,
+            read_rate_bps: None,
         }
     }
 }
@@ -133,6 +138,12 @@ impl StreamConfig {
         if self.timeout_ms == 0 {
             return Err(LoadError::config("timeout", "must be above 0"));
         }
+        if self.read_rate_bps.is_some_and(|r| r < MIN_READ_RATE) {
+            return Err(LoadError::config(
+                "read-rate",
+                format!("must be at least {MIN_READ_RATE} bit/s (e.g. 10mbit)"),
+            ));
+        }
         self.opts.validate()
     }
 
@@ -168,6 +179,10 @@ pub struct IntervalSample {
     pub omitted: bool,
     /// tcp_info at the interval's end.
     pub tcp_info: Option<TcpInfo>,
+    /// Receiving flows: bytes that had arrived but the application had not read, at the
+    /// interval's end (FIONREAD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread_bytes: Option<u32>,
 }
 
 /// All flows of one interval, as streamed with --ndjson.
@@ -316,10 +331,21 @@ fn recv_flow(
     let fd = s.as_raw_fd();
     let mut buf = vec![0u8; (cfg.write_size as usize).max(RECV_BUF)];
     let mut cut = None;
+    let paced = cfg.read_rate_bps.map(|r| (r, now_ns()));
+    let mut read = 0u64;
     loop {
-        match s.read(&mut buf) {
+        if let Some((rate, t0)) = paced {
+            wait_for_budget(rate, t0, read);
+        }
+        let want = match paced {
+            // Small reads keep a paced reader close to its rate.
+            Some(_) => buf.len().min(PACED_READ),
+            None => buf.len(),
+        };
+        match s.read(&mut buf[..want]) {
             Ok(0) => break,
             Ok(k) => {
+                read += k as u64;
                 counter.fetch_add(k as u64, Ordering::Relaxed);
                 if cfg.opts.quickack {
                     rearm_quickack(fd);
@@ -333,6 +359,29 @@ fn recv_flow(
         }
     }
     (ThreadTimes::now().since(times0), cut)
+}
+
+/// Largest read of a paced reader, bytes.
+const PACED_READ: usize = 16 << 10;
+/// Slowest `--read-rate`: below it a read of [`PACED_READ`] bytes would wait past the idle
+/// timeouts of the sender.
+pub const MIN_READ_RATE: u64 = 100_000;
+
+/// Sleeps until `read` bytes are within what `rate` bit/s allows since `t0`.
+fn wait_for_budget(rate: u64, t0: u64, read: u64) {
+    let due = t0 + (u128::from(read) * 8 * 1_000_000_000 / u128::from(rate.max(1))) as u64;
+    let now = now_ns();
+    if due > now {
+        std::thread::sleep(Duration::from_nanos(due - now));
+    }
+}
+
+/// Bytes received and not yet read on `fd` (FIONREAD), `None` when the ioctl fails.
+fn unread(fd: std::os::fd::RawFd) -> Option<u32> {
+    let mut n: libc::c_int = 0;
+    // Safety: FIONREAD writes one int through the pointer, which is valid for the call.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    (rc == 0).then(|| u32::try_from(n).unwrap_or(0))
 }
 
 /// Every interval: per flow, the bytes moved and tcp_info; the last interval ends when the
@@ -381,6 +430,11 @@ fn sample(
                 bps: ratio(bytes as f64 * 8.0, end_s - start_s),
                 omitted,
                 tcp_info: tcpinfo::read(stream.as_raw_fd()),
+                unread_bytes: if *sending {
+                    None
+                } else {
+                    unread(stream.as_raw_fd())
+                },
             });
         }
         if let Some(cb) = on_interval {

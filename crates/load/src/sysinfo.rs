@@ -20,6 +20,47 @@ pub fn parse_netstat(text: &str, section: &str, name: &str) -> Option<u64> {
     values.split_whitespace().nth(pos)?.parse().ok()
 }
 
+/// Every counter of the calling thread's namespace from /proc/thread-self/net/netstat and
+/// /proc/thread-self/net/snmp, keyed `Section.Name` (e.g. `TcpExt.ListenOverflows`,
+/// `Tcp.RetransSegs`); empty when neither file can be read.
+pub fn all_counters() -> std::collections::BTreeMap<String, u64> {
+    let mut all = std::collections::BTreeMap::new();
+    for path in [
+        "/proc/thread-self/net/netstat",
+        "/proc/thread-self/net/snmp",
+    ] {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            all.extend(parse_counters(&text));
+        }
+    }
+    all
+}
+
+/// Every `Section.Name` counter of a /proc/net/netstat or /proc/net/snmp text (header line,
+/// then value line, per section). Signed values (snmp's `Tcp.MaxConn` is -1) are left out.
+pub fn parse_counters(text: &str) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut lines = text.lines();
+    while let (Some(header), Some(values)) = (lines.next(), lines.next()) {
+        let mut h = header.split_whitespace();
+        let mut v = values.split_whitespace();
+        let (Some(section), Some(again)) = (h.next(), v.next()) else {
+            continue;
+        };
+        if section != again {
+            // Out of step (a section without its value line): give up on this text.
+            break;
+        }
+        let section = section.trim_end_matches(':');
+        for (name, value) in h.zip(v) {
+            if let Ok(n) = value.parse::<u64>() {
+                out.insert(format!("{section}.{name}"), n);
+            }
+        }
+    }
+    out
+}
+
 /// Counts TIME_WAIT sockets of the calling thread's namespace: a sock_diag dump, or
 /// /proc/thread-self/net/tcp{,6} where netlink is unavailable.
 pub fn count_time_wait() -> Option<u64> {
@@ -63,6 +104,20 @@ mod tests {
         assert!(
             netstat_counter("TcpExt", "TCPSynRetrans").is_some(),
             "live counter readable"
+        );
+    }
+
+    #[test]
+    fn parses_every_section_and_skips_signed_values() {
+        let text = "TcpExt: ListenOverflows ListenDrops\nTcpExt: 3 4\nTcp: RtoAlgorithm MaxConn RetransSegs\nTcp: 1 -1 17\n";
+        let all = parse_counters(text);
+        assert_eq!(all["TcpExt.ListenOverflows"], 3);
+        assert_eq!(all["TcpExt.ListenDrops"], 4);
+        assert_eq!(all["Tcp.RetransSegs"], 17);
+        assert!(!all.contains_key("Tcp.MaxConn"));
+        assert!(
+            all_counters().contains_key("Tcp.RetransSegs"),
+            "live counters readable"
         );
     }
 

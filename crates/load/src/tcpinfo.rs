@@ -1,13 +1,13 @@
 //! `TCP_INFO`: the kernel's per-connection state (man 7 tcp, `struct tcp_info` of
-//! include/uapi/linux/tcp.h). The raw struct is declared here up to `tcpi_snd_wnd` because the
-//! libc crate's copy stops earlier; the kernel fills only as much as both sides know, so an older
-//! kernel simply leaves the newer fields zero.
+//! include/uapi/linux/tcp.h). The raw struct is declared here up to `tcpi_total_rto_time`
+//! (Linux 6.7) because the libc crate's copy stops earlier; the kernel fills only as much as
+//! both sides know, so an older kernel simply leaves the newer fields zero.
 
 use std::os::fd::RawFd;
 
 use serde::{Deserialize, Serialize};
 
-/// Layout of `struct tcp_info` as of Linux 5.4+ (fields up to `tcpi_snd_wnd`).
+/// Layout of `struct tcp_info` as of Linux 6.7+ (fields up to `tcpi_total_rto_time`).
 #[repr(C)]
 #[derive(Default)]
 struct RawTcpInfo {
@@ -65,10 +65,17 @@ struct RawTcpInfo {
     reord_seen: u32,
     rcv_ooopack: u32,
     snd_wnd: u32,
+    rcv_wnd: u32,
+    rehash: u32,
+    total_rto: u16,
+    total_rto_recoveries: u16,
+    total_rto_time: u32,
 }
 
-/// The `tcp_info` fields a TCP performance study looks at, in plain units.
+/// The `tcp_info` fields a TCP performance study looks at, in plain units. Fields added after
+/// the first release default to 0 when an older result is read back.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TcpInfo {
     /// TCP state (1 = ESTABLISHED).
     pub state: u8,
@@ -120,6 +127,44 @@ pub struct TcpInfo {
     pub snd_wnd: u32,
     /// Receiver's estimate of its buffer need (DRS), bytes.
     pub rcv_space: u32,
+    /// Consecutive retransmission timeouts of the segment at the head (0 when none pending).
+    pub retransmits: u8,
+    /// Exponential backoff of the retransmission timer (RTOs in a row).
+    pub backoff: u8,
+    /// Unanswered zero-window (or keepalive) probes.
+    pub probes: u8,
+    /// The last delivery-rate sample was application-limited (the sender had nothing to send).
+    pub app_limited: bool,
+    /// Path MTU the connection uses, bytes.
+    pub pmtu: u32,
+    /// MSS this side advertised, bytes.
+    pub advmss: u32,
+    /// Receiver-side estimate of the peer's MSS, bytes.
+    pub rcv_mss: u32,
+    /// Reordering degree the sender tolerates (dupthresh), segments.
+    pub reordering: u32,
+    /// Reordering events seen by the sender.
+    pub reord_seen: u32,
+    /// Duplicate segments the peer reported (D-SACK): retransmissions that were not needed.
+    pub dsack_dups: u32,
+    /// Out-of-order packets received.
+    pub rcv_ooopack: u32,
+    /// Segments SACKed and not yet cumulatively acknowledged.
+    pub sacked: u32,
+    /// Segments delivered (acknowledged, in any way).
+    pub delivered: u32,
+    /// Data segments sent, retransmissions included.
+    pub data_segs_out: u32,
+    /// Receiver's RTT estimate, µs (0 when it has none).
+    pub rcv_rtt_us: u32,
+    /// Window this side advertises, bytes (Linux 6.7+).
+    pub rcv_wnd: u32,
+    /// Retransmission timeouts over the connection's life, SYN ones included (Linux 6.7+).
+    pub total_rto: u16,
+    /// Recoveries that began with a timeout (Linux 6.7+).
+    pub total_rto_recoveries: u16,
+    /// Time spent in those recoveries, ms (Linux 6.7+).
+    pub total_rto_time_ms: u32,
 }
 
 /// Reads `TCP_INFO` from `fd`; `None` if the socket is not TCP or already closed.
@@ -166,6 +211,26 @@ pub fn read(fd: RawFd) -> Option<TcpInfo> {
         notsent_bytes: raw.notsent_bytes,
         snd_wnd: raw.snd_wnd,
         rcv_space: raw.rcv_space,
+        retransmits: raw.retransmits,
+        backoff: raw.backoff,
+        probes: raw.probes,
+        // tcpi_delivery_rate_app_limited is the lowest bit of the byte after tcpi_wscale.
+        app_limited: raw.app_limited & 1 == 1,
+        pmtu: raw.pmtu,
+        advmss: raw.advmss,
+        rcv_mss: raw.rcv_mss,
+        reordering: raw.reordering,
+        reord_seen: raw.reord_seen,
+        dsack_dups: raw.dsack_dups,
+        rcv_ooopack: raw.rcv_ooopack,
+        sacked: raw.sacked,
+        delivered: raw.delivered,
+        data_segs_out: raw.data_segs_out,
+        rcv_rtt_us: raw.rcv_rtt,
+        rcv_wnd: raw.rcv_wnd,
+        total_rto: raw.total_rto,
+        total_rto_recoveries: raw.total_rto_recoveries,
+        total_rto_time_ms: raw.total_rto_time,
     })
 }
 
@@ -189,5 +254,9 @@ mod tests {
         assert!(info.snd_mss > 0);
         let rinfo = read(s.as_raw_fd()).expect("tcp_info");
         assert_eq!(rinfo.bytes_received, 10_000);
+        // Fields past tcpi_snd_wnd are filled on this kernel (6.7+): a window is advertised.
+        assert!(rinfo.rcv_wnd > 0, "rcv_wnd {}", rinfo.rcv_wnd);
+        assert!(info.pmtu >= 1280 && info.advmss > 0, "{info:?}");
+        assert!(info.delivered > 0 && info.data_segs_out > 0, "{info:?}");
     }
 }
