@@ -400,6 +400,37 @@ pub struct RunAccount {
     pub forward: Option<tcplab_emu::RunRealised>,
     /// Server → client.
     pub reverse: Option<tcplab_emu::RunRealised>,
+    /// Packets the link model dropped during the run, by cause, client → server.
+    #[serde(default)]
+    pub forward_drops: ModelDrops,
+    /// The same, server → client.
+    #[serde(default)]
+    pub reverse_drops: ModelDrops,
+}
+
+/// Packets the link model dropped on purpose in one direction during a run: what a diagnosis
+/// of the path may take as the path's own losses (the emulator's faults are the verdict's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelDrops {
+    /// Frames that reached the model.
+    pub frames: u64,
+    /// Dropped by the loss process (random, Gilbert-Elliott, pattern).
+    pub loss: u64,
+    /// Dropped because the bottleneck queue was full (tail drop).
+    pub queue_full: u64,
+}
+
+impl ModelDrops {
+    fn between(before: &DirSnapshot, after: &DirSnapshot) -> Self {
+        Self {
+            frames: after.frames_in.saturating_sub(before.frames_in),
+            loss: after.drops.loss.saturating_sub(before.drops.loss),
+            queue_full: after
+                .drops
+                .queue_full
+                .saturating_sub(before.drops.queue_full),
+        }
+    }
 }
 
 /// The model's account of one run from the emulator's counters before and after it (see
@@ -410,6 +441,8 @@ pub fn account(before: &serde_json::Value, after: &serde_json::Value) -> Option<
     Some(RunAccount {
         forward: tcplab_emu::RunRealised::between(&b.forward.realised, &a.forward.realised),
         reverse: tcplab_emu::RunRealised::between(&b.reverse.realised, &a.reverse.realised),
+        forward_drops: ModelDrops::between(&b.forward, &a.forward),
+        reverse_drops: ModelDrops::between(&b.reverse, &a.reverse),
     })
 }
 
