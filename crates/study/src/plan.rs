@@ -16,7 +16,7 @@ use tcplab_lab::{BuiltinOptions, LabSpec, SysctlSetting};
 
 use crate::error::{Diagnostic, ScenarioError};
 use crate::factor::{Factor, FactorValue, Settings, Target};
-use crate::scenario::{Combine, ObjectiveSpec, RaceSection, Reset, ScenarioFile};
+use crate::scenario::{Combine, LabSection, ObjectiveSpec, RaceSection, Reset, ScenarioFile};
 use crate::span::Seg;
 
 /// One point of the sweep: a value for each factor and the settings they give.
@@ -38,13 +38,26 @@ impl Configuration {
     /// The lab to build for this configuration, named `lab_name`, with the emulated link
     /// when `[lab.link]` sets impairments.
     pub fn lab_spec(&self, lab_name: &str) -> Result<LabSpec, SettingsError> {
-        let lab = &self.settings.lab;
+        self.settings.lab.to_spec(lab_name)
+    }
+
+    /// The emulated link, or `None` when `[lab.link]` sets nothing.
+    pub fn link_config(&self) -> Result<Option<tcplab_emu::LinkConfig>, SettingsError> {
+        self.settings.lab.link_config()
+    }
+}
+
+impl LabSection {
+    /// The lab this section describes, named `lab_name` (`pair` unless a topology is set),
+    /// with the emulated link when `[lab.link]` sets impairments; `all` sysctls come first so
+    /// a host's own value wins.
+    pub fn to_spec(&self, lab_name: &str) -> Result<LabSpec, SettingsError> {
         let mut sysctls = Vec::new();
-        let ordered = lab
+        let ordered = self
             .sysctl
             .iter()
             .filter(|(h, _)| h.as_str() == "all")
-            .chain(lab.sysctl.iter().filter(|(h, _)| h.as_str() != "all"));
+            .chain(self.sysctl.iter().filter(|(h, _)| h.as_str() != "all"));
         for (host, keys) in ordered {
             for (key, value) in keys {
                 let value = match value {
@@ -61,13 +74,14 @@ impl Configuration {
         }
         let spec = LabSpec::builtin(&BuiltinOptions {
             name: lab_name.to_string(),
-            topology: lab.topology.unwrap_or(tcplab_lab::Topology::Pair),
-            hosts: lab.hosts.unwrap_or(2),
-            mtu: lab.mtu.unwrap_or(tcplab_lab::spec::DEFAULT_MTU),
-            offloads: lab.offloads,
+            topology: self.topology.unwrap_or(tcplab_lab::Topology::Pair),
+            hosts: self.hosts.unwrap_or(2),
+            mtu: self.mtu.unwrap_or(tcplab_lab::spec::DEFAULT_MTU),
+            end_mtu: self.end_mtu,
+            offloads: self.offloads,
             sysctls,
-            allow_host_sysctl: lab.allow_host_sysctl,
-            bridge: lab.bridge,
+            allow_host_sysctl: self.allow_host_sysctl,
+            bridge: self.bridge,
             link: self.link_config()?,
         })?;
         Ok(spec)
@@ -75,11 +89,10 @@ impl Configuration {
 
     /// The emulated link, or `None` when `[lab.link]` sets nothing.
     pub fn link_config(&self) -> Result<Option<tcplab_emu::LinkConfig>, SettingsError> {
-        let link = &self.settings.lab.link;
-        if link.is_empty() {
+        if self.link.is_empty() {
             return Ok(None);
         }
-        Ok(Some(link.to_flags().to_link_config()?))
+        Ok(Some(self.link.to_flags().to_link_config()?))
     }
 }
 
