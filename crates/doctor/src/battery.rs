@@ -68,7 +68,18 @@ pub struct Battery {
     pub client_host: Option<String>,
     /// Lab host that ran the server side.
     pub server_host: Option<String>,
+    /// The kernel's TCP counters (`/proc/net/netstat`, `/proc/net/snmp`) that moved during
+    /// each workload: workload (`stream`, `crr`, ...) → side (`client`, `server`) →
+    /// `Section.Name` → increase. Only the client side against a remote server.
+    #[serde(default)]
+    pub counters: Counters,
 }
+
+/// Per workload, per side, the kernel counters that increased during it.
+pub type Counters = std::collections::BTreeMap<
+    String,
+    std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
+>;
 
 impl Battery {
     /// Every result's common record, in battery order.
@@ -90,6 +101,32 @@ impl Battery {
             v.push(("crr", &r.meta));
         }
         v
+    }
+}
+
+/// What tcplab's emulator recorded about one workload's run, from the result's facts
+/// (`facts.emulator`, docs/results.md): the impairments in force, its verdict over the run and
+/// the link model's account of what it did to the run's packets (queue stay, drops by cause).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EmulatedRun {
+    /// The impairments in force.
+    pub link: Option<tcplab_emu::LinkConfig>,
+    /// Whether the emulator kept its schedule over the run.
+    pub fidelity: Option<tcplab_lab::emulation::RunFidelity>,
+    /// The model's account of the run.
+    pub account: Option<tcplab_lab::emulation::RunAccount>,
+}
+
+impl EmulatedRun {
+    /// The record of the run described by `meta`; `None` when it did not cross the emulator.
+    pub fn of(meta: &RunMeta) -> Option<Self> {
+        let e = meta.facts.get("emulator")?;
+        let part = |k: &str| e.get(k).filter(|v| !v.is_null()).cloned();
+        Some(Self {
+            link: part("link").and_then(|v| serde_json::from_value(v).ok()),
+            fidelity: part("fidelity").and_then(|v| serde_json::from_value(v).ok()),
+            account: part("realised").and_then(|v| serde_json::from_value(v).ok()),
+        })
     }
 }
 
@@ -209,6 +246,34 @@ impl<'a> Context<'a> {
         let name = self.host_name(role)?;
         let host = self.facts.as_ref()?.hosts.get(name)?;
         Some(host.sysctls.contains_key(key))
+    }
+
+    /// How much the kernel counter `name` (`Section.Name`, e.g. `TcpExt.ListenOverflows`) of
+    /// `role`'s side rose during `workload`; `None` when it was not recorded there (a zero
+    /// increase is recorded as absent, so absent on a recorded side means 0).
+    pub fn counter(&self, workload: &str, role: Role, name: &str) -> Option<u64> {
+        let side = self
+            .battery
+            .counters
+            .get(workload)?
+            .get(role.default_host())?;
+        Some(side.get(name).copied().unwrap_or(0))
+    }
+
+    /// The bulk sender's MSS (median tcp_info snd_mss of the stream's sending samples).
+    pub fn sender_mss(&self) -> Option<f64> {
+        let s = self.battery.stream.as_ref()?;
+        let mut v: Vec<f64> = s
+            .intervals
+            .iter()
+            .chain(&s.server_intervals)
+            .filter(|i| i.sending)
+            .filter_map(|i| i.tcp_info)
+            .map(|t| f64::from(t.snd_mss))
+            .filter(|m| *m > 0.0)
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
     }
 
     /// A machine-wide sysctl as recorded in the facts.

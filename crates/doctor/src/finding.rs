@@ -262,6 +262,10 @@ pub struct Finding {
     /// Concrete changes, most direct first.
     #[serde(rename = "fix")]
     pub fixes: Vec<Fix>,
+    /// The id of another finding of the same run that explains this one (it was demoted to
+    /// info and ranks below it: fix the cause, not the symptom).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explained_by: Option<String>,
 }
 
 impl Finding {
@@ -275,6 +279,7 @@ impl Finding {
             samples: Vec::new(),
             explanation: String::new(),
             fixes: Vec::new(),
+            explained_by: None,
         }
     }
 
@@ -303,6 +308,9 @@ impl fmt::Display for Finding {
     /// A readable block: severity and title, the figures, the explanation, the fix lines.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "[{}] {} ({})", self.severity, self.title, self.id)?;
+        if let Some(cause) = &self.explained_by {
+            writeln!(f, "    explained by {cause}: fix that first")?;
+        }
         for e in &self.evidence {
             writeln!(
                 f,

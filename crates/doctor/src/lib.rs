@@ -48,6 +48,7 @@
 //! 30 ms WAN lab (seed 002's buffers; 2% loss under cubic vs the bbr it names).
 
 pub mod battery;
+pub mod corpus;
 pub mod error;
 pub mod finding;
 pub mod rules;
@@ -61,15 +62,16 @@ pub use finding::{
     Diagnosis, Evidence, Finding, Fix, FixKind, MAX_SAMPLE_REFS, SampleRefs, Scope, Severity,
 };
 
-/// Runs every rule on `battery` and returns the findings, most severe first (rule order, then
-/// the order each rule found them, at equal severity).
+/// Runs every rule on `battery` and returns the findings, root cause first: a finding that
+/// another explains is demoted to info and says which (`rules::explain`), and the rest are
+/// ranked by severity, then causes before symptoms.
 pub fn diagnose(battery: &Battery) -> Vec<Finding> {
     let ctx = Context::new(battery);
     let mut findings: Vec<Finding> = rules::RULES
         .iter()
         .flat_map(|(_, rule)| rule(&ctx))
         .collect();
-    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    rules::explain::apply(&mut findings);
     findings
 }
 

@@ -26,6 +26,10 @@ pub struct Series {
     pub sender_nodelay: Option<bool>,
     /// Whether this kernel has TCP_DELACK_MAX_US (read back as a value, not null).
     pub delack_max_supported: Option<bool>,
+    /// SO_SNDBUF the workload set explicitly (autotuning off), bytes.
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF the workload set explicitly, bytes.
+    pub rcvbuf: Option<u32>,
 }
 
 /// One-way delays of a msgs run (recv − send, same CLOCK_MONOTONIC), `None` without stamps.
@@ -101,6 +105,8 @@ fn msgs_series(result: &MsgsResult, gaps: bool, out: &mut Vec<Series>) {
                 rtt_multiple: if gaps { 0.0 } else { 0.5 },
                 sender_nodelay: sender_nodelay(&result.meta),
                 delack_max_supported: delack_max_supported(&result.meta),
+                sndbuf: result.config.opts.sndbuf,
+                rcvbuf: result.config.opts.rcvbuf,
             });
         }
     }
@@ -143,6 +149,8 @@ pub fn small_message_series(battery: &Battery, max_size: u32) -> Vec<Series> {
                     rtt_multiple: 1.0,
                     sender_nodelay: sender_nodelay(&rr.meta),
                     delack_max_supported: delack_max_supported(&rr.meta),
+                    sndbuf: rr.config.opts.sndbuf,
+                    rcvbuf: rr.config.opts.rcvbuf,
                 });
             }
         }

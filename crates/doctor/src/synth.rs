@@ -286,6 +286,7 @@ impl StreamSim {
                 bps: Some(self.throughput_bps),
                 omitted: index < self.omit,
                 tcp_info: Some(cum),
+                unread_bytes: None,
             });
         }
         let mut r = StreamResult {

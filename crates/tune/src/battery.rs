@@ -1,13 +1,16 @@
 //! The doctor's battery: stream, msgs (plain, the write-write-read trap, a size sweep), rr and
 //! crr against one path, sized to a time budget, with the emulator's fidelity over the whole
-//! battery. The path is a lab (client and server threads entered into its hosts) or a remote
-//! `tcplab serve`.
+//! battery and the kernel's TCP counters that moved during each workload. The path is a lab
+//! (client and server threads entered into its hosts) or a remote `tcplab serve`.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tcplab_doctor::{Battery, EmulatorFidelity, PathInfo};
 use tcplab_lab::Lab;
+use tcplab_load::sockopt::SockOpts;
 use tcplab_load::{Report, crr, msgs, rr, stream};
 
 use crate::error::{Result, TuneError};
@@ -42,9 +45,33 @@ pub enum Target<'a> {
     Remote(SocketAddr),
 }
 
+/// How the battery's workloads behave beyond their durations: what an application on the path
+/// does. The defaults are the doctor's own (an application that uses TCP well); the corpus
+/// sets them to reproduce an application's pathology (a reader slower than the path, small
+/// writes, an explicit socket buffer).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Knobs {
+    /// Bytes per write of the bulk stream (default: the stream's own, 128 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_write_size: Option<u32>,
+    /// Socket options of the bulk stream's connections (both sides).
+    #[serde(default)]
+    pub stream_opts: SockOpts,
+    /// Concurrent connection loops of crr (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crr_concurrency: Option<u32>,
+    /// Threads the crr server serves with (default one more than the loops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crr_server_threads: Option<u32>,
+    /// The bulk stream's receiver reads no faster than this, bit/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_read_rate_bps: Option<u64>,
+}
+
 /// Seconds of each workload for a budget: stream takes the largest share because throughput needs
 /// time to settle; the rest are short by nature.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// Stream duration.
     pub stream: Duration,
@@ -59,7 +86,13 @@ pub struct Plan {
     /// the battery otherwise reports what limits the path, not what an application could do
     /// wrong on it.
     pub trap_count: u64,
+    /// What the application does.
+    pub knobs: Knobs,
 }
+
+/// Default concurrency of the battery's crr: two loops keep a connection always opening while
+/// another closes, without loading two vCPUs.
+pub const CRR_CONCURRENCY: u32 = 2;
 
 impl Plan {
     /// Splits `budget`: stream 40%, rr 15%, crr 15%; msgs are sized by count. Budgets under 10 s
@@ -72,14 +105,30 @@ impl Plan {
             crr: Duration::from_secs_f64(secs * 0.15),
             msgs_count: 100_000,
             trap_count: 0,
+            knobs: Knobs::default(),
         }
     }
+}
+
+/// What an emulated lab's configuration says of its path: configured RTT, rate and random loss.
+pub fn path_of(lab: Option<&Lab>) -> PathInfo {
+    let mut info = PathInfo::default();
+    let Some(emu) = lab.and_then(|l| l.spec().emulation.as_ref()) else {
+        return info;
+    };
+    let (f, r) = (&emu.link.forward, &emu.link.reverse);
+    info.configured_rtt_ms = Some((f.delay_ns + r.delay_ns) as f64 / 1e6);
+    info.rate_bps = f.rate_bps.map(|b| b as f64);
+    if let Some(tcplab_emu::Loss::Bernoulli { probability }) = &f.loss {
+        info.loss = Some(*probability);
+    }
+    info
 }
 
 /// Runs the battery. `progress` is told which workload starts.
 pub fn run(
     target: &Target<'_>,
-    plan: Plan,
+    plan: &Plan,
     path: PathInfo,
     progress: &dyn Fn(&str),
 ) -> Result<Battery> {
@@ -94,26 +143,42 @@ pub fn run(
     let ms = |d: Duration| Some(d.as_millis() as u64);
 
     progress("stream");
-    let cfg = stream::StreamConfig {
+    let mut cfg = stream::StreamConfig {
         duration_ms: ms(plan.stream),
         omit_ms: 1_000.min(plan.stream.as_millis() as u64 / 4),
+        opts: plan.knobs.stream_opts.clone(),
+        read_rate_bps: plan.knobs.stream_read_rate_bps,
         ..Default::default()
     };
+    if let Some(w) = plan.knobs.stream_write_size {
+        cfg.write_size = w;
+    }
     battery.stream = Some(expect!(
-        one(target, |t, f| stream::run_client(&cfg, t, f, None)
-            .map(Report::Stream))?,
+        one(target, &mut battery, "stream", |t, f| stream::run_client(
+            &cfg, t, f, None
+        )
+        .map(Report::Stream))?,
         Stream
     ));
 
     progress("msgs");
+    // Nagle off: the plain runs look for what the path and the kernel do to small messages
+    // (seed 004's timer stalls); Nagle's own waits for ACKs are the trap run's business.
+    let nodelay = SockOpts {
+        nodelay: true,
+        ..SockOpts::default()
+    };
     let cfg = msgs::MsgsConfig {
         count: plan.msgs_count,
         link_rate_bps: battery.path.rate_bps.map(|r| r as u64),
+        opts: nodelay.clone(),
         ..Default::default()
     };
     battery.msgs = Some(expect!(
-        one(target, |t, f| msgs::run_client(&cfg, t, f)
-            .map(Report::Msgs))?,
+        one(target, &mut battery, "msgs", |t, f| msgs::run_client(
+            &cfg, t, f
+        )
+        .map(Report::Msgs))?,
         Msgs
     ));
 
@@ -126,8 +191,10 @@ pub fn run(
             ..Default::default()
         };
         Some(expect!(
-            one(target, |t, f| msgs::run_client(&cfg, t, f)
-                .map(Report::Msgs))?,
+            one(target, &mut battery, "msgs trap", |t, f| msgs::run_client(
+                &cfg, t, f
+            )
+            .map(Report::Msgs))?,
             Msgs
         ))
     } else {
@@ -137,11 +204,14 @@ pub fn run(
     let cfg = msgs::MsgsConfig {
         count: 2_000,
         sizes: vec![1, 16, 64, 128, 256, 512, 1024, 1448, 4096],
+        opts: nodelay,
         ..Default::default()
     };
     battery.msgs_sweep = Some(expect!(
-        one(target, |t, f| msgs::run_client(&cfg, t, f)
-            .map(Report::Msgs))?,
+        one(target, &mut battery, "msgs sweep", |t, f| msgs::run_client(
+            &cfg, t, f
+        )
+        .map(Report::Msgs))?,
         Msgs
     ));
     // The trap run is what the stall rules read when the plain run shows nothing: keep the one
@@ -149,6 +219,9 @@ pub fn run(
     if let Some(trap) = trap {
         if worst_gap(&trap) > battery.msgs.as_ref().map_or(0.0, worst_gap) {
             battery.msgs = Some(trap);
+            if let Some(c) = battery.counters.remove("msgs trap") {
+                battery.counters.insert("msgs".into(), c);
+            }
         }
     }
 
@@ -160,18 +233,25 @@ pub fn run(
         ..Default::default()
     };
     battery.rr = Some(expect!(
-        one(target, |t, f| rr::run_client(&cfg, t, f).map(Report::Rr))?,
+        one(target, &mut battery, "rr", |t, f| rr::run_client(
+            &cfg, t, f
+        )
+        .map(Report::Rr))?,
         Rr
     ));
 
     progress("crr");
     let cfg = crr::CrrConfig {
-        concurrency: 2,
+        concurrency: plan.knobs.crr_concurrency.unwrap_or(CRR_CONCURRENCY),
+        server_threads: plan.knobs.crr_server_threads,
         duration_ms: ms(plan.crr),
         ..Default::default()
     };
     battery.crr = Some(expect!(
-        one(target, |t, f| crr::run_client(&cfg, t, f).map(Report::Crr))?,
+        one(target, &mut battery, "crr", |t, f| crr::run_client(
+            &cfg, t, f
+        )
+        .map(Report::Crr))?,
         Crr
     ));
 
@@ -194,6 +274,13 @@ pub fn run(
     } else {
         battery.facts = Some(tcplab_lab::Facts::machine());
     }
+    if battery.path.measured_rtt_ms.is_none() {
+        battery.path.measured_rtt_ms = battery
+            .rr
+            .as_ref()
+            .and_then(|r| r.summary.latency_us.p50)
+            .map(|us| us / 1e3);
+    }
     Ok(battery)
 }
 
@@ -202,11 +289,13 @@ fn worst_gap(m: &msgs::MsgsResult) -> f64 {
     m.runs.iter().map(|r| r.stalls as f64).sum()
 }
 
-/// Runs one workload on the target.
-fn one<F>(target: &Target<'_>, client: F) -> Result<Report>
+/// Runs one workload on the target, recording the kernel counters that moved during it under
+/// `name` in `battery.counters`.
+fn one<F>(target: &Target<'_>, battery: &mut Battery, name: &str, client: F) -> Result<Report>
 where
     F: FnOnce(SocketAddr, serde_json::Value) -> tcplab_load::Result<Report> + Send,
 {
+    let before = counters(target);
     let report = match target {
         Target::Lab {
             lab,
@@ -218,5 +307,87 @@ where
             client(*addr, facts)
         }
     };
+    let after = counters(target);
+    battery
+        .counters
+        .insert(name.to_string(), increases(&before, &after));
     report.map_err(|e| TuneError::Battery(e.to_string()))
+}
+
+/// Per side, every kernel counter of its namespace (both sides of a lab; against a remote
+/// server only this process's, the client's).
+type Snapshot = BTreeMap<String, BTreeMap<String, u64>>;
+
+fn counters(target: &Target<'_>) -> Snapshot {
+    let mut out = Snapshot::new();
+    match target {
+        Target::Lab {
+            lab,
+            client,
+            server,
+        } => {
+            for (side, host) in [("client", client), ("server", server)] {
+                if let Ok(Ok(all)) = lab
+                    .host(host)
+                    .map(|h| h.run(tcplab_load::sysinfo::all_counters))
+                {
+                    out.insert(side.to_string(), all);
+                }
+            }
+        }
+        Target::Remote(_) => {
+            out.insert("client".into(), tcplab_load::sysinfo::all_counters());
+        }
+    }
+    out
+}
+
+/// The counters that rose between two snapshots, per side (a side missing from either is left
+/// out; counters that did not move are left out).
+fn increases(before: &Snapshot, after: &Snapshot) -> BTreeMap<String, BTreeMap<String, u64>> {
+    after
+        .iter()
+        .filter_map(|(side, a)| {
+            let b = before.get(side)?;
+            let moved = a
+                .iter()
+                .filter_map(|(k, v)| {
+                    let d = v.saturating_sub(b.get(k).copied().unwrap_or(*v));
+                    (d > 0).then(|| (k.clone(), d))
+                })
+                .collect();
+            Some((side.clone(), moved))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn increases_keep_what_moved_per_side() {
+        let snap = |pairs: &[(&str, &str, u64)]| {
+            let mut s = Snapshot::new();
+            for (side, k, v) in pairs {
+                s.entry(side.to_string())
+                    .or_default()
+                    .insert(k.to_string(), *v);
+            }
+            s
+        };
+        let before = snap(&[("client", "a", 5), ("client", "b", 7), ("server", "a", 1)]);
+        let after = snap(&[
+            ("client", "a", 9),
+            ("client", "b", 7),
+            ("client", "new", 3),
+            ("server", "a", 1),
+            ("gone", "a", 1),
+        ]);
+        let d = increases(&before, &after);
+        assert_eq!(d["client"].len(), 1, "{d:?}");
+        assert_eq!(d["client"]["a"], 4);
+        assert!(d["server"].is_empty());
+        assert!(!d.contains_key("gone"));
+    }
 }

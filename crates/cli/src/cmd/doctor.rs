@@ -8,7 +8,7 @@ use clap::Args;
 use tcplab_doctor::Severity;
 use tcplab_tune::battery::{self, Target};
 
-use super::path::{PathArgs, path_info};
+use super::path::PathArgs;
 use crate::output;
 
 /// Arguments of `tcplab doctor`.
@@ -86,7 +86,7 @@ impl DoctorArgs {
         let lab = self
             .path
             .lab(&format!("dr{}", std::process::id() % 100_000))?;
-        let mut battery = match (&lab, &self.path.to) {
+        let battery = match (&lab, &self.path.to) {
             (Some(lab), _) => {
                 let (client, server) = self.path.hosts_of(lab)?;
                 let target = Target::Lab {
@@ -94,25 +94,18 @@ impl DoctorArgs {
                     client,
                     server,
                 };
-                battery::run(&target, plan, path_info(Some(lab)), &progress)?
+                battery::run(&target, &plan, battery::path_of(Some(lab)), &progress)?
             }
             (None, Some(to)) => battery::run(
                 &Target::Remote(remote(to)?),
-                plan,
-                path_info(None),
+                &plan,
+                battery::path_of(None),
                 &progress,
             )?,
             (None, None) => anyhow::bail!(
                 "say where: --to ADDRESS (a host running `tcplab serve`), --lab NAME, or --topology T [--delay ... --rate ...]"
             ),
         };
-        if battery.path.measured_rtt_ms.is_none() {
-            battery.path.measured_rtt_ms = battery
-                .rr
-                .as_ref()
-                .and_then(|r| r.summary.latency_us.p50)
-                .map(|us| us / 1e3);
-        }
         let diagnosis = tcplab_doctor::diagnosis(&battery);
         if self.json {
             let doc = serde_json::json!({

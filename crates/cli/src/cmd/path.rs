@@ -132,18 +132,3 @@ impl PathArgs {
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
-
-/// What the doctor knows of an emulated lab's path: configured RTT, rate and random loss.
-pub fn path_info(lab: Option<&Lab>) -> tcplab_doctor::PathInfo {
-    let mut info = tcplab_doctor::PathInfo::default();
-    let Some(emu) = lab.and_then(|l| l.spec().emulation.as_ref()) else {
-        return info;
-    };
-    let (f, r) = (&emu.link.forward, &emu.link.reverse);
-    info.configured_rtt_ms = Some((f.delay_ns + r.delay_ns) as f64 / 1e6);
-    info.rate_bps = f.rate_bps.map(|b| b as f64);
-    if let Some(tcplab_emu::Loss::Bernoulli { probability }) = &f.loss {
-        info.loss = Some(*probability);
-    }
-    info
-}

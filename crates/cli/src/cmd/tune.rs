@@ -16,7 +16,7 @@ use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
 
 use super::doctor::{parse_budget, remote};
 use super::impair::ImpairArgs;
-use super::path::{PathArgs, path_info};
+use super::path::PathArgs;
 use crate::output;
 
 /// Arguments of `tcplab tune`.
@@ -156,8 +156,8 @@ fn diagnose(
     };
     let b = battery::run(
         &target,
-        battery::Plan::for_budget(budget),
-        path_info(Some(&lab)),
+        &battery::Plan::for_budget(budget),
+        battery::path_of(Some(&lab)),
         &|w| say(w),
     )?;
     let findings = tcplab_doctor::diagnose(&b);
@@ -186,8 +186,8 @@ fn diagnose_remote(
     ));
     let b = battery::run(
         &Target::Remote(addr),
-        battery::Plan::for_budget(budget),
-        path_info(None),
+        &battery::Plan::for_budget(budget),
+        battery::path_of(None),
         &|w| say(w),
     )?;
     let findings = tcplab_doctor::diagnose(&b);

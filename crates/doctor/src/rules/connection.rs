@@ -61,10 +61,100 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     } else if crr.time_wait.max as f64 >= TIME_WAIT_SHARE * ports(range) {
         out.push(time_wait(ctx, crr, range));
     }
+    if let Some(f) = accept_queue(ctx, crr) {
+        out.push(f);
+    }
     if let Some(f) = syn_retransmits(ctx, crr) {
         out.push(f);
     }
     out
+}
+
+/// Packets the emulated link's loss process dropped during crr, (client → server, server →
+/// client); `None` off an emulated lab or when it dropped none.
+fn path_losses(crr: &CrrResult) -> Option<(u64, u64)> {
+    let account = crate::battery::EmulatedRun::of(&crr.meta)?.account?;
+    let (f, r) = (account.forward_drops, account.reverse_drops);
+    let (to_server, to_client) = (f.loss + f.queue_full, r.loss + r.queue_full);
+    (to_server + to_client > 0).then_some((to_server, to_client))
+}
+
+/// Fewest accept-queue overflows for a finding (one can be a burst at the start).
+pub const MIN_LISTEN_OVERFLOWS: u64 = 3;
+
+/// `connection_trouble.accept_queue`: the server's kernel dropped handshakes because its
+/// accept queue was full (TcpExt ListenOverflows, ListenDrops of the server's namespace during
+/// crr): the application accepts connections slower than they arrive, or its backlog is
+/// small. Each dropped handshake costs the client a retransmission timer (1 s for a SYN).
+fn accept_queue(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
+    let overflows = ctx.counter("crr", Role::Server, "TcpExt.ListenOverflows")?;
+    let drops = ctx
+        .counter("crr", Role::Server, "TcpExt.ListenDrops")
+        .unwrap_or(0);
+    if overflows.max(drops) < MIN_LISTEN_OVERFLOWS {
+        return None;
+    }
+    let somaxconn = ctx
+        .host_sysctl(Role::Server, "net.core.somaxconn")
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let mut f = Finding::new(
+        "connection_trouble.accept_queue",
+        Severity::Error,
+        format!("the server's accept queue overflowed {overflows} times: handshakes were dropped"),
+    );
+    f.push(
+        "listen_overflows",
+        overflows as f64,
+        "times",
+        "TcpExt ListenOverflows of the server's namespace during crr",
+    );
+    f.push(
+        "listen_drops",
+        drops as f64,
+        "handshakes",
+        "TcpExt ListenDrops of the server's namespace during crr",
+    );
+    if let Some(m) = somaxconn {
+        f.push(
+            "somaxconn",
+            m as f64,
+            "connections",
+            "net.core.somaxconn of the server host: the most any listen backlog gets",
+        );
+    }
+    f.push(
+        "client_loops",
+        f64::from(crr.config.concurrency),
+        "loops",
+        format!(
+            "concurrent connecting loops; the server served with {}",
+            crr.config
+                .server_threads
+                .map_or("a thread per loop".to_string(), |t| format!(
+                    "{t} thread(s)"
+                ))
+        ),
+    );
+    if let Some(p) = crr.summary.connect_us.p99 {
+        f.push("connect_p99_ms", p / 1e3, "ms", "connect time p99");
+    }
+    f.explanation = "Completed handshakes wait in the listening socket's accept queue until the application calls accept(); when it is full, the kernel drops new handshakes and the client waits for its retransmission timer (1 s for a SYN). The application accepts slower than connections arrive, or its backlog (the smaller of listen()'s argument and net.core.somaxconn) is too short for the bursts.".into();
+    let server = ctx.describe_host("server", Role::Server);
+    f.fixes = vec![
+        Fix::sysctl(
+            "net.core.somaxconn",
+            BACKLOG.to_string(),
+            Scope::Namespace,
+            &server,
+        ),
+        Fix::other(
+            &format!(
+                "listen(fd, {BACKLOG}) in the server, and accept on more threads (or an event loop that accepts until EAGAIN)"
+            ),
+            &server,
+        ),
+    ];
+    Some(f)
 }
 
 /// The client's ip_local_port_range (facts), else the Linux default; the bool says which.
@@ -240,8 +330,36 @@ fn syn_retransmits(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
         .filter(|(_, c)| c.connected_ns.saturating_sub(c.start_ns) >= slow_ns)
         .map(|(i, _)| i);
     f.samples.push(SampleRefs::new("crr connection", idx));
-    f.explanation = "A SYN (or its SYN-ACK) went unanswered and the client resent it after the 1 s initial RTO (and 2 s more for a second loss). On a clean path the usual causes are a full listen queue on the server or, as in seed 003, a SYN reaching a port still in TIME_WAIT on the server; ports recycled quickly make that likely.".into();
     let server = ctx.describe_host("server", Role::Server);
+    if let Some((to_server, to_client)) = path_losses(crr) {
+        f.push(
+            "path_drops_client_to_server",
+            to_server as f64,
+            "packets",
+            "dropped by the emulated link's loss process during crr",
+        );
+        f.push(
+            "path_drops_server_to_client",
+            to_client as f64,
+            "packets",
+            "dropped by the emulated link's loss process during crr",
+        );
+        f.explanation = format!(
+            "A SYN (or its SYN-ACK) went unanswered and the client resent it after the 1 s initial RTO (and 2 s more for a second loss). The path itself lost packets during the run ({to_server} client → server, {to_client} server → client): a lost handshake packet costs a whole second, where a lost data packet costs a round trip or two. Find where the path drops packets; a connection pool or keep-alive spares each request the handshake."
+        );
+        f.fixes = vec![
+            Fix::other(
+                "find and remove the packet loss on the path (a faulty link, an overflowing queue, a policer); the direction with the drops is where to look",
+                "the path",
+            ),
+            Fix::other(
+                "reuse connections (keep-alive, a pool) so requests do not pay for handshakes",
+                "the application",
+            ),
+        ];
+        return Some(f);
+    }
+    f.explanation = "A SYN (or its SYN-ACK) went unanswered and the client resent it after the 1 s initial RTO (and 2 s more for a second loss). On a clean path the usual causes are a full listen queue on the server or, as in seed 003, a SYN reaching a port still in TIME_WAIT on the server; ports recycled quickly make that likely.".into();
     f.fixes = vec![
         Fix::sysctl(
             "net.core.somaxconn",

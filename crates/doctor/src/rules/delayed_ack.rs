@@ -9,6 +9,12 @@
 //! Wilson interval) and fires when that share is
 //! clearly above zero. Random stalls rarely land in that narrow window, a long-RTT path does not
 //! either (the RTT is subtracted first).
+//!
+//! The held write leaves when the delayed ACK arrives, a round trip after the segment it
+//! acknowledges left plus the timer, so the stall's excess over the path is the timer plus one
+//! RTT: the window is centred there. A wait of one or two RTTs alone is Nagle waiting for an
+//! ordinary ACK (or a window-limited flow), not the timer; where the window would contain such
+//! a multiple of the RTT, the two cannot be told apart and the rule stays silent.
 
 use tcplab_stats::{cluster_fraction, in_ticks, quantile};
 
@@ -42,6 +48,8 @@ pub const MAJORITY_SHARE: f64 = 0.5;
 struct Cluster<'s> {
     series: &'s Series,
     baseline: f64,
+    /// Centre of the excess window: the timer, a jiffy of rounding and one RTT.
+    centre: f64,
     inside: Vec<usize>,
     share: f64,
     lower: f64,
@@ -74,8 +82,19 @@ fn cluster<'s>(ctx: &Context<'_>, s: &'s Series, rtt: Option<f64>) -> Option<Clu
     // The path's own share of a sample: RTT-based when known, but never above the smallest
     // sample (a message that did not stall is the best baseline there is).
     let baseline = rtt.map_or(min, |r| (r * s.rtt_multiple).min(min));
+    // The round trip the held write also waits, from the same evidence: the baseline is a
+    // share of it (a one-way delay is half).
+    let round_trip = if s.rtt_multiple > 0.0 {
+        baseline / s.rtt_multiple
+    } else {
+        rtt.unwrap_or(0.0)
+    };
     let excess: Vec<f64> = s.values.iter().map(|v| v - baseline).collect();
-    let (centre, hw) = (centre(ctx), half_width(ctx));
+    let (centre, hw) = (centre(ctx) + round_trip, half_width(ctx));
+    let rtt_alike = (1..=2).any(|k| (centre - f64::from(k) * round_trip).abs() <= hw);
+    if round_trip > 0.0 && rtt_alike {
+        return None;
+    }
     let cf = cluster_fraction(&excess, centre, hw).ok()?;
     let inside = excess
         .iter()
@@ -86,6 +105,7 @@ fn cluster<'s>(ctx: &Context<'_>, s: &'s Series, rtt: Option<f64>) -> Option<Clu
     Some(Cluster {
         series: s,
         baseline,
+        centre,
         inside,
         share: cf.fraction,
         lower: cf.lower,
@@ -109,8 +129,8 @@ fn finding(ctx: &Context<'_>, c: &Cluster<'_>) -> Finding {
             s.size
         ),
     );
-    let lo_ms = (centre(ctx) - half_width(ctx)) * 1e3;
-    let hi_ms = (centre(ctx) + half_width(ctx)) * 1e3;
+    let lo_ms = (c.centre - half_width(ctx)) * 1e3;
+    let hi_ms = (c.centre + half_width(ctx)) * 1e3;
     f.push(
         "delack_cluster_share",
         c.share,
@@ -300,6 +320,42 @@ mod tests {
         assert!(
             matches!(&f[0].fixes[0].kind, FixKind::SetSockOpt { option, .. } if option == "TCP_QUICKACK")
         );
+    }
+
+    #[test]
+    fn the_stall_is_the_timer_plus_a_round_trip() {
+        // Write-write-read on a 10 ms path: 10 ms normally, 10 + 10 + 40-44 ms when stalled.
+        let lat: Vec<u64> = wwr_latencies(200, 250)
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| l + if i < 10 { 10_000_000 } else { 20_000_000 })
+            .collect();
+        let mut b = battery(250);
+        b.path.configured_rtt_ms = Some(10.0);
+        b.rr = Some(synth::rr(100, &lat, false));
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].evidence[0].context.contains("49.0-59.0 ms"),
+            "{:?}",
+            f[0].evidence[0]
+        );
+    }
+
+    #[test]
+    fn nagle_waiting_one_round_trip_is_not_the_timer() {
+        // Messages on a 40 ms path held by Nagle for about one RTT (ordinary ACKs).
+        let mut rng = SplitMix::new(7);
+        let mut sim = MsgSim::new(2000, 16);
+        sim.base_ns = 20_000_000;
+        sim.spacing_ns = 1_000_000;
+        let extra: Vec<u64> = (0..2000)
+            .map(|_| 38_000_000 + rng.below(4_000_000))
+            .collect();
+        let mut b = battery(250);
+        b.path.configured_rtt_ms = Some(40.0);
+        b.msgs = Some(synth::msgs(vec![sim.run(|i| extra[i])], false));
+        assert!(check(&Context::new(&b)).is_empty());
     }
 
     #[test]

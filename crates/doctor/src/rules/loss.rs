@@ -60,24 +60,30 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     }
     let loss = bytes_retrans as f64 / (bytes_acked + bytes_retrans) as f64;
     let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
-    if loss < MIN_LOSS_RATE || rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r) {
-        return Vec::new();
-    }
     let Some(rtt) = view.rtt_s.or(ctx.rtt_s().map(|r| r.0)) else {
         return Vec::new();
     };
     let mss = view.mss.unwrap_or(1448.0);
     let bound = mathis_bps(mss, rtt, loss) * view.flows.len() as f64;
+    let full = rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r);
     // Far above the Mathis bound, the loss is not what limits the flow (a rate-based control
     // rides through it, or the losses are a burst at start-up); only a loss rate high enough to
     // hurt a loss-based control's neighbours still deserves a word.
-    if view.throughput_bps > MATHIS_BOUND_RATIO * bound && loss < BBR_HIGH_LOSS {
+    let limited = loss >= MIN_LOSS_RATE
+        && !full
+        && !(view.throughput_bps > MATHIS_BOUND_RATIO * bound && loss < BBR_HIGH_LOSS);
+    // A flow that rides through the loss (BBR) hides it from the figures above, but the path
+    // still loses packets, which every loss-based flow on it pays for: on an emulated path the
+    // model says so itself.
+    let lossy = path_loss_share(stream).is_some_and(|p| p >= MIN_LOSS_RATE);
+    if !limited && !lossy {
         return Vec::new();
     }
     vec![finding(
         ctx,
         &view,
         Figures {
+            limited,
             retrans,
             loss,
             rtt,
@@ -90,7 +96,22 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
 }
 
 /// The figures the finding reports.
+/// Fewest packets the emulated link's loss process must drop during the stream before the
+/// path counts as lossy on its own evidence.
+pub const MIN_PATH_LOSS_DROPS: u64 = 10;
+
+/// The share of the stream's client → server packets the emulated link's loss process dropped
+/// (not its queue, not the emulator's own faults); `None` off an emulated path or with fewer
+/// than [`MIN_PATH_LOSS_DROPS`].
+fn path_loss_share(stream: &tcplab_load::stream::StreamResult) -> Option<f64> {
+    let account = crate::battery::EmulatedRun::of(&stream.meta)?.account?;
+    let d = account.forward_drops;
+    (d.loss >= MIN_PATH_LOSS_DROPS && d.frames > 0).then(|| d.loss as f64 / d.frames as f64)
+}
+
 struct Figures {
+    /// The loss held the flow below the path (false: the path loses packets, the flow coped).
+    limited: bool,
     retrans: u64,
     loss: f64,
     rtt: f64,
@@ -216,6 +237,7 @@ fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
             view.samples
         ),
     );
+    let pattern = loss_pattern(ctx, &mut f);
     let cc = congestion_control(ctx, view.sender());
     f.fixes = cc_fixes(ctx, cc.as_deref(), x.loss, ratio, view.sender());
     f.fixes.push(Fix::other(
@@ -223,12 +245,81 @@ fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
         "the path",
     ));
     f.explanation = format!(
-        "The flow lost {:.3}% of its data{}; a loss-based congestion control halves or cuts its window on every loss, which caps it near MSS/RTT x C/sqrt(p). Removing the loss is the real fix; a congestion control that does not treat loss as congestion (BBR) keeps the rate when the loss is random.",
+        "The flow lost {:.3}% of its data{}{}; a loss-based congestion control halves or cuts its window on every loss, which caps it near MSS/RTT x C/sqrt(p). Removing the loss is the real fix; a congestion control that does not treat loss as congestion (BBR) keeps the rate when the loss is random{}.",
         x.loss * 100.0,
+        pattern.map_or(String::new(), |p| format!(", {p}")),
         cc.as_deref()
-            .map_or(String::new(), |c| format!(" under {c}"))
+            .map_or(String::new(), |c| format!(" under {c}")),
+        if pattern.is_some_and(|p| p.contains("burst")) {
+            ", and loses less to bursts, which cost a loss-based sender one window cut per burst but many retransmissions"
+        } else {
+            ""
+        }
     );
+    if let Some(p) = pattern {
+        f.title = format!("{} ({p})", f.title);
+    }
+    if !x.limited {
+        f.title = format!("the path loses packets: {}", f.title);
+        f.explanation = format!(
+            "This flow kept its rate through the loss (its congestion control does not take loss for congestion), but the path itself drops packets, and every loss-based flow on it (cubic, reno: most of the Internet's) pays for each drop with a window cut. {}",
+            f.explanation
+        );
+    }
     f
+}
+
+/// Retransmitted segments per loss recovery above this: losses come in bursts (random loss of
+/// under a few per cent loses one segment per window, rarely more).
+pub const BURST_SEGMENTS: f64 = 3.0;
+
+/// How the path loses packets, for the title and explanation: from the emulated link's loss
+/// model when the path is emulated, else from the kernel's count of retransmissions per loss
+/// recovery on the sender. Pushes the figure it used.
+fn loss_pattern(ctx: &Context<'_>, f: &mut Finding) -> Option<&'static str> {
+    let stream = ctx.battery.stream.as_ref()?;
+    let emulated = crate::battery::EmulatedRun::of(&stream.meta);
+    if let Some(loss) = emulated
+        .as_ref()
+        .and_then(|e| e.link.as_ref())
+        .and_then(|l| l.forward.loss.as_ref())
+    {
+        if let Some(a) = emulated.as_ref().and_then(|e| e.account.as_ref()) {
+            f.push(
+                "path_loss_drops",
+                a.forward_drops.loss as f64,
+                "packets",
+                format!(
+                    "dropped by the emulated link's loss process during the stream, of {}",
+                    a.forward_drops.frames
+                ),
+            );
+        }
+        return Some(match loss {
+            tcplab_emu::Loss::Bernoulli { .. } => "at random",
+            tcplab_emu::Loss::GilbertElliott { .. } => "in bursts (Gilbert-Elliott)",
+            tcplab_emu::Loss::Pattern(_) => "following a fixed pattern",
+        });
+    }
+    let sender = crate::rules::stream_view::StreamView::of(stream)?.sender();
+    let counter = |n: &str| ctx.counter("stream", sender, n).unwrap_or(0);
+    let recoveries = counter("TcpExt.TCPSackRecovery") + counter("TcpExt.TCPRenoRecovery");
+    let retrans = counter("Tcp.RetransSegs");
+    if recoveries == 0 || retrans == 0 {
+        return None;
+    }
+    let per = retrans as f64 / recoveries as f64;
+    f.push(
+        "retransmissions_per_recovery",
+        per,
+        "segments",
+        "Tcp RetransSegs / TcpExt TCPSackRecovery + TCPRenoRecovery of the sender, during the stream",
+    );
+    Some(if per >= BURST_SEGMENTS {
+        "in bursts"
+    } else {
+        "scattered"
+    })
 }
 
 /// The sender's congestion control: as read back from the socket, else the host's sysctl,

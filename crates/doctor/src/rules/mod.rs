@@ -5,12 +5,17 @@
 use crate::battery::Context;
 use crate::finding::Finding;
 
+pub mod blackhole;
 pub mod buffers;
 pub mod connection;
 pub mod delayed_ack;
+pub mod endpoint;
+pub mod explain;
 pub mod fixes;
 pub mod loss;
 pub mod periodic_stall;
+pub mod queue;
+pub mod reorder;
 pub mod stream_view;
 pub mod untrustworthy;
 
@@ -26,4 +31,10 @@ pub const RULES: &[(&str, Rule)] = &[
     ("rwnd_limited", buffers::check_rwnd),
     ("sndbuf_limited", buffers::check_sndbuf),
     ("loss_limited", loss::check),
+    ("mtu_blackhole", blackhole::check),
+    ("receiver_limited", endpoint::check_receiver),
+    ("cpu_limited", endpoint::check_cpu),
+    ("bufferbloat", queue::check_bloat),
+    ("shallow_queue", queue::check_shallow),
+    ("reordering", reorder::check),
 ];

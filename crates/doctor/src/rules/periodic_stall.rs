@@ -9,10 +9,17 @@
 //! so a beat between a reporting interval and some period (what flent users see) cannot show
 //! up as a pattern; random stalls fail the periodicity test. With a size sweep, the size
 //! threshold K is the smallest size from which on no run is periodic while a smaller one was.
+//!
+//! Periodic is not enough to blame a timer: a flow limited by its send buffer or receive
+//! window also stalls once per buffer, waiting a round trip for ACKs; messages packed into
+//! segments arrive a segment at a time; and on a path whose delay is itself a whole number of
+//! ticks any stall of one RTT sits on the tick grid. Before calling a timer the cause, the rule
+//! checks each of these ([`other_explanation`]); a stall one of them explains is reported as
+//! info with that explanation instead.
 
 use tcplab_stats::{StallAnalysis, StallConfig, analyse_stalls};
 
-use crate::battery::Context;
+use crate::battery::{Context, DEFAULT_TCP_RMEM, DEFAULT_TCP_WMEM, Role};
 use crate::finding::{Finding, SampleRefs, Severity};
 use crate::rules::fixes::delack_fixes;
 use crate::series::{Series, message_gap_series, message_series};
@@ -29,6 +36,24 @@ pub const MIN_MESSAGES: usize = 200;
 /// gaps are ACK clocking of a window-limited flow (a window's worth of messages, then a wait for
 /// ACKs), which the buffer rules diagnose; a timer stall lasts at least about one tick.
 pub const MIN_TIMER_TICKS: f64 = 0.75;
+
+/// A stall within this share of the path's RTT (or one-way delay) is a wait for ACKs or for
+/// the path itself, not a timer: 15% covers the queueing and scheduling around one RTT.
+pub const RTT_MATCH_SHARE: f64 = 0.15;
+
+/// Bytes per period within this range of a buffer's size (as a share of it) recur once per
+/// buffer: a full buffer's worth sent, then a wait. Wide because the usable payload of a
+/// buffer is a fraction of its size (skb overhead, tcp_adv_win_scale) that varies by kernel.
+pub const BUFFER_MATCH: (f64, f64) = (0.25, 1.25);
+
+/// Bytes per period that are a whole number of segments, up to this many, within
+/// [`SEGMENT_MATCH_SHARE`]: messages packed into full segments arrive a segment at a time, and
+/// the gap between two is the next segment's arrival (seed 004's 41 messages of 1 byte are no
+/// such multiple).
+pub const SEGMENT_PERIOD_MAX: u32 = 4;
+
+/// How close to a whole number of segments the bytes of a period must be.
+pub const SEGMENT_MATCH_SHARE: f64 = 0.02;
 
 /// One analysed run.
 struct Analysed<'s> {
@@ -66,7 +91,106 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     else {
         return Vec::new();
     };
-    vec![finding(ctx, hit, &analysed)]
+    let mut f = finding(ctx, hit, &analysed);
+    if let Some((cause, why)) = other_explanation(ctx, hit) {
+        f.severity = Severity::Info;
+        f.explained_by = match cause.as_str() {
+            "once per send buffer" => Some("sndbuf_limited".into()),
+            "once per receive window" => Some("rwnd_limited".into()),
+            _ => None,
+        };
+        f.title = format!("{} — not a timer: {cause}", f.title);
+        f.explanation = format!(
+            "Message stalls recur on a fixed grid of message indices, but not because of a timer: {why} Fix what limits the flow instead (the other findings say what)."
+        );
+        f.fixes.clear();
+    }
+    vec![f]
+}
+
+/// What explains a periodic stall other than a timer, as (short cause, sentence); `None` when
+/// only a timer does: the stall is clustered on whole ticks, is not one path delay or RTT long,
+/// and its period is neither a buffer nor a few segments of bytes.
+fn other_explanation(ctx: &Context<'_>, hit: &Analysed<'_>) -> Option<(String, String)> {
+    let a = &hit.analysis;
+    let period = a.period.as_ref()?.period;
+    let bytes = period as f64 * f64::from(hit.series.size);
+    let excesses: Vec<f64> = a.events.iter().map(|e| e.excess).collect();
+    let stall = tcplab_stats::quantile(&excesses, 0.5).unwrap_or(0.0);
+    let within = |v: f64, of: f64| of > 0.0 && v >= BUFFER_MATCH.0 * of && v <= BUFFER_MATCH.1 * of;
+    let (wmem, _) = ctx.triple(Role::Client, "net.ipv4.tcp_wmem", DEFAULT_TCP_WMEM);
+    let sndbuf = hit.series.sndbuf.map_or(wmem[2] as f64, f64::from);
+    if within(bytes, sndbuf) {
+        return Some((
+            "once per send buffer".into(),
+            format!(
+                "each period carries {bytes:.0} bytes and the sender's send buffer holds {sndbuf:.0}: the sender fills its buffer, then waits a round trip for ACKs to free it."
+            ),
+        ));
+    }
+    let (rmem, _) = ctx.triple(Role::Server, "net.ipv4.tcp_rmem", DEFAULT_TCP_RMEM);
+    let rcvbuf = hit.series.rcvbuf.map_or(rmem[2] as f64, f64::from);
+    if within(bytes, rcvbuf) {
+        return Some((
+            "once per receive window".into(),
+            format!(
+                "each period carries {bytes:.0} bytes and the receiver's buffer holds {rcvbuf:.0}: the sender fills the window, then waits for it to open."
+            ),
+        ));
+    }
+    let mss = ctx.sender_mss().unwrap_or(1448.0);
+    let segments = (bytes / mss).round();
+    if (1.0..=f64::from(SEGMENT_PERIOD_MAX)).contains(&segments)
+        && (bytes - segments * mss).abs() <= SEGMENT_MATCH_SHARE * mss
+    {
+        return Some((
+            "a segment at a time".into(),
+            format!(
+                "each period carries {bytes:.0} bytes, {segments:.0} full segment(s) of {mss:.0}: messages packed into segments arrive together, and the gap is the next segment's arrival."
+            ),
+        ));
+    }
+    let tick = ctx.tick_s();
+    let on_grid = |v: f64| (v / tick - (v / tick).round()).abs() <= 0.25 && v >= 0.75 * tick;
+    if let Some((rtt, _)) = ctx.rtt_s() {
+        for (what, d) in [("round trip", rtt), ("one-way delay", rtt / 2.0)] {
+            if (stall - d).abs() <= RTT_MATCH_SHARE * d {
+                return Some((
+                    format!("one {what}"),
+                    format!(
+                        "each stall lasts {:.1} ms, the path's {what} ({:.1} ms): the sender waits for ACKs, so the stall is the path's delay, whatever the tick grid says.",
+                        stall * 1e3,
+                        d * 1e3
+                    ),
+                ));
+            }
+            // A path delay that is itself a whole number of ticks puts any wait of a few
+            // path delays on the tick grid: clustering is then no evidence of a timer.
+            let k = (stall / d).round();
+            if on_grid(d) && (1.0..=4.0).contains(&k) && (stall - k * d).abs() <= 0.25 * tick {
+                return Some((
+                    format!("{k:.0} x the {what}"),
+                    format!(
+                        "each stall lasts {:.1} ms, {k:.0} times the path's {what} ({:.1} ms), which is itself a whole number of {:.0} ms ticks: the stalls sit on the tick grid because the path's delay does.",
+                        stall * 1e3,
+                        d * 1e3,
+                        tick * 1e3
+                    ),
+                ));
+            }
+        }
+    }
+    if !a.ticks.as_ref().is_some_and(|t| t.clustered) {
+        return Some((
+            "not on the tick grid".into(),
+            format!(
+                "the stalls ({:.1} ms) are not whole numbers of {} ms timer ticks, as a timer's would be.",
+                stall * 1e3,
+                1e3 / f64::from(ctx.hz)
+            ),
+        ));
+    }
+    None
 }
 
 /// Seed 004's K: the smallest size from which on no analysed run is periodic, when a smaller
@@ -363,6 +487,95 @@ mod tests {
         assert_eq!(f[0].figure("sizes_periodic"), Some(2.0));
         assert_eq!(f[0].figure("message_size"), Some(16.0));
         assert!(f[0].explanation.contains("at least 128 bytes"));
+    }
+
+    /// Every `period`-th message of `size` bytes stalls `stall_ns` (the stream behind it waits).
+    fn every(period: usize, size: u32, stall_ns: u64) -> tcplab_load::msgs::MsgsRun {
+        let mut sim = MsgSim::new(period * 100, size);
+        sim.spacing_ns = 20_000;
+        sim.stall_blocks_stream = true;
+        sim.run(|i| {
+            if i % period == period - 1 {
+                stall_ns
+            } else {
+                0
+            }
+        })
+    }
+
+    fn with_path(rtt_ms: f64, wmem_max: u64) -> Battery {
+        let mut b = battery();
+        b.facts = Some(synth::facts(250));
+        if let Some(f) = b.facts.as_mut() {
+            for h in f.hosts.values_mut() {
+                h.sysctls
+                    .insert("net.ipv4.tcp_wmem".into(), format!("4096 16384 {wmem_max}"));
+            }
+        }
+        b.path.configured_rtt_ms = Some(rtt_ms);
+        b
+    }
+
+    #[test]
+    fn a_stall_once_per_send_buffer_is_not_a_timer() {
+        // The path: 64 KiB send buffers, 40 ms RTT; every 46th 1448-byte message
+        // waits 20.5 ms, which is also five jiffies at HZ=250.
+        let mut b = with_path(40.0, 65_536);
+        b.msgs = Some(synth::msgs(vec![every(46, 1448, 20_500_000)], true));
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(
+            f[0].title.contains("not a timer: once per send buffer"),
+            "{}",
+            f[0].title
+        );
+        assert!(
+            f[0].explanation.contains("send buffer holds 65536"),
+            "{}",
+            f[0].explanation
+        );
+        assert!(f[0].fixes.is_empty(), "no timer fixes for a buffer stall");
+        assert_eq!(f[0].explained_by.as_deref(), Some("sndbuf_limited"));
+    }
+
+    #[test]
+    fn a_stall_of_one_round_trip_is_not_a_timer() {
+        // 8 ms stalls (two jiffies) on an 8 ms path, period far from any buffer.
+        let mut b = with_path(8.0, 4_194_304);
+        b.msgs = Some(synth::msgs(vec![every(41, 16, 8_000_000)], true));
+        let f = check(&Context::new(&b));
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(f[0].title.contains("one round trip"), "{}", f[0].title);
+    }
+
+    #[test]
+    fn a_path_delay_on_the_tick_grid_is_no_evidence() {
+        // One-way 12 ms (3 jiffies), stalls of 24 ms (two one-way delays, 6 jiffies).
+        let mut b = with_path(24.0, 4_194_304);
+        b.msgs = Some(synth::msgs(vec![every(41, 16, 48_000_000)], true));
+        let f = check(&Context::new(&b));
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(f[0].title.contains("2 x the round trip"), "{}", f[0].title);
+    }
+
+    #[test]
+    fn stalls_off_the_tick_grid_are_not_a_timer_and_a_real_one_still_is() {
+        let mut b = with_path(1.0, 4_194_304);
+        b.msgs = Some(synth::msgs(vec![every(41, 16, 6_000_000)], true));
+        let f = check(&Context::new(&b));
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(
+            f[0].title.contains("not on the tick grid"),
+            "{}",
+            f[0].title
+        );
+        // Seed 004's 1-2 jiffies on a 1 ms path: a timer.
+        let mut b = with_path(1.0, 4_194_304);
+        b.msgs = Some(synth::msgs(vec![every(41, 16, 8_000_000)], true));
+        let f = check(&Context::new(&b));
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(!f[0].fixes.is_empty());
     }
 
     #[test]

@@ -55,6 +55,21 @@ impl FlowSpan {
     pub fn retrans_segments(&self) -> u64 {
         self.delta(|t| u64::from(t.total_retrans))
     }
+
+    /// Reordering events the sender detected in the span.
+    pub fn reord_seen(&self) -> u64 {
+        self.delta(|t| u64::from(t.reord_seen))
+    }
+
+    /// Retransmissions the receiver reported as duplicates (D-SACK) in the span: spurious.
+    pub fn dsack_dups(&self) -> u64 {
+        self.delta(|t| u64::from(t.dsack_dups))
+    }
+
+    /// Data segments sent in the span (retransmissions included).
+    pub fn data_segs_out(&self) -> u64 {
+        self.delta(|t| u64::from(t.data_segs_out))
+    }
 }
 
 /// The stream as the rules see it.
@@ -74,6 +89,20 @@ pub struct StreamView {
     pub loss_state_samples: usize,
     /// Measured sending samples with tcp_info.
     pub samples: usize,
+    /// Smallest RTT the sending flows saw (tcp_info min_rtt over the whole connection), s:
+    /// the path's RTT without queueing.
+    pub min_rtt_s: Option<f64>,
+    /// Median data in flight (unacknowledged segments x MSS), bytes.
+    pub inflight_bytes: Option<f64>,
+    /// Median congestion window, bytes.
+    pub cwnd_bytes: Option<f64>,
+    /// Share of measured sending samples whose delivery rate was application-limited.
+    pub app_limited_share: f64,
+    /// Median bytes the receiving application had not read yet, at interval ends (receiving
+    /// flows that report it).
+    pub unread_bytes: Option<f64>,
+    /// Median window the receiver advertised, from its own side, bytes (Linux 6.7+).
+    pub rcv_wnd: Option<f64>,
 }
 
 impl StreamView {
@@ -94,6 +123,26 @@ impl StreamView {
                 by_flow.entry(key).or_default().push(i);
             }
         }
+        let receiving: Vec<&IntervalSample> = r
+            .intervals
+            .iter()
+            .chain(&r.server_intervals)
+            .filter(|i| !i.sending && !i.omitted)
+            .collect();
+        let median_of = |v: Vec<f64>| quantile(&v, 0.5).ok();
+        let unread_bytes = median_of(
+            receiving
+                .iter()
+                .filter_map(|i| i.unread_bytes.map(f64::from))
+                .collect(),
+        );
+        let rcv_wnd = median_of(
+            receiving
+                .iter()
+                .filter_map(|i| i.tcp_info.map(|t| f64::from(t.rcv_wnd)))
+                .filter(|w| *w > 0.0)
+                .collect(),
+        );
         let mut flows = Vec::new();
         let mut measured: Vec<TcpInfo> = Vec::new();
         for ((side, _), mut v) in by_flow {
@@ -117,6 +166,13 @@ impl StreamView {
             let v: Vec<f64> = measured.iter().map(f).filter(|x| *x > 0.0).collect();
             quantile(&v, 0.5).ok()
         };
+        let min_rtt_s = flows
+            .iter()
+            .map(|f| f.end.min_rtt_us)
+            .filter(|v| *v > 0)
+            .min()
+            .map(|us| f64::from(us) / 1e6);
+        let app_limited = measured.iter().filter(|t| t.app_limited).count();
         Some(Self {
             throughput_bps,
             rtt_s: med(&|t| f64::from(t.rtt_us) / 1e6),
@@ -124,6 +180,16 @@ impl StreamView {
             mss: med(&|t| f64::from(t.snd_mss)),
             loss_state_samples: measured.iter().filter(|t| t.ca_state == 4).count(),
             samples: measured.len(),
+            min_rtt_s,
+            inflight_bytes: med(&|t| f64::from(t.unacked) * f64::from(t.snd_mss)),
+            cwnd_bytes: med(&|t| f64::from(t.cwnd) * f64::from(t.snd_mss)),
+            app_limited_share: if measured.is_empty() {
+                0.0
+            } else {
+                app_limited as f64 / measured.len() as f64
+            },
+            unread_bytes,
+            rcv_wnd,
             flows,
         })
     }

@@ -36,6 +36,11 @@ pub const CPU_WAIT_SHARE: f64 = 0.05;
 /// smaller than the run-to-run spread of a loopback round trip).
 pub const CPU_WAIT_MIN_US: f64 = 20.0;
 
+/// A wait of this share of the median latency or more makes the finding a warning: the
+/// latency figures are then off by a quarter or more, enough to change what a user concludes.
+/// Below it the finding is info: worth knowing beside the figures, not a problem to act on.
+pub const CPU_WAIT_WARNING_SHARE: f64 = 0.25;
+
 /// The rule.
 pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     [emulator(ctx), cpu(ctx), cpu_wait(ctx), samples(ctx)]
@@ -150,9 +155,14 @@ fn cpu_wait(ctx: &Context<'_>) -> Option<Finding> {
         return None;
     }
     let side = |v: Option<f64>| v.map_or("not counted".to_string(), |v| format!("{v:.1} µs"));
+    let severity = if wait >= CPU_WAIT_WARNING_SHARE * p50 {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
     let mut f = Finding::new(
         "untrustworthy.cpu_wait",
-        Severity::Warning,
+        severity,
         format!(
             "rr: its threads waited {wait:.0} µs per transaction for a CPU ({:.0}% of the median latency)",
             100.0 * wait / p50
@@ -255,9 +265,17 @@ fn samples(ctx: &Context<'_>) -> Option<Finding> {
     if notes.is_empty() {
         return None;
     }
+    // A run cut short means something failed on the path or a host: worth a warning. Few
+    // samples alone (a long RTT in a short budget) only limit what the other rules could
+    // judge, and they stayed silent where they could not.
+    let cut_short = b.metas().iter().any(|(_, m)| !m.complete);
     let mut f = Finding::new(
         "untrustworthy.samples",
-        Severity::Warning,
+        if cut_short {
+            Severity::Warning
+        } else {
+            Severity::Info
+        },
         format!(
             "{} part(s) of the battery have too little data to judge",
             notes.len()
