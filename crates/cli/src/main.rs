@@ -39,6 +39,9 @@ enum Command {
     Report(cmd::study::ReportArgs),
     /// A battery of workloads on a path, then what limits TCP there, with evidence and fixes.
     Doctor(cmd::doctor::DoctorArgs),
+    /// How often the doctor is right: run or score a labelled corpus of pathologies.
+    #[command(subcommand)]
+    Corpus(cmd::corpus::CorpusCommand),
     /// Race candidate settings for a workload, verify the winner, print the lines to apply.
     Tune(cmd::tune::TuneArgs),
     /// The embedded default: an emulated WAN path, doctor and tune on it, an HTML report.
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Emu(a) => a.run(),
         Command::Doctor(a) => a.run(),
         Command::Tune(a) => a.run(),
+        Command::Corpus(c) => c.run(),
         Command::Demo(a) => a.run(),
         Command::Run(a) => a.run(),
         Command::Sweep(a) => a.run(),

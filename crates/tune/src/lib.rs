@@ -11,6 +11,7 @@
 
 pub mod battery;
 pub mod candidates;
+pub mod corpus;
 pub mod error;
 pub mod tune;
 

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod corpus;
 pub mod doctor;
 pub mod emu;
 pub mod facts;
