@@ -497,8 +497,8 @@ fn emit(args: &ClientArgs, out: &Out<'_, '_>, report: &Report) -> ExitCode {
     }
 }
 
-/// NDJSON lines for the runs of a msgs sweep and the points of an rr sweep (stream intervals
-/// are streamed live instead).
+/// NDJSON lines for the runs of a msgs sweep, the points of an rr sweep and the phases of an
+/// rrul run (stream intervals are streamed live instead).
 fn run_lines(report: &Report) -> Vec<String> {
     let lines = |kind: &str, items: Vec<serde_json::Value>| -> Vec<String> {
         items
@@ -517,6 +517,13 @@ fn run_lines(report: &Report) -> Vec<String> {
         Report::Rr(r) => lines(
             "point",
             r.points
+                .iter()
+                .filter_map(|x| serde_json::to_value(x).ok())
+                .collect(),
+        ),
+        Report::Rrul(r) => lines(
+            "phase",
+            r.phases
                 .iter()
                 .filter_map(|x| serde_json::to_value(x).ok())
                 .collect(),
