@@ -1,6 +1,6 @@
-//! Command-line front ends: `serve`, `stream`, `msgs`, `rr`, `crr`, `rrul`. Thin: each parses flags
-//! into the library's config, picks where client and server run ([`crate::place`]), and prints
-//! the result (terminal summary, `--json`, `--ndjson`) and raw samples (`--samples`).
+//! Command-line front ends: `serve`, `stream`, `msgs`, `rr`, `crr`, `rrul`. Thin: each parses
+//! flags into the library's config, picks where client and server run ([`crate::place`]), and
+//! prints the result (terminal summary, `--json`, `--ndjson`) and raw samples (`--samples`).
 //! Exit codes: 0 complete, 1 incomplete or failed run, 2 bad usage (a flag, a busy port, an
 //! option the kernel lacks).
 
