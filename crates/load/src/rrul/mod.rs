@@ -26,7 +26,7 @@
 //! ([`phase::LoadSpan`]): it started when the stream's flows did (learned from the stream's
 //! interval callback) and ended when the stream test was over (every byte delivered, the
 //! server's report in), so the queue's drain after the senders stop counts as load. The
-//! splitting itself is pure ([`phase`]); the human form is in [`text`].
+//! splitting itself is pure ([`phase`]); the human form is in `text.rs`.
 
 pub mod phase;
 mod text;
