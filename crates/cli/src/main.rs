@@ -31,6 +31,8 @@ enum Command {
     Rr(tcplab_load::cli::RrArgs),
     /// Connect-request-response-close rate, connect times, SYN retransmits, TIME_WAIT.
     Crr(tcplab_load::cli::CrrArgs),
+    /// Latency under load: probes before, during and after bulk flows up, down or both.
+    Rrul(tcplab_load::cli::RrulArgs),
     /// Run one configuration of a scenario file (the baseline unless --config).
     Run(cmd::study::RunArgs),
     /// Run every configuration of a scenario file, with repetitions, racing and a stored result.
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         Command::Msgs(a) => workload(a.run()),
         Command::Rr(a) => workload(a.run()),
         Command::Crr(a) => workload(a.run()),
+        Command::Rrul(a) => workload(a.run()),
         Command::Lab(c) => c.run(),
         Command::Facts(a) => a.run(),
     }

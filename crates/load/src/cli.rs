@@ -1,6 +1,6 @@
-//! Command-line front ends: `serve`, `stream`, `msgs`, `rr`, `crr`. Thin: each parses flags
-//! into the library's config, picks where client and server run ([`crate::place`]), and prints
-//! the result (terminal summary, `--json`, `--ndjson`) and raw samples (`--samples`).
+//! Command-line front ends: `serve`, `stream`, `msgs`, `rr`, `crr`, `rrul`. Thin: each parses
+//! flags into the library's config, picks where client and server run ([`crate::place`]), and
+//! prints the result (terminal summary, `--json`, `--ndjson`) and raw samples (`--samples`).
 //! Exit codes: 0 complete, 1 incomplete or failed run, 2 bad usage (a flag, a busy port, an
 //! option the kernel lacks).
 
@@ -18,7 +18,7 @@ use crate::proto::DEFAULT_PORT;
 use crate::report::{Report, error_json};
 use crate::sockopt::SockOpts;
 use crate::stream::{Direction, IntervalReport};
-use crate::{crr, msgs, rr, stream};
+use crate::{crr, msgs, rr, rrul, stream};
 
 /// Flags shared by every client workload.
 #[derive(Debug, Clone, clap::Args)]
@@ -401,6 +401,79 @@ impl CrrArgs {
     }
 }
 
+/// `tcplab rrul`: latency under load (probes before, during and after bulk flows).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RrulArgs {
+    /// Direction of the load: up (client sends), down (server sends), both.
+    #[arg(long = "dir", value_enum, default_value_t = rrul::LoadDirection::Both)]
+    pub direction: rrul::LoadDirection,
+    /// Bulk flows per direction.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub flows: u32,
+    /// Idle phase before the load, seconds.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_duration_ms)]
+    pub before: u64,
+    /// Load phase: how long the bulk flows send, seconds.
+    #[arg(long, value_name = "SECS", default_value = "6", value_parser = parse_duration_ms)]
+    pub during: u64,
+    /// Idle phase after the load, seconds.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_duration_ms)]
+    pub after: u64,
+    /// How long the probes run past --after's planned end, seconds: room for the queue the
+    /// load leaves behind to drain, since the after phase starts only when it has.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = parse_duration_ms)]
+    pub drain: u64,
+    /// Probe request size, bytes.
+    #[arg(long, default_value_t = 64)]
+    pub req: u32,
+    /// Probe response size, bytes.
+    #[arg(long, default_value_t = 64)]
+    pub resp: u32,
+    /// One probe every SECS on a fixed schedule (e.g. 10ms).
+    #[arg(long, value_name = "SECS", default_value = "10ms", value_parser = parse_duration_ms)]
+    pub spacing: u64,
+    /// Interval of the load's reports and tcp_info samples, seconds.
+    #[arg(short = 'i', long, value_name = "SECS", default_value = "1", value_parser = parse_duration_ms)]
+    pub interval: u64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub common: ClientArgs,
+}
+
+impl RrulArgs {
+    /// The library configuration these flags describe (socket options go to the bulk flows).
+    pub fn config(&self) -> rrul::RrulConfig {
+        rrul::RrulConfig {
+            direction: self.direction,
+            flows: self.flows,
+            before_ms: self.before,
+            during_ms: self.during,
+            after_ms: self.after,
+            drain_ms: self.drain,
+            req: self.req,
+            resp: self.resp,
+            spacing_ms: self.spacing,
+            interval_ms: self.interval,
+            opts: self.common.opts.clone(),
+            timeout_ms: self.common.timeout,
+        }
+    }
+
+    /// Runs the workload and prints the result to stdout.
+    pub fn run(&self) -> anyhow::Result<ExitCode> {
+        Ok(self.run_with(&mut std::io::stdout()))
+    }
+
+    /// Runs the workload and prints to `out` (what `run` does with stdout).
+    pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
+        let cfg = self.config();
+        let out = Mutex::new(out);
+        execute(&self.common, &out, |target, facts| {
+            rrul::run_client(&cfg, target, facts).map(Report::Rrul)
+        })
+    }
+}
+
 type Out<'a, 'b> = Mutex<&'a mut (dyn Write + Send + 'b)>;
 
 /// The --ndjson printer of live intervals: `{"type":"interval","interval":{..}}`, flushed.
@@ -507,8 +580,8 @@ fn emit(args: &ClientArgs, out: &Out<'_, '_>, report: &Report) -> ExitCode {
     }
 }
 
-/// NDJSON lines for the runs of a msgs sweep and the points of an rr sweep (stream intervals
-/// are streamed live instead).
+/// NDJSON lines for the runs of a msgs sweep, the points of an rr sweep and the phases of an
+/// rrul run (stream intervals are streamed live instead).
 fn run_lines(report: &Report) -> Vec<String> {
     let lines = |kind: &str, items: Vec<serde_json::Value>| -> Vec<String> {
         items
@@ -527,6 +600,13 @@ fn run_lines(report: &Report) -> Vec<String> {
         Report::Rr(r) => lines(
             "point",
             r.points
+                .iter()
+                .filter_map(|x| serde_json::to_value(x).ok())
+                .collect(),
+        ),
+        Report::Rrul(r) => lines(
+            "phase",
+            r.phases
                 .iter()
                 .filter_map(|x| serde_json::to_value(x).ok())
                 .collect(),

@@ -22,6 +22,9 @@
 //! - [`rr`]: request/response, closed loop with depth or open loop with CO correction, HDR
 //!   (a directory: configuration and results, the timed loops, the server side).
 //! - [`crr`]: connect/request/response/close, connect times, SYN retransmits, TIME_WAIT.
+//! - [`rrul`]: latency under load: an open-loop rr test of small probes for the whole span
+//!   and a stream test for the middle of it, composed over the same control protocol; the
+//!   probes split into before/during/after by the load's measured edges.
 //!
 //! Measurement loops do not allocate, log or lock: stamps (CLOCK_MONOTONIC ns) go into arrays
 //! and histograms sized before the run; atomics are the only shared state. Every wait has a
@@ -48,6 +51,7 @@ pub mod place;
 pub mod proto;
 pub mod report;
 pub mod rr;
+pub mod rrul;
 pub mod samples;
 pub mod sched;
 pub mod server;

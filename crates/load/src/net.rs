@@ -70,6 +70,18 @@ fn new_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Applies `opts` to a fresh, unconnected socket of `addr`'s family and closes it: a workload
+/// that opens its connections late (rrul's load, after the idle phase) learns at once that the
+/// kernel refuses an option, instead of after the time it would have spent waiting.
+pub(crate) fn check_opts(
+    addr: &SocketAddr,
+    opts: &SockOpts,
+) -> Result<(), crate::error::LoadError> {
+    let fd = new_socket(addr)
+        .map_err(|e| crate::error::LoadError::io("opening a socket to check options", e))?;
+    opts.apply(fd.as_raw_fd())
+}
+
 fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
     // Safety: fcntl on a descriptor we own.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::crr::CrrResult;
 use crate::msgs::MsgsResult;
 use crate::rr::RrResult;
+use crate::rrul::RrulResult;
 use crate::session::RunMeta;
 use crate::stats::{Percentiles, Summary};
 use crate::stream::StreamResult;
@@ -27,6 +28,8 @@ pub enum Report {
     Rr(RrResult),
     /// Connect/request/response/close.
     Crr(CrrResult),
+    /// Latency under load: probes before, during and after bulk flows.
+    Rrul(RrulResult),
 }
 
 impl Report {
@@ -37,6 +40,7 @@ impl Report {
             Self::Msgs(r) => &r.meta,
             Self::Rr(r) => &r.meta,
             Self::Crr(r) => &r.meta,
+            Self::Rrul(r) => &r.meta,
         }
     }
 
@@ -47,6 +51,7 @@ impl Report {
             Self::Msgs(r) => &mut r.meta,
             Self::Rr(r) => &mut r.meta,
             Self::Crr(r) => &mut r.meta,
+            Self::Rrul(r) => &mut r.meta,
         }
     }
 
@@ -62,7 +67,7 @@ pub fn error_json(message: &str, kind: &str) -> String {
     serde_json::json!({ "error": { "message": message, "kind": kind } }).to_string()
 }
 
-struct Opt(Option<f64>, &'static str, f64);
+pub(crate) struct Opt(Option<f64>, &'static str, f64);
 
 impl fmt::Display for Opt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -77,7 +82,7 @@ fn us(v: Option<f64>) -> Opt {
     Opt(v, " µs", 1.0)
 }
 
-fn bps(v: Option<f64>) -> Opt {
+pub(crate) fn bps(v: Option<f64>) -> Opt {
     Opt(v, " Mbit/s", 1e6)
 }
 
@@ -105,7 +110,7 @@ fn summary(f: &mut fmt::Formatter<'_>, label: &str, s: &Summary) -> fmt::Result 
     )
 }
 
-fn header(f: &mut fmt::Formatter<'_>, name: &str, m: &RunMeta) -> fmt::Result {
+pub(crate) fn header(f: &mut fmt::Formatter<'_>, name: &str, m: &RunMeta) -> fmt::Result {
     writeln!(
         f,
         "{name} to {}{}",
@@ -125,7 +130,7 @@ fn header(f: &mut fmt::Formatter<'_>, name: &str, m: &RunMeta) -> fmt::Result {
     Ok(())
 }
 
-fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
+pub(crate) fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
     if !m.complete {
         writeln!(
             f,
@@ -170,7 +175,11 @@ fn emulator_verdict(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fm
 
 /// How long each side's thread waited for a CPU per transaction: the part of the latency that
 /// is the host's scheduler (omitted where the kernel does not count it).
-fn cpu_wait_per_transaction(f: &mut fmt::Formatter<'_>, m: &RunMeta, n: u64) -> fmt::Result {
+pub(crate) fn cpu_wait_per_transaction(
+    f: &mut fmt::Formatter<'_>,
+    m: &RunMeta,
+    n: u64,
+) -> fmt::Result {
     let per = |s: Option<f64>| us(s.filter(|_| n > 0).map(|s| s * 1e6 / n as f64));
     if m.client_cpu_wait_s.is_none() && m.server_cpu_wait_s.is_none() {
         return Ok(());
@@ -347,6 +356,7 @@ impl fmt::Display for Report {
                 )?;
                 footer(f, &r.meta)
             }
+            Self::Rrul(r) => crate::rrul::write_human(f, r),
         }
     }
 }

@@ -16,6 +16,7 @@ use std::path::Path;
 
 use crate::error::{LoadError, Result};
 use crate::report::Report;
+use crate::rrul::RrulResult;
 use crate::stream::IntervalSample;
 
 /// Format version in the first line.
@@ -39,6 +40,7 @@ pub fn write(w: &mut impl Write, report: &Report) -> io::Result<()> {
         Report::Msgs(_) => "msgs",
         Report::Rr(_) => "rr",
         Report::Crr(_) => "crr",
+        Report::Rrul(_) => "rrul",
     };
     writeln!(w, "# tcplab-samples {FORMAT_VERSION} workload={workload}")?;
     match report {
@@ -109,8 +111,49 @@ pub fn write(w: &mut impl Write, report: &Report) -> io::Result<()> {
             write_intervals(w, "client", &r.intervals)?;
             write_intervals(w, "server", &r.server_intervals)?;
         }
+        Report::Rrul(r) => write_rrul(w, r)?,
     }
     Ok(())
+}
+
+/// rrul: the phases' windows, every probe with the phase it was due in (0 before, 1 during,
+/// 2 after, `-` outside every phase), then the load's intervals as stream writes them.
+fn write_rrul(w: &mut impl Write, r: &RrulResult) -> io::Result<()> {
+    let samples = r.samples();
+    let t0 = samples.first().map_or(r.load.start_ns, |s| s.intended_ns);
+    let rel = |v: u64| v.saturating_sub(t0);
+    writeln!(
+        w,
+        "# section=phase t0_ns={t0} columns=phase,start_ns,end_ns,transactions"
+    )?;
+    for p in &r.phases {
+        writeln!(
+            w,
+            "{},{},{},{}",
+            p.name.index(),
+            rel(p.start_ns),
+            rel(p.end_ns),
+            p.transactions
+        )?;
+    }
+    writeln!(
+        w,
+        "# section=probe req={} resp={} t0_ns={t0} columns=seq,intended_ns,sent_ns,done_ns,phase",
+        r.config.req, r.config.resp
+    )?;
+    for (i, s) in samples.iter().enumerate() {
+        let phase = crate::rrul::phase::phase_of(s.intended_ns, &r.phases)
+            .map_or("-".to_string(), |p| p.index().to_string());
+        writeln!(
+            w,
+            "{i},{},{},{},{phase}",
+            rel(s.intended_ns),
+            rel(s.sent_ns),
+            rel(s.done_ns)
+        )?;
+    }
+    write_intervals(w, "client", &r.bulk.intervals)?;
+    write_intervals(w, "server", &r.bulk.server_intervals)
 }
 
 const INTERVAL_COLUMNS: &str = "index,flow,sending,start_s,end_s,bytes,omitted,cwnd,rtt_us,rttvar_us,total_retrans,delivery_rate_bps,busy_us,rwnd_limited_us,sndbuf_limited_us";

@@ -90,9 +90,9 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
             }
             text(out, &tw);
         }
-        // Interval samples are a few per second: their text is small, and the text writer
-        // stays the one place that formats them.
-        Report::Stream(_) => {
+        // Interval samples are a few per second, rrul's probes a hundred: their text is small,
+        // and the text writer stays the one place that formats them.
+        Report::Stream(_) | Report::Rrul(_) => {
             let mut buf = Vec::new();
             tcplab_load::samples::write(&mut buf, report)?;
             text_bytes(out, &buf);

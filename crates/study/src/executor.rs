@@ -260,7 +260,7 @@ pub(crate) fn run_workloads(
 
 /// A workload's own measured time, s: msgs from the first write to the later of the last
 /// write's return and the last message's arrival (what is still in flight is the workload's
-/// too); stream, rr and crr the client's elapsed time.
+/// too); stream, rr and crr the client's elapsed time; rrul its probes' (the whole span).
 pub fn own_time(report: &Report) -> f64 {
     match report {
         Report::Msgs(r) => r
@@ -276,6 +276,7 @@ pub fn own_time(report: &Report) -> f64 {
         Report::Stream(r) => r.elapsed_s,
         Report::Rr(r) => r.points.iter().map(|p| p.elapsed_s).sum(),
         Report::Crr(r) => r.elapsed_s,
+        Report::Rrul(r) => r.probes.points.iter().map(|p| p.elapsed_s).sum(),
     }
 }
 
