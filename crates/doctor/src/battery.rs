@@ -6,6 +6,7 @@ use tcplab_lab::Facts;
 use tcplab_load::crr::CrrResult;
 use tcplab_load::msgs::MsgsResult;
 use tcplab_load::rr::RrResult;
+use tcplab_load::rrul::RrulResult;
 use tcplab_load::session::RunMeta;
 use tcplab_load::stream::StreamResult;
 
@@ -58,6 +59,9 @@ pub struct Battery {
     pub rr: Option<RrResult>,
     /// Connect/request/response/close run.
     pub crr: Option<CrrResult>,
+    /// Latency under load: request/response probes before, during and after bulk flows.
+    #[serde(default)]
+    pub rrul: Option<RrulResult>,
     /// Facts of the machine and lab hosts; when absent, the first result's `meta.facts` is used.
     pub facts: Option<Facts>,
     /// The emulator's verdict, when an emulator carried the traffic.
@@ -99,6 +103,9 @@ impl Battery {
         }
         if let Some(r) = &self.crr {
             v.push(("crr", &r.meta));
+        }
+        if let Some(r) = &self.rrul {
+            v.push(("rrul", &r.meta));
         }
         v
     }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tcplab_doctor::{Battery, EmulatorFidelity, PathInfo};
 use tcplab_lab::Lab;
 use tcplab_load::sockopt::SockOpts;
-use tcplab_load::{Report, crr, msgs, rr, stream};
+use tcplab_load::{Report, crr, msgs, rr, rrul, stream};
 
 use crate::error::{Result, TuneError};
 
@@ -77,6 +77,9 @@ pub struct Plan {
     pub stream: Duration,
     /// rr duration.
     pub rr: Duration,
+    /// Latency under load: the load phase (the idle phases before and after are a quarter of
+    /// it each, at least a second).
+    pub rrul_load: Duration,
     /// crr duration.
     pub crr: Duration,
     /// Messages of the plain msgs run.
@@ -90,19 +93,25 @@ pub struct Plan {
     pub knobs: Knobs,
 }
 
+/// Shortest idle phase of the latency-under-load run, ms: enough probes (one per 10 ms) for a
+/// median that one late probe does not move.
+pub const RRUL_IDLE_MIN_MS: u64 = 1_000;
+
 /// Default concurrency of the battery's crr: two loops keep a connection always opening while
 /// another closes, without loading two vCPUs.
 pub const CRR_CONCURRENCY: u32 = 2;
 
 impl Plan {
-    /// Splits `budget`: stream 40%, rr 15%, crr 15%; msgs are sized by count. Budgets under 10 s
-    /// are raised to 10 s (below that no workload says anything).
+    /// Splits `budget`: stream 30%, latency under load 25% (its load 15%), rr 10%, crr 12%;
+    /// msgs are sized by count. Budgets under 10 s are raised to 10 s (below that no workload
+    /// says anything).
     pub fn for_budget(budget: Duration) -> Plan {
         let secs = budget.as_secs_f64().max(10.0);
         Plan {
-            stream: Duration::from_secs_f64(secs * 0.4),
-            rr: Duration::from_secs_f64(secs * 0.15),
-            crr: Duration::from_secs_f64(secs * 0.15),
+            stream: Duration::from_secs_f64(secs * 0.3),
+            rrul_load: Duration::from_secs_f64(secs * 0.15),
+            rr: Duration::from_secs_f64(secs * 0.1),
+            crr: Duration::from_secs_f64(secs * 0.12),
             msgs_count: 100_000,
             trap_count: 0,
             knobs: Knobs::default(),
@@ -224,6 +233,26 @@ pub fn run(
             }
         }
     }
+
+    progress("latency under load");
+    let load_ms = plan.rrul_load.as_millis() as u64;
+    let idle_ms = (load_ms / 4).max(RRUL_IDLE_MIN_MS);
+    let cfg = rrul::RrulConfig {
+        direction: rrul::LoadDirection::Both,
+        before_ms: idle_ms,
+        during_ms: load_ms,
+        after_ms: idle_ms,
+        drain_ms: idle_ms,
+        opts: plan.knobs.stream_opts.clone(),
+        ..Default::default()
+    };
+    battery.rrul = Some(expect!(
+        one(target, &mut battery, "rrul", |t, f| rrul::run_client(
+            &cfg, t, f
+        )
+        .map(Report::Rrul))?,
+        Rrul
+    ));
 
     progress("rr");
     let cfg = rr::RrConfig {

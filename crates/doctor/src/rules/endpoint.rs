@@ -6,8 +6,9 @@
 //!   buffer only delays the moment it fills. Evidence: the bytes waiting unread at the receiver
 //!   at each interval's end (FIONREAD) against the window it still advertised, and the kernel's
 //!   zero-window counters on the receiving side.
-//! - `cpu_limited`: an endpoint's data threads were busy all the time (CPU time / wall time per
-//!   flow) while the flow stayed below the path's rate: the CPU, not TCP, set the pace. Small
+//! - `cpu_limited`: an endpoint's data threads were busy all the time (CPU time, plus time
+//!   runnable but waiting for a CPU, over wall time per flow) while the flow stayed below the
+//!   path's rate: the CPU, not TCP, set the pace. Small
 //!   writes or reads (one system call per few bytes) are the usual cause.
 
 use crate::battery::{Context, Role};
@@ -129,9 +130,14 @@ pub fn check_cpu(ctx: &Context<'_>) -> Vec<Finding> {
         return Vec::new();
     }
     let sender = view.sender();
+    // On the CPU, or runnable and waiting for one: either way never waiting for the network.
     let busy = |role: Role| match role {
-        Role::Client => stream.meta.client_cpu_s / wall,
-        Role::Server => stream.meta.server_cpu_s / wall,
+        Role::Client => {
+            (stream.meta.client_cpu_s + stream.meta.client_cpu_wait_s.unwrap_or(0.0)) / wall
+        }
+        Role::Server => {
+            (stream.meta.server_cpu_s + stream.meta.server_cpu_wait_s.unwrap_or(0.0)) / wall
+        }
     };
     let (side, share) = [sender, peer(sender)]
         .into_iter()
@@ -164,7 +170,7 @@ pub fn check_cpu(ctx: &Context<'_>) -> Vec<Finding> {
         "cpu_busy_fraction",
         share,
         "fraction",
-        format!("{what} data threads' CPU time / (wall time x flows)"),
+        format!("{what} data threads' CPU time and time waiting for a CPU / (wall time x flows)"),
     );
     f.push(
         "write_size_bytes",

@@ -22,6 +22,11 @@ struct Explains {
 /// Every relation, most fundamental causes first.
 const RELATIONS: &[Explains] = &[
     Explains {
+        cause: "untrustworthy.emulator",
+        effect: "",
+        why: "the emulator fell behind its schedule, so the path measured was not the one configured and this may be its artefact; re-run before acting on it",
+    },
+    Explains {
         cause: "mtu_blackhole",
         effect: "",
         why: "full-size packets never arrive, so every workload that sends them stalls, retransmits and times out",
@@ -181,12 +186,20 @@ mod tests {
             ids(&v),
             [
                 ("untrustworthy.emulator", Severity::Critical),
-                ("mtu_blackhole", Severity::Error),
+                ("mtu_blackhole", Severity::Info),
                 ("receiver_limited", Severity::Info),
                 ("rwnd_limited", Severity::Info),
             ]
         );
-        assert_eq!(v[3].explained_by.as_deref(), Some("mtu_blackhole"));
+        // An emulator behind its schedule makes every other finding suspect.
+        assert_eq!(v[1].explained_by.as_deref(), Some("untrustworthy.emulator"));
+        let mut v = vec![
+            f("rwnd_limited", Severity::Error),
+            f("receiver_limited", Severity::Warning),
+            f("mtu_blackhole", Severity::Error),
+        ];
+        apply(&mut v);
+        assert_eq!(v[2].explained_by.as_deref(), Some("mtu_blackhole"));
     }
 
     #[test]

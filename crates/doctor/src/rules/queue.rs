@@ -40,25 +40,93 @@ pub const PATH_FULL_SHARE: f64 = 0.9;
 /// of slow start, which every drop-tail queue has.
 pub const MIN_QUEUE_DROPS: u64 = 10;
 
-/// The rule for bufferbloat.
-pub fn check_bloat(ctx: &Context<'_>) -> Vec<Finding> {
-    let Some(stream) = &ctx.battery.stream else {
-        return Vec::new();
-    };
-    let Some(view) = StreamView::of(stream) else {
-        return Vec::new();
-    };
-    let Some(loaded) = view.rtt_s else {
-        return Vec::new();
-    };
-    let Some((base, base_from)) = base_rtt(ctx, &view) else {
-        return Vec::new();
-    };
-    let added = loaded - base;
-    if added < BLOAT_MIN_S.max(BLOAT_RTT_MULTIPLE * base) {
-        return Vec::new();
+/// What one measurement says of latency under load: the RTT under load, the RTT without a
+/// queue, and where each came from.
+struct Inflation {
+    loaded: f64,
+    base: f64,
+    base_from: &'static str,
+    loaded_from: &'static str,
+}
+
+impl Inflation {
+    fn added(&self) -> f64 {
+        self.loaded - self.base
     }
-    let severity = if added >= BLOAT_ERROR_S.max(BLOAT_ERROR_RTT_MULTIPLE * base) {
+
+    fn is_bloat(&self) -> bool {
+        self.added() >= BLOAT_MIN_S.max(BLOAT_RTT_MULTIPLE * self.base)
+    }
+
+    fn is_error(&self) -> bool {
+        self.added() >= BLOAT_ERROR_S.max(BLOAT_ERROR_RTT_MULTIPLE * self.base)
+    }
+}
+
+/// The bulk flow's own smoothed RTT under load against the path's RTT without a queue; `None`
+/// when the inflation cannot be a queue: more than the flow's own data in flight could fill at
+/// the path's rate (a reader that delays its ACKs and window updates inflates the RTT samples
+/// too), or, on an emulated path, more than twice what its packets really waited in the queue.
+fn from_stream(ctx: &Context<'_>) -> Option<Inflation> {
+    let stream = ctx.battery.stream.as_ref()?;
+    let view = StreamView::of(stream)?;
+    let (base, base_from) = base_rtt(ctx, &view)?;
+    let loaded = view.rtt_s?;
+    let added = loaded - base;
+    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    if let (Some(rate), Some(inflight)) = (rate, view.inflight_bytes) {
+        if added > QUEUE_FILL_SLACK * inflight * 8.0 / rate {
+            return None;
+        }
+    }
+    let stay = EmulatedRun::of(&stream.meta)
+        .and_then(|e| e.account)
+        .and_then(|a| a.forward)
+        .and_then(|r| r.queue_mean_sojourn_ns);
+    if stay.is_some_and(|ns| 2.0 * ns as f64 / 1e9 < added) {
+        return None;
+    }
+    Some(Inflation {
+        loaded,
+        base,
+        base_from,
+        loaded_from: "median smoothed RTT of the bulk flow (tcp_info), after warm-up",
+    })
+}
+
+/// A flow's RTT can grow by queueing at most by its data in flight over the bottleneck rate;
+/// this much more leaves room for a second flow and the medians' mismatch.
+pub const QUEUE_FILL_SLACK: f64 = 2.0;
+
+/// The probes' median latency while bulk flows ran both ways against their median before.
+fn from_probes(ctx: &Context<'_>) -> Option<Inflation> {
+    let i = &ctx.battery.rrul.as_ref()?.summary.inflation;
+    let (before, during) = (i.before_p50_us?, i.during_p50_us?);
+    (before > 0.0).then_some(Inflation {
+        loaded: during / 1e6,
+        base: before / 1e6,
+        base_from: "median latency of the probes before the load",
+        loaded_from: "median latency of 64-byte request/response probes while bulk flows ran both ways",
+    })
+}
+
+/// The rule for bufferbloat: the probes beside the load (what other traffic on the path
+/// sees) and the bulk flow's own RTT each say how much a queue adds; either over the bounds
+/// is bufferbloat, and the larger decides how bad.
+pub fn check_bloat(ctx: &Context<'_>) -> Vec<Finding> {
+    let stream_view = from_stream(ctx);
+    let probes = from_probes(ctx);
+    let Some(worst) = [&probes, &stream_view]
+        .into_iter()
+        .flatten()
+        .filter(|i| i.is_bloat())
+        .max_by(|a, b| a.added().total_cmp(&b.added()))
+    else {
+        return Vec::new();
+    };
+    let (loaded, base, base_from, added) =
+        (worst.loaded, worst.base, worst.base_from, worst.added());
+    let severity = if worst.is_error() {
         Severity::Error
     } else {
         Severity::Warning
@@ -73,12 +141,7 @@ pub fn check_bloat(ctx: &Context<'_>) -> Vec<Finding> {
             loaded / base
         ),
     );
-    f.push(
-        "rtt_under_load_ms",
-        loaded * 1e3,
-        "ms",
-        "median smoothed RTT of the bulk flow (tcp_info), after warm-up",
-    );
+    f.push("rtt_under_load_ms", loaded * 1e3, "ms", worst.loaded_from);
     f.push("base_rtt_ms", base * 1e3, "ms", base_from);
     f.push(
         "added_delay_ms",
@@ -89,7 +152,34 @@ pub fn check_bloat(ctx: &Context<'_>) -> Vec<Finding> {
             BLOAT_MIN_S * 1e3
         ),
     );
-    let emulated = EmulatedRun::of(&stream.meta);
+    for (name, other) in [("probe", &probes), ("bulk_flow", &stream_view)] {
+        if let Some(o) = other.as_ref().filter(|o| !std::ptr::eq(*o, worst)) {
+            f.push(
+                &format!("{name}_added_delay_ms"),
+                o.added() * 1e3,
+                "ms",
+                format!("{} minus {}", o.loaded_from, o.base_from),
+            );
+        }
+    }
+    if let Some(p) = ctx
+        .battery
+        .rrul
+        .as_ref()
+        .and_then(|r| r.summary.inflation.during_p99_us)
+    {
+        f.push(
+            "probe_p99_under_load_ms",
+            p / 1e3,
+            "ms",
+            "p99 latency of the probes while bulk flows ran",
+        );
+    }
+    let emulated = ctx
+        .battery
+        .stream
+        .as_ref()
+        .and_then(|s| EmulatedRun::of(&s.meta));
     if let Some(stay) = emulated
         .as_ref()
         .and_then(|e| e.account.as_ref())
@@ -346,6 +436,29 @@ mod tests {
             f[0].fixes
                 .iter()
                 .any(|x| x.lines.iter().any(|l| l.contains("bbr")))
+        );
+    }
+
+    #[test]
+    fn probes_under_load_show_it_when_the_bulk_flow_does_not() {
+        // The bulk flow paces itself (BBR: no inflation of its own RTT) but a second flow the
+        // other way fills the queue: the probes see 400 ms on a 10 ms path.
+        let mut b = stream(11_000, 10_000, 48e6);
+        let mut r = tcplab_load::rrul::RrulResult::default();
+        r.summary.inflation.before_p50_us = Some(10_200.0);
+        r.summary.inflation.during_p50_us = Some(410_200.0);
+        r.summary.inflation.during_p99_us = Some(900_000.0);
+        b.rrul = Some(r);
+        let f = check_bloat(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert!((f[0].figure("added_delay_ms").unwrap() - 400.0).abs() < 1e-9);
+        assert_eq!(f[0].figure("probe_p99_under_load_ms"), Some(900.0));
+        assert!((f[0].figure("bulk_flow_added_delay_ms").unwrap() - 1.0).abs() < 1e-9);
+        assert!(
+            f[0].evidence[0].context.contains("probes"),
+            "{:?}",
+            f[0].evidence[0]
         );
     }
 
