@@ -512,4 +512,60 @@ mod tests {
         r.time_wait.max = 9_000;
         assert!(check(&Context::new(&battery(r))).is_empty());
     }
+
+    fn server_counters(b: &mut Battery, overflows: u64, drops: u64) {
+        let mut side = std::collections::BTreeMap::new();
+        side.insert("TcpExt.ListenOverflows".to_string(), overflows);
+        side.insert("TcpExt.ListenDrops".to_string(), drops);
+        let mut sides = std::collections::BTreeMap::new();
+        sides.insert("server".to_string(), side);
+        sides.insert("client".to_string(), std::collections::BTreeMap::new());
+        b.counters.insert("crr".into(), sides);
+    }
+
+    #[test]
+    fn a_full_accept_queue_is_named_with_the_server_counters() {
+        // One connect in twenty waited for the SYN timer while the server's queue overflowed.
+        let mut b = battery(synth::crr(400, 50.0, |i| {
+            if i % 20 == 7 {
+                1_020_000 * US
+            } else {
+                500 * US
+            }
+        }));
+        server_counters(&mut b, 25, 25);
+        if let Some(f) = b.facts.as_mut() {
+            if let Some(h) = f.hosts.get_mut("server") {
+                h.sysctls.insert("net.core.somaxconn".into(), "2".into());
+            }
+        }
+        let f = check(&Context::new(&b));
+        let ids: Vec<&str> = f.iter().map(|x| x.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "connection_trouble.accept_queue",
+                "connection_trouble.syn_retransmits"
+            ]
+        );
+        assert_eq!(f[0].figure("listen_overflows"), Some(25.0));
+        assert_eq!(f[0].figure("somaxconn"), Some(2.0));
+        assert!(lines(&f[0]).contains(&"net.core.somaxconn = 4096".to_string()));
+        // Together, the queue explains the SYN retransmissions.
+        let mut all = f;
+        crate::rules::explain::apply(&mut all);
+        assert_eq!(
+            all[1].explained_by.as_deref(),
+            Some("connection_trouble.accept_queue")
+        );
+    }
+
+    #[test]
+    fn an_accept_queue_that_kept_up_or_was_not_counted_is_silent() {
+        let mut b = battery(synth::crr(400, 50.0, |_| 500 * US));
+        server_counters(&mut b, 1, 0);
+        assert!(check(&Context::new(&b)).is_empty());
+        b.counters.clear();
+        assert!(check(&Context::new(&b)).is_empty());
+    }
 }

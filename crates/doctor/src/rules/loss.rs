@@ -463,4 +463,56 @@ mod tests {
         assert!(check(&Context::new(&lossy("cubic", 0.0, 95e6))).is_empty());
         assert!(check(&Context::new(&lossy("cubic", 0.01, 95e6))).is_empty());
     }
+
+    /// The stream's facts as an emulated lab records them: Gilbert-Elliott loss on the way to
+    /// the server, and `drops` of `frames` dropped by it during the run.
+    fn emulated(b: &mut Battery, frames: u64, drops: u64) {
+        let mut link = tcplab_emu::LinkConfig::default();
+        link.forward.loss = Some(tcplab_emu::Loss::GilbertElliott {
+            p: 0.003,
+            r: 0.25,
+            one_minus_h: 0.7,
+            one_minus_k: 0.0,
+        });
+        let account = tcplab_lab::emulation::RunAccount {
+            forward_drops: tcplab_lab::emulation::ModelDrops {
+                frames,
+                loss: drops,
+                queue_full: 0,
+            },
+            ..Default::default()
+        };
+        if let Some(s) = b.stream.as_mut() {
+            s.meta.facts = serde_json::json!({
+                "emulator": { "link": link, "realised": account, "fidelity": null }
+            });
+        }
+    }
+
+    #[test]
+    fn a_lossy_path_is_named_even_when_bbr_keeps_the_rate() {
+        // BBR at 96 Mbit/s of 100 through 0.8% bursty loss: not limited, but the path loses.
+        let mut b = lossy("bbr", 0.008, 96e6);
+        emulated(&mut b, 100_000, 800);
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Warning);
+        assert!(
+            f[0].title.starts_with("the path loses packets"),
+            "{}",
+            f[0].title
+        );
+        assert!(
+            f[0].title.contains("in bursts (Gilbert-Elliott)"),
+            "{}",
+            f[0].title
+        );
+        assert_eq!(f[0].figure("path_loss_drops"), Some(800.0));
+        // The same flow without the emulator's account: nothing limits it, nothing to say.
+        assert!(check(&Context::new(&lossy("bbr", 0.008, 96e6))).is_empty());
+        // An emulated path that dropped only a handful: not lossy on its own evidence.
+        let mut b = lossy("bbr", 0.008, 96e6);
+        emulated(&mut b, 100_000, 3);
+        assert!(check(&Context::new(&b)).is_empty());
+    }
 }

@@ -472,4 +472,53 @@ mod tests {
         let f = check_bloat(&Context::new(&stream(60_000, 10_000, 48e6)));
         assert_eq!(f[0].severity, Severity::Warning);
     }
+
+    /// A 1 Gbit/s, 10 ms path whose emulated queue holds `queue` packets and dropped
+    /// `queue_drops` (and `loss_drops` at random) of the stream's 200,000 packets.
+    fn policed(bps: f64, queue: u32, queue_drops: u64, loss_drops: u64) -> Battery {
+        let mut b = stream(10_500, 10_000, bps);
+        b.path.rate_bps = Some(1e9);
+        let mut link = tcplab_emu::LinkConfig::default();
+        link.forward.rate_bps = Some(1_000_000_000);
+        link.forward.queue = Some(tcplab_emu::QueueLimit::Packets(queue));
+        let account = tcplab_lab::emulation::RunAccount {
+            forward_drops: tcplab_lab::emulation::ModelDrops {
+                frames: 200_000,
+                loss: loss_drops,
+                queue_full: queue_drops,
+            },
+            ..Default::default()
+        };
+        if let Some(s) = b.stream.as_mut() {
+            s.meta.facts = serde_json::json!({
+                "emulator": { "link": link, "realised": account, "fidelity": null }
+            });
+        }
+        b
+    }
+
+    #[test]
+    fn drops_at_a_short_queue_below_the_rate_are_a_shallow_queue() {
+        let f = check_shallow(&Context::new(&policed(120e6, 4, 9_000, 0)));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[0].figure("queue_drops"), Some(9_000.0));
+        assert_eq!(f[0].figure("queue_limit"), Some(4.0));
+        // 1 Gbit/s x 10 ms / 1514 bytes.
+        assert!((f[0].figure("bdp_packets").unwrap() - 825.63).abs() < 0.01);
+        assert!(
+            f[0].fixes[0].lines[0].contains("--queue 826"),
+            "{:?}",
+            f[0].fixes[0]
+        );
+    }
+
+    #[test]
+    fn a_full_path_random_loss_or_a_handful_of_drops_is_not_a_shallow_queue() {
+        assert!(check_shallow(&Context::new(&policed(950e6, 4, 9_000, 0))).is_empty());
+        assert!(check_shallow(&Context::new(&policed(120e6, 4, 300, 2_000))).is_empty());
+        assert!(check_shallow(&Context::new(&policed(120e6, 4, 5, 0))).is_empty());
+        // Without the emulator's account nothing says where the drops were.
+        assert!(check_shallow(&Context::new(&stream(10_500, 10_000, 120e6))).is_empty());
+    }
 }
