@@ -141,10 +141,6 @@ pub fn run(
     path: PathInfo,
     progress: &dyn Fn(&str),
 ) -> Result<Battery> {
-    let status_before = match target {
-        Target::Lab { lab, .. } => lab.emulator_status().ok(),
-        Target::Remote(_) => None,
-    };
     let mut battery = Battery {
         path,
         ..Battery::default()
@@ -293,13 +289,7 @@ pub fn run(
         battery.facts = tcplab_lab::Facts::collect(lab).ok();
         battery.client_host = Some(client.clone());
         battery.server_host = Some(server.clone());
-        if let (Some(before), Ok(after)) = (status_before, lab.emulator_status()) {
-            let f = tcplab_study::executor::judge(&before.counters, &after.counters, after.running);
-            battery.fidelity = Some(EmulatorFidelity {
-                trustworthy: f.trustworthy,
-                reasons: f.reasons,
-            });
-        }
+        battery.fidelity = fidelity(&battery);
     } else {
         battery.facts = Some(tcplab_lab::Facts::machine());
     }
@@ -311,6 +301,28 @@ pub fn run(
             .map(|us| us / 1e3);
     }
     Ok(battery)
+}
+
+/// The emulator's verdict over the battery: each part was judged for what it measures when it
+/// ran (a bulk flow against its RTT, latency probes against the absolute bound; the verdict in
+/// its facts), and the battery is trustworthy when every part is. `None` off an emulated lab.
+fn fidelity(battery: &Battery) -> Option<EmulatorFidelity> {
+    let mut judged = false;
+    let mut reasons = Vec::new();
+    for (part, meta) in battery.metas() {
+        let Some(run) = tcplab_doctor::battery::EmulatedRun::of(meta) else {
+            continue;
+        };
+        judged = true;
+        match run.fidelity {
+            Some(f) => reasons.extend(f.reasons.into_iter().map(|r| format!("{part}: {r}"))),
+            None => reasons.push(format!("{part}: the emulator's verdict was not recorded")),
+        }
+    }
+    judged.then(|| EmulatorFidelity {
+        trustworthy: reasons.is_empty(),
+        reasons,
+    })
 }
 
 /// The number of stalled receives of a msgs result (all sizes).
