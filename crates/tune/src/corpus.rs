@@ -59,6 +59,9 @@ pub struct Defaults {
     /// The lab every case's own `lab` is laid over.
     #[serde(default)]
     pub lab: LabSection,
+    /// Offloads of every case's lab (`on`, `off`, `tso=on,...`; default: the `lab` section's).
+    #[serde(default)]
+    pub offloads: Option<String>,
 }
 
 /// `[[case]]`: one pathology (or a healthy path) and the points it is tried at.
@@ -81,6 +84,9 @@ pub struct Case {
     /// The lab, laid over `[defaults].lab`.
     #[serde(default)]
     pub lab: LabSection,
+    /// Offloads of this case's labs, over `[defaults].offloads`.
+    #[serde(default)]
+    pub offloads: Option<String>,
     /// What the application does.
     #[serde(default)]
     pub knobs: Knobs,
@@ -139,7 +145,7 @@ impl CorpusFile {
                 return Err(bad("no [[case.point]]: give at least one point".into()));
             }
             for (i, _) in case.points.iter().enumerate() {
-                let lab = file.lab_of(case, i);
+                let lab = file.lab_of(case, i).map_err(|e| bad(e.to_string()))?;
                 lab.to_spec("check")
                     .map_err(|e| bad(format!("point {}: {e}", i + 1)))?;
             }
@@ -158,8 +164,8 @@ impl CorpusFile {
     }
 
     /// The lab of point `i` of `case`: the defaults, the case's lab, then the point's link and
-    /// sysctls, each laid over the one before.
-    pub fn lab_of(&self, case: &Case, i: usize) -> LabSection {
+    /// sysctls, each laid over the one before; the case's offloads, else the defaults'.
+    pub fn lab_of(&self, case: &Case, i: usize) -> Result<LabSection> {
         let mut lab = self.defaults.lab.clone();
         lay_over(&mut lab, &case.lab);
         if let Some(p) = case.points.get(i) {
@@ -172,7 +178,10 @@ impl CorpusFile {
                 },
             );
         }
-        lab
+        if let Some(o) = case.offloads.as_ref().or(self.defaults.offloads.as_ref()) {
+            lab.offloads = tcplab_lab::Offloads::parse(o)?;
+        }
+        Ok(lab)
     }
 
     /// What the application does at point `i` of `case`.
@@ -415,7 +424,7 @@ pub fn run(
                 case.name,
                 label.point
             ));
-            let lab = corpus.lab_of(case, i);
+            let lab = corpus.lab_of(case, i)?;
             let knobs = corpus.knobs_of(case, i);
             let record = run_one(case, label, lab, knobs, budget, outcomes.len());
             write_record(out, &record, &record_name(case, i))?;
@@ -556,11 +565,11 @@ sysctl.server = { "net.ipv4.tcp_rmem" = "4096 131072 6291456" }
         let c = CorpusFile::parse("t.toml", TEXT).expect("valid");
         assert_eq!(c.budget().expect("budget"), Duration::from_secs(20));
         let case = &c.cases[0];
-        let lab = c.lab_of(case, 0);
+        let lab = c.lab_of(case, 0).expect("lab");
         assert_eq!(lab.link.queue.as_deref(), Some("1000"));
         assert_eq!(lab.link.rate.as_deref(), Some("1gbit"));
         assert_eq!(lab.link.delay.as_deref(), Some("20ms"));
-        let lab = c.lab_of(case, 1);
+        let lab = c.lab_of(case, 1).expect("lab");
         assert_eq!(lab.link.rate.as_deref(), Some("100mbit"));
         assert!(lab.sysctl["all"].contains_key("net.ipv4.tcp_wmem"));
         assert!(lab.sysctl["server"].contains_key("net.ipv4.tcp_rmem"));
@@ -644,7 +653,7 @@ mod shipped {
         let mut delays = std::collections::BTreeSet::new();
         for k in &c.cases {
             for i in 0..k.points.len() {
-                let lab = c.lab_of(k, i);
+                let lab = c.lab_of(k, i).expect("lab");
                 rates.extend(lab.link.rate.clone());
                 delays.extend(lab.link.delay.clone());
             }
