@@ -18,9 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tcplab_emu::{DirectionModel, LinkConfig};
-use tcplab_emu_io::{
-    Bridge, DirSnapshot, IoOptions, Report, RxRingKind, Snapshot, Thresholds, TxKind,
-};
+use tcplab_emu_io::{Bridge, IoOptions, Report, RxRingKind, Thresholds, TxKind};
 
 use crate::error::{KernelContext, LabError, Result};
 use crate::host::Host;
@@ -378,187 +376,14 @@ pub(crate) fn companion_program() -> Option<&'static PathBuf> {
     COMPANION_PROGRAM.get()
 }
 
-/// Lateness p99 above which an emulated run is untrustworthy (the emulator's own default).
-pub const LATENESS_P99_LIMIT_NS: u64 = tcplab_emu_io::lateness::LATE_LIMIT_NS;
-
-/// Whether one run that crossed the emulator can be trusted, and why not.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunFidelity {
-    /// False when the emulator fell behind or dropped frames for reasons of its own.
-    pub trustworthy: bool,
-    /// One sentence per problem.
-    pub reasons: Vec<String>,
-}
-
-/// What the emulator's model really did over one run, per direction: the queue stay and the
-/// realised delay of that run's packets alone (`tcplab_emu::RunRealised`); a direction with
-/// neither a queue nor a delay line has none. The model publishes its account every 50 ms, so
-/// the last 50 ms of a run may fall into the next one.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunAccount {
-    /// Client → server.
-    pub forward: Option<tcplab_emu::RunRealised>,
-    /// Server → client.
-    pub reverse: Option<tcplab_emu::RunRealised>,
-}
-
-/// The model's account of one run from the emulator's counters before and after it (see
-/// [`RunAccount`]); `None` if either cannot be read (the verdict says why).
-pub fn account(before: &serde_json::Value, after: &serde_json::Value) -> Option<RunAccount> {
-    let read = |v: &serde_json::Value| serde_json::from_value::<Snapshot>(v.clone()).ok();
-    let (b, a) = (read(before)?, read(after)?);
-    Some(RunAccount {
-        forward: tcplab_emu::RunRealised::between(&b.forward.realised, &a.forward.realised),
-        reverse: tcplab_emu::RunRealised::between(&b.reverse.realised, &a.reverse.realised),
-    })
-}
-
-/// The emulator's verdict over one run, from its counters (`EmulatorStatus::counters`) before
-/// and after it; see [`judge_snapshots`]. Counters that cannot be read make the run
-/// untrustworthy rather than passing it unjudged.
-pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: bool) -> RunFidelity {
-    let read = |v: &serde_json::Value| match v["error"].as_str() {
-        Some(e) => Err(e.to_string()),
-        None => serde_json::from_value::<Snapshot>(v.clone()).map_err(|e| e.to_string()),
-    };
-    match (read(before), read(after)) {
-        (Ok(b), Ok(a)) => judge_snapshots(&b, &a, running),
-        (Err(e), _) | (_, Err(e)) => RunFidelity {
-            trustworthy: false,
-            reasons: vec![format!("the emulator's counters could not be read: {e}")],
-        },
-    }
-}
-
-/// The emulator's verdict over the frames between two snapshots: any frame dropped for a
-/// reason of the emulator's own ([`DirSnapshot::own_faults`]), more than 1 % of the run's
-/// frames over [`LATENESS_P99_LIMIT_NS`] late (its lateness p99 above the limit), the same of
-/// its lone frames on their own ([`DirSnapshot::lone_lateness`]), or an emulator that stopped
-/// makes the run untrustworthy.
-/// Only this run's frames count: an earlier run that fell behind does not taint a later one
-/// in the same lab (the count of late frames subtracts; quantiles would not).
-pub fn judge_snapshots(before: &Snapshot, after: &Snapshot, running: bool) -> RunFidelity {
-    let mut reasons = Vec::new();
-    if !running {
-        reasons.push("the emulator stopped during the run".to_string());
-    }
-    for (dir, b, a) in [
-        ("forward", &before.forward, &after.forward),
-        ("reverse", &before.reverse, &after.reverse),
-    ] {
-        let delta = |f: fn(&DirSnapshot) -> u64| f(a).saturating_sub(f(b));
-        for ((after, what), (before, _)) in a.own_faults().into_iter().zip(b.own_faults()) {
-            let n = after.saturating_sub(before);
-            if n > 0 {
-                reasons.push(format!("{dir}: {n} {what}"));
-            }
-        }
-        // All frames, then the lone ones (a probe's) on their own, which a bulk flow's frames
-        // would outnumber a thousand to one.
-        for (which, frames, late) in [
-            (
-                "",
-                delta(|d| d.lateness.count),
-                delta(|d| d.lateness.late_count),
-            ),
-            (
-                "lone frames' ",
-                delta(|d| d.lone_lateness.count),
-                delta(|d| d.lone_lateness.late_count),
-            ),
-        ] {
-            // p99 ≤ limit exactly when at most 1 % of the frames are over it.
-            if late.saturating_mul(100) > frames {
-                reasons.push(format!(
-                    "{dir}: {which}lateness p99 above {} µs ({late} of {frames} frames later than that)",
-                    LATENESS_P99_LIMIT_NS / 1_000
-                ));
-            }
-        }
-    }
-    RunFidelity {
-        trustworthy: reasons.is_empty(),
-        reasons,
-    }
-}
+pub use crate::run_fidelity::{
+    LATENESS_P99_LIMIT_NS, Need, RunAccount, RunFidelity, account, configured_rtt_ns, judge,
+    judge_for, judge_snapshots, judge_snapshots_for, throughput_over,
+};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A snapshot whose forward direction released `frames` frames, `late` of them over
-    /// the limit, with `overflow` ring overflows.
-    fn snapshot(frames: u64, late: u64, overflow: u64) -> Snapshot {
-        let mut s = Snapshot::default();
-        s.forward.lateness.count = frames;
-        s.forward.lateness.late_count = late;
-        s.forward.lateness.p99_ns = if late * 100 > frames {
-            2_000_000
-        } else {
-            5_000
-        };
-        s.forward.drops.ring_overflow = overflow;
-        s
-    }
-
-    #[test]
-    fn a_run_is_judged_on_its_own_frames() {
-        // Before: a bulk run left 5,000 of 100,000 frames late (cumulative p99 2 ms).
-        let before = snapshot(100_000, 5_000, 0);
-        // This run: 10,000 more frames, 100 of them late (1 %: p99 within the limit).
-        let f = judge_snapshots(&before, &snapshot(110_000, 5_100, 0), true);
-        assert_eq!(f.reasons, Vec::<String>::new());
-        assert!(f.trustworthy, "the earlier run does not taint this one");
-        // 101 late of 10,000: p99 over the limit.
-        let f = judge_snapshots(&before, &snapshot(110_000, 5_101, 0), true);
-        assert!(!f.trustworthy);
-        assert_eq!(
-            f.reasons,
-            ["forward: lateness p99 above 100 µs (101 of 10000 frames later than that)"]
-        );
-    }
-
-    #[test]
-    fn late_lone_frames_make_a_run_untrustworthy_however_many_bulk_frames_kept_time() {
-        let before = snapshot(0, 0, 0);
-        let mut after = snapshot(100_000, 0, 0);
-        // An rr probe's 200 lone frames among them: 2 late is its p99, 3 is over it.
-        after.reverse.lone_lateness.count = 200;
-        after.reverse.lone_lateness.late_count = 2;
-        assert!(judge_snapshots(&before, &after, true).trustworthy);
-        after.reverse.lone_lateness.late_count = 3;
-        assert_eq!(
-            judge_snapshots(&before, &after, true).reasons,
-            ["reverse: lone frames' lateness p99 above 100 µs (3 of 200 frames later than that)"]
-        );
-    }
-
-    #[test]
-    fn drops_of_the_emulator_and_a_stopped_emulator_are_reasons_unreadable_counters_too() {
-        let f = judge_snapshots(&snapshot(10, 0, 3), &snapshot(20, 0, 7), false);
-        assert_eq!(
-            f.reasons,
-            [
-                "the emulator stopped during the run",
-                "forward: 4 frames dropped by the kernel: RX ring overflow (emulator fell behind)"
-            ]
-        );
-        let good = serde_json::to_value(snapshot(10, 0, 0)).unwrap();
-        assert!(judge(&good, &good, true).trustworthy, "an idle run passes");
-        let f = judge(&good, &serde_json::json!({"forward": 1}), true);
-        assert!(!f.trustworthy);
-        assert!(
-            f.reasons[0].starts_with("the emulator's counters could not be read"),
-            "{:?}",
-            f.reasons
-        );
-        // Counters the emulator could not encode say so, rather than "invalid type: null".
-        let failed = serde_json::json!({"error": "the counters could not be encoded: x"});
-        assert_eq!(
-            judge(&good, &failed, true).reasons,
-            ["the emulator's counters could not be read: the counters could not be encoded: x"]
-        );
-    }
 
     #[test]
     fn the_virtio_net_header_is_on_wherever_the_rings_carry_it_unless_named() {
