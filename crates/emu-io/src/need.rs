@@ -13,8 +13,9 @@
 //! per round trip, W/RTT; frames that leave L late stretch the round trip they clock (data one
 //! way, ACKs the other) by L, so the figure comes out about L/(RTT + L) ≈ L/RTT low. Over a run
 //! the stretch is the frames' *mean* lateness in each direction, added: (mean forward + mean
-//! reverse) / RTT. The bound is [`THROUGHPUT_ACCURACY_PERCENT`] (1 %) of that, below the
-//! spread of repeated stream runs here, so a repetition cannot tell the distortion from noise.
+//! reverse) / RTT. The bound on that is [`THROUGHPUT_ACCURACY_PERCENT`] (1 %): the accuracy
+//! the absolute bound asks of a round trip on a 10 ms path (100 µs), now asked of the
+//! throughput figure on a path of any length.
 //! A flow held by the emulator's rate instead (its queue full) loses nothing to lateness at all
 //! as long as the schedule catches up, because departures are fixed at arrival; the
 //! window-limited case is the worse one, and the one bounded. The mean is exact (the sums of
