@@ -78,6 +78,11 @@ pub struct LatenessSummary {
     /// the frames late means the p99 of those frames was above the limit.
     #[serde(default)]
     pub late_count: u64,
+    /// Exact sum of every frame's lateness. It subtracts between two summaries, so the frames
+    /// of one run have an exact mean lateness: the figure a throughput measurement is distorted
+    /// by (`crate::need`), which no count of frames over one limit gives.
+    #[serde(default)]
+    pub sum_ns: u64,
 }
 
 impl Default for LatenessHistogram {
@@ -171,6 +176,7 @@ impl LatenessHistogram {
             p999_ns: quantile(0.999),
             max_ns: max,
             late_count: self.late.load(Relaxed),
+            sum_ns: self.sum.load(Relaxed),
         }
     }
 }
@@ -262,6 +268,10 @@ mod tests {
         assert!((1_400..=1_600).contains(&s.p50_ns), "p50 {}", s.p50_ns);
         let expected_mean = (990 * 1_000 + 989 * 990 / 2 + 9 * 50_000 + 3_000_000) / 1_000;
         assert_eq!(s.mean_ns, expected_mean);
+        assert_eq!(
+            s.sum_ns,
+            990 * 1_000 + 989 * 990 / 2 + 9 * 50_000 + 3_000_000
+        );
         assert_eq!(s.late_count, 1, "only the 3 ms frame is past 100 µs");
     }
 

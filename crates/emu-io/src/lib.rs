@@ -35,6 +35,9 @@
 //!   turn ([`due`], keyed by [`flow`]), so an overdue burst does not hold other flows. Pure.
 //! * [`lateness`], [`counters`] — atomic counters written under the direction's lock and a log-linear lateness
 //!   histogram, readable while running ([`Bridge::stats`]).
+//! * [`need`] — what a run measures ([`Need`]: latency, or throughput over a known RTT) and
+//!   how late its frames may leave for that, judged over the frames between two snapshots.
+//!   Pure.
 //! * [`model`] — the [`Model`] trait the I/O drives (`arrive(len, now) -> Decision`,
 //!   `may_reorder`, `reconfigure`) and [`BasicModel`] (fixed delay + seeded Bernoulli loss).
 //!   `tcplab_emu::DirectionModel` has the same shape (departures computed at arrival).
@@ -105,6 +108,7 @@ pub mod gso;
 pub mod lateness;
 pub mod lone;
 pub mod model;
+pub mod need;
 pub mod options;
 pub mod policy;
 mod port;
@@ -124,6 +128,7 @@ pub use emu::EmuBridge;
 pub use error::IoError;
 pub use lateness::LatenessSummary;
 pub use model::{BasicConfig, BasicModel, Corruption, Decision, Departure, Model, ModelDrop};
+pub use need::Need;
 pub use options::{GSO_RING_FRAMES, GSO_SLAB_SLOTS, IoOptions, RxRingKind, Threads, TxKind};
 pub use sys::clock::Nanos;
 pub use verdict::{Fidelity, Report, ThreadUsage, Thresholds};

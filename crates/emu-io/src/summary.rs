@@ -216,6 +216,7 @@ mod tests {
                 p999_ns: 20_000,
                 max_ns: 2_359_000,
                 late_count: 1,
+                sum_ns: 1_970_000,
             },
             ..DirSnapshot::default()
         }

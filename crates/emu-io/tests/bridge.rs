@@ -1,6 +1,7 @@
 //! Root integration tests: the bridge in the middle namespace of a client ─ middle ─ server
-//! path — traffic passes, delay, loss, duplication, reordering, reconfiguration, checksums.
-//! Each test builds its own namespaces (removed on drop, also on failure).
+//! path — traffic passes, loss, duplication, reordering, reconfiguration, checksums.
+//! Each test builds its own namespaces (removed on drop, also on failure). Tests that judge
+//! how well the emulator keeps time run alone, in `timing.rs`.
 
 mod common;
 
@@ -59,52 +60,6 @@ fn ping_and_tcp_pass_and_counters_balance() {
         "unimpaired TCP RR median {} ms",
         median(&rr)
     );
-}
-
-#[test]
-fn ten_ms_delay_shows_in_tcp_rtt_and_ping() {
-    require_root!();
-    let lab = PathLab::new();
-    let bridge = start_emu(&lab, link("10ms", "0%"));
-    assert_eq!(bridge.seed(), Some(7));
-    let server = tcp_echo_server(&lab, 5002);
-    let rr = tcp_rr_rtts(&lab, 5002, 50);
-    drop(server.join());
-    let ping = lab.ping_rtts(20, "0.05");
-    std::thread::sleep(Duration::from_millis(30));
-    let report = bridge.stop();
-    let (rr_med, ping_med) = (median(&rr), median(&ping));
-    eprintln!("10 ms/10 ms: TCP RR median {rr_med:.3} ms, ping median {ping_med:.3} ms");
-    eprintln!(
-        "lateness a->b {:?} b->a {:?}",
-        report.forward.lateness, report.reverse.lateness
-    );
-    assert!(
-        (20.0..21.0).contains(&rr_med),
-        "TCP RR median {rr_med} ms, want 20 ms + base"
-    );
-    assert_eq!(ping.len(), 20);
-    assert!(
-        (20.0..21.0).contains(&ping_med),
-        "ping median {ping_med} ms"
-    );
-    assert!(
-        rr.iter().all(|&r| r >= 20.0),
-        "no RTT below the configured 20 ms: {rr:?}"
-    );
-    assert_balanced(&report);
-    // The model's own account, published when the workers stopped: every frame got exactly
-    // the fixed delay, and there is no bottleneck queue without a rate.
-    for d in [&report.forward, &report.reverse] {
-        let line = d
-            .realised
-            .delay_line
-            .expect("a delayed direction reports its line");
-        assert_eq!(line.count, d.frames_out + d.queued, "{line:?}");
-        assert_eq!((line.mean_ns, line.sd_ns), (10e6, 0.0), "{line:?}");
-        assert_eq!((line.held_for_order, line.clamped_at_zero), (0, 0));
-        assert_eq!(d.realised.queue, None);
-    }
 }
 
 #[test]
@@ -255,39 +210,6 @@ fn removing_the_delay_mid_stream_keeps_order_into_the_direct_path() {
         "both the slab and the direct path were used: {f:?}"
     );
     assert_balanced(&report);
-}
-
-#[test]
-fn verdict_of_a_quiet_run_is_trustworthy() {
-    require_root!();
-    let lab = PathLab::new();
-    let bridge = start(
-        &lab,
-        model(5, 0.0, 1),
-        model(5, 0.0, 2),
-        IoOptions::default(),
-    );
-    // 150 pings, so that one frame delayed by a stall of the shared CI machine (other tests
-    // run beside this one: 3.8 ms once, when this test sent 10) is not the p99 by itself.
-    let rtts = lab.ping_rtts(150, "0.01");
-    assert_eq!(rtts.len(), 150);
-    let report = bridge.stop();
-    let v = report.verdict(&Thresholds {
-        lateness_p99_ns: 1_000_000,
-        ..Default::default()
-    });
-    assert!(v.trustworthy, "{:?} {report:?}", v.reasons);
-    // Pings 10 ms apart are each alone in their flow: every echo and reply is a lone frame.
-    for d in [&report.forward, &report.reverse] {
-        let (lone, all) = (d.lone_lateness.count, d.lateness.count);
-        assert!(lone >= 150 && lone <= all, "lone {lone} of {all}: {d:?}");
-        assert!(d.lone_lateness.max_ns <= d.lateness.max_ns);
-    }
-    assert!(
-        report.threads[0].ratio() < 0.5,
-        "idle worker used {:.2} of a CPU",
-        report.threads[0].ratio()
-    );
 }
 
 #[test]

@@ -32,6 +32,7 @@ pub mod lifecycle;
 pub mod names;
 pub mod netns;
 pub mod rtnl;
+mod run_fidelity;
 pub mod spec;
 pub mod state;
 pub mod status;

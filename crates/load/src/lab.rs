@@ -6,6 +6,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use tcplab_emu::LinkConfig;
+use tcplab_lab::emulation::{self, Need};
 use tcplab_lab::{Facts, Lab};
 
 use crate::error::{LoadError, Result};
@@ -72,21 +74,46 @@ where
     })
 }
 
+/// What a workload's figures need of the emulator (`tcplab_emu_io::need`): a stream's
+/// throughput, over the round trip `link` is configured for; latency under load (rrul) the
+/// same, since what it reports is how much the load inflates latency, a quantity on the scale
+/// of the round trip; every other workload (msgs, rr, crr) measures latencies, which its own
+/// frames' lateness adds to directly.
+pub fn need_of(report: &Report, link: &LinkConfig) -> Need {
+    match report {
+        Report::Stream(_) | Report::Rrul(_) => emulation::throughput_over(link),
+        Report::Msgs(_) | Report::Rr(_) | Report::Crr(_) => Need::Latency,
+    }
+}
+
+/// The emulator's verdict over one workload, judged for what its figures need ([`need_of`]),
+/// from the emulator's status before it and after it (`None`: the emulator did not answer).
+pub fn judge_workload(
+    report: &Report,
+    before: &emulation::EmulatorStatus,
+    after: Option<&emulation::EmulatorStatus>,
+) -> emulation::RunFidelity {
+    let need = need_of(report, &before.link);
+    match after {
+        Some(a) => emulation::judge_for(&before.counters, &a.counters, a.running, need),
+        None => emulation::RunFidelity {
+            trustworthy: false,
+            reasons: vec!["the emulator did not answer after the run (did it die?)".into()],
+            need: Some(need),
+        },
+    }
+}
+
 /// Records the emulator's settings, seed and fidelity verdict over the run in the result's facts,
-/// so every result that crossed an emulator that fell behind says it is untrustworthy, and what
-/// its model really gave during the run (queue stay, realised delay and jitter).
-fn attach_emulator(lab: &Lab, before: &tcplab_lab::emulation::EmulatorStatus, report: &mut Report) {
+/// so every result that crossed an emulator that fell behind what it measures says it is
+/// untrustworthy, and what its model really gave during the run (queue stay, realised delay and
+/// jitter).
+fn attach_emulator(lab: &Lab, before: &emulation::EmulatorStatus, report: &mut Report) {
     let after = lab.emulator_status().ok();
     let account = after
         .as_ref()
-        .and_then(|a| tcplab_lab::emulation::account(&before.counters, &a.counters));
-    let fidelity = match &after {
-        Some(a) => tcplab_lab::emulation::judge(&before.counters, &a.counters, a.running),
-        None => tcplab_lab::emulation::RunFidelity {
-            trustworthy: false,
-            reasons: vec!["the emulator did not answer after the run (did it die?)".into()],
-        },
-    };
+        .and_then(|a| emulation::account(&before.counters, &a.counters));
+    let fidelity = judge_workload(report, before, after.as_ref());
     let meta = report.meta_mut();
     if let Some(facts) = meta.facts.as_object_mut() {
         facts.insert(

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use tcplab_lab::emulation::RunFidelity;
 use tcplab_lab::{Lab, LabError, Ownership, StateDir};
 use tcplab_load::Report;
 
@@ -155,25 +156,38 @@ impl Executor for LabExecutor {
         let session = self.lab_for(run)?;
         let lab_s = start.elapsed().as_secs_f64();
         let facts = session.facts()?;
-        let before = session.lab().emulator_status().ok();
         let addr = session.addr();
-        let client = session.client_worker()?;
+        let (client, lab) = session.client_and_lab()?;
+        let first = lab.emulator_status().ok();
+        // Each workload is judged on its own frames, for what its figures need: a stream's
+        // throughput by its distortion over the path's RTT, the others' latencies by the
+        // absolute bound (`tcplab_emu_io::need`).
+        let mut verdicts = Vec::new();
         let collected = run_workloads(&run.config.settings.workloads, |w| {
+            let before = lab.emulator_status().ok();
             let (w, facts) = (w.clone(), facts.clone());
-            client
+            let report = client
                 .run(move || run_workload(&w, addr, facts))
-                .map_err(|e| tcplab_load::LoadError::Lab(e.to_string()))?
+                .map_err(|e| tcplab_load::LoadError::Lab(e.to_string()))??;
+            if let Some(b) = &before {
+                let after = lab.emulator_status().ok();
+                let verdict = tcplab_load::lab::judge_workload(&report, b, after.as_ref());
+                verdicts.push((kind_of(&report), verdict));
+            }
+            Ok(report)
         })?;
-        let after = session.lab().emulator_status().ok();
-        let fidelity = match (&before, &after) {
-            (Some(b), Some(a)) => judge(&b.counters, &a.counters, a.running),
-            _ => Fidelity::ok(),
-        };
+        let fidelity = combine(&verdicts);
         let mut facts = collected.facts;
-        if let (Some(b), Some(obj)) = (&before, facts.as_object_mut()) {
+        if let (Some(b), Some(obj)) = (&first, facts.as_object_mut()) {
+            let each: Vec<_> = verdicts.iter().map(|(_, v)| v).collect();
             obj.insert(
                 "emulator".into(),
-                serde_json::json!({ "seed": b.seed, "link": b.link, "fidelity": &fidelity }),
+                serde_json::json!({
+                    "seed": b.seed,
+                    "link": b.link,
+                    "fidelity": &fidelity,
+                    "workloads": each,
+                }),
             );
         }
         Ok(RunOutcome {
@@ -394,11 +408,79 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, f
     }
 }
 
-/// The emulator's verdict over one run (see `tcplab_lab::emulation::judge`).
+/// The emulator's verdict over one run judged as latency, the stricter need, for callers that
+/// do not know what the run measured (see `tcplab_lab::emulation::judge`;
+/// `tcplab_lab::emulation::judge_for` takes the need).
 pub fn judge(before: &serde_json::Value, after: &serde_json::Value, running: bool) -> Fidelity {
     let f = tcplab_lab::emulation::judge(before, after, running);
     Fidelity {
         trustworthy: f.trustworthy,
         reasons: f.reasons,
+    }
+}
+
+/// The workload a result came from, as scenarios name it.
+fn kind_of(report: &Report) -> &'static str {
+    match report {
+        Report::Stream(_) => "stream",
+        Report::Msgs(_) => "msgs",
+        Report::Rr(_) => "rr",
+        Report::Crr(_) => "crr",
+        Report::Rrul(_) => "rrul",
+    }
+}
+
+/// A run's verdict from its workloads' own (in order): trustworthy when every one is; with
+/// more than one workload each reason names the workload it came from (`workload 2 (rr): …`,
+/// 1-based), since one run's stream and rr are judged for different needs.
+fn combine(verdicts: &[(&str, RunFidelity)]) -> Fidelity {
+    let several = verdicts.len() > 1;
+    let mut out = Fidelity::ok();
+    for (i, (kind, v)) in verdicts.iter().enumerate() {
+        out.trustworthy &= v.trustworthy;
+        out.reasons.extend(v.reasons.iter().map(|r| match several {
+            true => format!("workload {} ({kind}): {r}", i + 1),
+            false => r.clone(),
+        }));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tcplab_lab::emulation::Need;
+
+    fn verdict(reasons: &[&str], need: Need) -> RunFidelity {
+        RunFidelity {
+            trustworthy: reasons.is_empty(),
+            reasons: reasons.iter().map(|r| r.to_string()).collect(),
+            need: Some(need),
+        }
+    }
+
+    #[test]
+    fn a_run_is_trustworthy_when_each_workload_is_and_reasons_name_theirs() {
+        let bulk = Need::Throughput { rtt_ns: 10_000_000 };
+        assert_eq!(combine(&[]), Fidelity::ok(), "no emulator: nothing judged");
+        let one = combine(&[("stream", verdict(&["forward: x"], bulk))]);
+        assert_eq!(
+            (one.trustworthy, one.reasons),
+            (false, vec!["forward: x".to_string()]),
+            "one workload's reasons as they are"
+        );
+        let two = combine(&[
+            ("stream", verdict(&[], bulk)),
+            ("rr", verdict(&["reverse: y"], Need::Latency)),
+        ]);
+        assert!(!two.trustworthy);
+        assert_eq!(two.reasons, ["workload 2 (rr): reverse: y"]);
+        assert!(
+            combine(&[
+                ("stream", verdict(&[], bulk)),
+                ("rr", verdict(&[], Need::Latency))
+            ])
+            .trustworthy
+        );
     }
 }

@@ -121,6 +121,18 @@ impl LabSession {
         self.worker(&client)
     }
 
+    /// The client's thread with the lab beside it, so a run can read the emulator's counters
+    /// between its workloads while the thread runs them.
+    pub fn client_and_lab(&mut self) -> Result<(&HostWorker, &Lab), RunError> {
+        let client = self.client.clone();
+        self.worker(&client)?;
+        let worker = self
+            .workers
+            .get(&client)
+            .ok_or_else(|| RunError::Failed(format!("no thread in host {client}")))?;
+        Ok((worker, &self.lab))
+    }
+
     /// The thread kept in `host`, started at the first call.
     fn worker(&mut self, host: &str) -> Result<&HostWorker, RunError> {
         if !self.workers.contains_key(host) {

@@ -2,7 +2,7 @@
 //! flags as `tcplab lab up`), an existing lab, or a remote host running `tcplab serve`.
 
 use clap::Args;
-use tcplab_lab::{BuiltinOptions, Lab, LabSpec, Ownership, SysctlSetting, Topology};
+use tcplab_lab::{BuiltinOptions, Lab, LabSpec, Offloads, Ownership, SysctlSetting, Topology};
 
 use super::impair::ImpairArgs;
 
@@ -24,6 +24,11 @@ pub struct PathArgs {
     /// HOST:KEY=VALUE sysctls for the built lab; repeatable.
     #[arg(long = "sysctl", value_name = "HOST:KEY=VALUE")]
     pub sysctls: Vec<String>,
+    /// Offloads on the built lab's links, as `tcplab lab up --offloads`: on, off, or e.g.
+    /// tso=on,gso=on,gro=off. Default: on for an emulated path (the emulator then carries
+    /// TSO/GSO super-packets, which keeps its schedule at 1 Gbit/s), off for an unimpaired one.
+    #[arg(long, value_name = "on|off|LIST", conflicts_with_all = ["to", "lab"])]
+    pub offloads: Option<String>,
     /// Client host (default: the lab's first end host).
     #[arg(long)]
     pub client: Option<String>,
@@ -50,6 +55,7 @@ impl PathArgs {
             name: name.to_string(),
             topology,
             hosts: self.hosts,
+            offloads: self.offloads()?,
             sysctls,
             link: if self.impair.any() {
                 Some(self.impair.link()?)
@@ -60,6 +66,18 @@ impl PathArgs {
         })?))
     }
 
+    /// The offloads of the lab these flags build: `--offloads` when given, else
+    /// [`EMULATED_OFFLOADS`] on an emulated path (impairments given) and all off without one
+    /// (the kernel bridge forwards whatever it gets).
+    pub fn offloads(&self) -> anyhow::Result<Offloads> {
+        let text = match (&self.offloads, self.impair.any()) {
+            (Some(text), _) => text.as_str(),
+            (None, true) => EMULATED_OFFLOADS,
+            (None, false) => "off",
+        };
+        Ok(Offloads::parse(text)?)
+    }
+
     /// The scenario `[lab]` section equivalent to these flags (for tune's generated studies).
     pub fn lab_toml(&self) -> anyhow::Result<String> {
         let topology = match &self.topology {
@@ -68,6 +86,13 @@ impl PathArgs {
             None => Topology::Pair,
         };
         let mut text = format!("[lab]\ntopology = \"{topology}\"\nhosts = {}\n", self.hosts);
+        let o = self.offloads()?;
+        if o != Offloads::default() {
+            text.push_str(&format!(
+                "[lab.offloads]\ntso = {}\ngso = {}\ngro = {}\n",
+                o.tso, o.gso, o.gro
+            ));
+        }
         let mut by_host: std::collections::BTreeMap<String, Vec<(String, String)>> =
             Default::default();
         for s in &self.sysctls {
@@ -129,6 +154,77 @@ impl PathArgs {
     }
 }
 
+/// The offloads of an emulated path that `doctor`, `tune` and `demo` build without
+/// `--offloads`: all on, so the emulator runs in its GSO mode (docs/lab.md). At 1 Gbit/s on
+/// two vCPUs, one wire packet per frame leaves the emulator behind its schedule in most bulk
+/// runs, while super-packets cost it about a seventh of the CPU per byte (server CPU 0.23-0.27
+/// against 1.6-1.9 s/GB); loss and the other per-packet elements still act on each wire
+/// segment (benches/trust.sh has the figures).
+pub const EMULATED_OFFLOADS: &str = "on";
+
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        path: PathArgs,
+    }
+
+    fn path(args: &[&str]) -> PathArgs {
+        Cli::try_parse_from(std::iter::once("tcplab").chain(args.iter().copied()))
+            .expect("flags parse")
+            .path
+    }
+
+    #[test]
+    fn an_emulated_path_has_offloads_on_unless_told_and_an_unimpaired_one_off() {
+        let emulated = ["--topology", "path", "--delay", "5ms", "--rate", "1gbit"];
+        assert_eq!(path(&emulated).offloads().unwrap(), Offloads::ALL_ON);
+        let off = path(&[&emulated[..], &["--offloads", "off"]].concat());
+        assert_eq!(off.offloads().unwrap(), Offloads::default());
+        let tso = path(&[&emulated[..], &["--offloads", "tso=on"]].concat());
+        assert!(tso.offloads().unwrap().tso && !tso.offloads().unwrap().gro);
+        assert_eq!(
+            path(&["--topology", "pair"]).offloads().unwrap(),
+            Offloads::default()
+        );
+        let spec = path(&emulated).spec("t").unwrap().expect("a lab");
+        assert!(spec.emulation.is_some());
+        assert!(
+            Cli::try_parse_from(["tcplab", "--lab", "x", "--offloads", "on"]).is_err(),
+            "an existing lab keeps its offloads"
+        );
+        let e = path(&[&emulated[..], &["--offloads", "fast"]].concat())
+            .offloads()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--offloads"), "{e}");
+    }
+
+    #[test]
+    fn tunes_studies_build_their_labs_with_the_same_offloads() {
+        let emulated = ["--topology", "path", "--delay", "5ms", "--rate", "1gbit"];
+        let text = path(&emulated).lab_toml().unwrap();
+        let doc: toml::Table = toml::from_str(&text).expect(&text);
+        let o = &doc["lab"]["offloads"];
+        assert_eq!(
+            (o["tso"].as_bool(), o["gso"].as_bool(), o["gro"].as_bool()),
+            (Some(true), Some(true), Some(true)),
+            "{text}"
+        );
+        let off = path(&[&emulated[..], &["--offloads", "off"]].concat());
+        let text = off.lab_toml().unwrap();
+        assert!(
+            !text.contains("offloads"),
+            "all off is the scenario's default: {text}"
+        );
+    }
 }

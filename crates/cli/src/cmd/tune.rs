@@ -295,6 +295,10 @@ pub struct DemoArgs {
     /// Time for doctor and tune together.
     #[arg(long, default_value = "3m")]
     budget: String,
+    /// Offloads on the demo's lab links: on (the default for an emulated path: the emulator
+    /// carries TSO/GSO super-packets), off, or e.g. tso=on,gro=off.
+    #[arg(long, value_name = "on|off|LIST")]
+    offloads: Option<String>,
 }
 
 impl DemoArgs {
@@ -309,7 +313,10 @@ impl DemoArgs {
         let budget = parse_budget("--budget", &self.budget)?;
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("--dir {}", self.dir.display()))?;
-        let path = demo_path();
+        let path = PathArgs {
+            offloads: self.offloads.clone(),
+            ..demo_path()
+        };
         println!(
             "tcplab demo: an emulated WAN path (client ─ emulator ─ server, 1 Gbit/s, 30 ms RTT, 0.01% loss) whose hosts \
              still use 2008's socket buffer limits (tcp_rmem/tcp_wmem max 174760/131072 bytes, as Scientific Linux 4 shipped); \
@@ -370,6 +377,7 @@ fn demo_path() -> PathArgs {
             "all:net.ipv4.tcp_rmem=4096 87380 174760".into(),
             "all:net.ipv4.tcp_wmem=4096 16384 131072".into(),
         ],
+        offloads: None,
         client: None,
         server: None,
         impair: ImpairArgs::demo(),

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Can the doctor's and the demo's runs at 1 Gbit/s be trusted on this machine? Runs each N
+# times and prints how many runs the emulator's verdict judged trustworthy, per workload.
+#
+#   doctor: the doctor's default battery (stream, msgs, msgs size sweep, rr, crr) on a lab built
+#           for it, 1 Gbit/s and 5 ms each way with large buffers (a bulk flow at the rate):
+#           `tcplab doctor --topology path --delay 5ms --rate 1gbit --sysctl all:tcp_rmem/wmem
+#           max 32 MiB --budget 30s --json`. Each workload's own verdict is in its result's
+#           facts (`facts.emulator.fidelity`); the battery's verdict over all of them together,
+#           and whether the doctor reported `untrustworthy.emulator`, are counted too.
+#   demo:   `tcplab demo` (1 Gbit/s, 15 ms each way, 0.01 % loss: its doctor battery with 2008's
+#           buffers, then tune's race and verification of stream runs, each a study run with its
+#           verdict in the study database).
+#
+# Usage: sudo benches/trust.sh [RUNS] [TCPLAB]
+#   RUNS    runs of each part (default 10)
+#   TCPLAB  the tcplab binary to measure (default: this tree's release build, built first), e.g.
+#           another build's, to measure before and after a change on the same machine.
+# Environment:
+#   ONLY="doctor demo"  the parts to run (default both)
+#   FLAGS="--offloads off"  flags added to every doctor and demo command (builds with --offloads)
+#   BUDGET=30s          the doctor's --budget;  DEMO_BUDGET=3m  the demo's
+#   LOCK=FILE           hold `flock FILE` around each run (one doctor or one demo), so that other
+#                       users of a shared machine who take the same lock never run labs beside it
+# Each run's line also gives the load average and the share of CPU time the hypervisor took
+# (steal) during it: a run beside other work, or on a host that stalls the VM, says so.
+set -euo pipefail
+runs=${1:-10}
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "${2:-}" ]; then
+  T=$2
+else
+  cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
+  T="$root/target/release/tcplab"
+fi
+export TCPLAB_STATE_DIR=$(mktemp -d)
+work=$(mktemp -d)
+trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR" "$work"' EXIT
+# shellcheck disable=SC2206 # FLAGS is a list of flags
+flags=(${FLAGS:-})
+locked() { if [ -n "${LOCK:-}" ]; then flock "$LOCK" "$@"; else "$@"; fi; }
+steal_pct() { python3 -c 'import sys; a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].split()[1:]]; d=[y-x for x,y in zip(a,b)]; print(round(100*d[7]/max(sum(d),1),1))' "$1" "$2"; }
+echo "# $(date -u '+%F %H:%M') tcplab: $T ($("$T" --version 2>/dev/null || echo '?')); flags: ${FLAGS:-none}; $(nproc) CPUs"
+
+doctor_part() {
+  local i out s0 s1 l0
+  for i in $(seq 1 "$runs"); do
+    out="$work/doctor-$i.json"
+    s0=$(head -1 /proc/stat); l0=$(cut -d' ' -f1 /proc/loadavg)
+    locked "$T" doctor --topology path --delay 5ms --rate 1gbit \
+      --sysctl all:net.ipv4.tcp_rmem="4096 131072 33554432" \
+      --sysctl all:net.ipv4.tcp_wmem="4096 16384 33554432" \
+      --budget "${BUDGET:-30s}" --json "${flags[@]}" >"$out" 2>"$work/doctor-$i.err" || true
+    s1=$(head -1 /proc/stat)
+    python3 - "$out" "$i" "$l0" "$(steal_pct "$s0" "$s1")" <<'EOF'
+import json, sys
+path, i, load, steal = sys.argv[1:]
+try:
+    d = json.load(open(path))
+    b = d["battery"]
+except Exception as e:
+    print(f"doctor {i}: no result ({e})"); sys.exit(0)
+parts = []
+for w in ("stream", "msgs", "msgs_sweep", "rr", "crr"):
+    f = ((b.get(w) or {}).get("facts", {}).get("emulator") or {}).get("fidelity")
+    parts.append(f"{w} {'-' if f is None else ('ok' if f['trustworthy'] else 'UNTRUSTWORTHY')}")
+s = (b.get("stream") or {})
+mbps = (s.get("summary", {}).get("throughput_bps") or 0) / 1e6
+cpu = s.get("server_cpu_s_per_gb")
+whole = b.get("fidelity")
+finding = any(f.get("id") == "untrustworthy.emulator" for f in d.get("findings", []))
+print(f"doctor {i}: " + ", ".join(parts)
+      + f"; battery as a whole {'-' if whole is None else ('ok' if whole['trustworthy'] else 'UNTRUSTWORTHY')}"
+      + f"; finding untrustworthy.emulator {'yes' if finding else 'no'}"
+      + f"; stream {mbps:.0f} Mbit/s, server CPU {'-' if cpu is None else f'{cpu:.2f}'} s/GB"
+      + f"; load {load}, steal {steal} %")
+for w in ("stream", "msgs", "msgs_sweep", "rr", "crr"):
+    f = ((b.get(w) or {}).get("facts", {}).get("emulator") or {}).get("fidelity")
+    if f and not f["trustworthy"]:
+        print(f"  {w}: " + "; ".join(f["reasons"]))
+EOF
+  done
+  python3 - "$work" "$runs" <<'EOF'
+import json, sys, os
+work, runs = sys.argv[1], int(sys.argv[2])
+ws = ("stream", "msgs", "msgs_sweep", "rr", "crr")
+ok = {w: 0 for w in ws}; judged = {w: 0 for w in ws}; every = whole = finding = done = 0
+for i in range(1, runs + 1):
+    try:
+        d = json.load(open(os.path.join(work, f"doctor-{i}.json"))); b = d["battery"]
+    except Exception:
+        continue
+    done += 1; all_ok = True
+    for w in ws:
+        f = ((b.get(w) or {}).get("facts", {}).get("emulator") or {}).get("fidelity")
+        if f is None:
+            continue
+        judged[w] += 1; ok[w] += f["trustworthy"]; all_ok &= f["trustworthy"]
+    every += all_ok
+    whole += bool((b.get("fidelity") or {}).get("trustworthy"))
+    finding += any(f.get("id") == "untrustworthy.emulator" for f in d.get("findings", []))
+print("doctor, trustworthy runs per workload: " + ", ".join(f"{w} {ok[w]} of {judged[w]}" for w in ws))
+print(f"doctor, runs whose every workload was trustworthy: {every} of {done}; the battery judged as a whole: {whole} of {done}; untrustworthy.emulator reported in {finding} of {done}")
+EOF
+}
+
+demo_part() {
+  local i dir s0 s1 l0
+  for i in $(seq 1 "$runs"); do
+    dir="$work/demo-$i"
+    s0=$(head -1 /proc/stat); l0=$(cut -d' ' -f1 /proc/loadavg)
+    locked "$T" demo --dir "$dir" --budget "${DEMO_BUDGET:-3m}" "${flags[@]}" \
+      >"$work/demo-$i.out" 2>"$work/demo-$i.err" || true
+    s1=$(head -1 /proc/stat)
+    python3 - "$dir" "$work/demo-$i.err" "$i" "$l0" "$(steal_pct "$s0" "$s1")" <<'EOF'
+import sqlite3, sys, os
+dir, err, i, load, steal = sys.argv[1:]
+finding = "untrustworthy.emulator" in open(err).read()
+line, reasons = [], []
+tot_ok = tot = 0
+for db in ("tune.db", "tune-verify.db"):
+    p = os.path.join(dir, db)
+    if not os.path.exists(p):
+        continue
+    rows = sqlite3.connect(p).execute("SELECT trustworthy, fidelity_reasons FROM run WHERE status = 'ok'").fetchall()
+    n_ok = sum(r[0] for r in rows)
+    tot_ok += n_ok; tot += len(rows)
+    line.append(f"{db} {n_ok} of {len(rows)} stream runs trustworthy")
+    reasons += [r[1] for r in rows if not r[0]]
+print(f"demo {i}: " + ("; ".join(line) or "no study") + f"; doctor's untrustworthy.emulator {'yes' if finding else 'no'}; load {load}, steal {steal} %")
+for r in reasons[:3]:
+    print(f"  {r}")
+open(os.path.join(os.path.dirname(dir), f"demo-{i}.sum"), "w").write(f"{tot_ok} {tot} {int(finding)}\n")
+EOF
+  done
+  python3 - "$work" "$runs" <<'EOF'
+import sys, os
+work, runs = sys.argv[1], int(sys.argv[2])
+ok = tot = clean = finding = done = 0
+for i in range(1, runs + 1):
+    p = os.path.join(work, f"demo-{i}.sum")
+    if not os.path.exists(p):
+        continue
+    a, b, f = map(int, open(p).read().split())
+    done += 1; ok += a; tot += b; finding += f; clean += (a == b and b > 0 and not f)
+print(f"demo, stream study runs trustworthy: {ok} of {tot}; demos with every study run trustworthy and no untrustworthy.emulator finding: {clean} of {done}; untrustworthy.emulator reported in {finding} of {done}")
+EOF
+}
+
+for part in ${ONLY:-doctor demo}; do
+  "${part}_part"
+done
