@@ -319,7 +319,7 @@ fn fidelity(battery: &Battery) -> Option<EmulatorFidelity> {
             None => reasons.push(format!("{part}: the emulator's verdict was not recorded")),
         }
     }
-    judged.then(|| EmulatorFidelity {
+    judged.then_some(EmulatorFidelity {
         trustworthy: reasons.is_empty(),
         reasons,
     })
