@@ -11,8 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 use tcplab_emu::LinkConfig;
-use tcplab_emu_io::{DirSnapshot, Snapshot};
 use tcplab_emu_io::need::{RunLateness, lateness_reasons};
+use tcplab_emu_io::{DirSnapshot, Snapshot};
 
 pub use tcplab_emu_io::Need;
 

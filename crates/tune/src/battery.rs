@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tcplab_doctor::{Battery, EmulatorFidelity, PathInfo};
 use tcplab_lab::Lab;
+use tcplab_lab::emulation::RunFidelity;
 use tcplab_load::sockopt::SockOpts;
 use tcplab_load::{Report, crr, msgs, rr, rrul, stream};
 
@@ -145,6 +146,7 @@ pub fn run(
         path,
         ..Battery::default()
     };
+    let mut judged: Vec<(String, RunFidelity)> = Vec::new();
     let ms = |d: Duration| Some(d.as_millis() as u64);
 
     progress("stream");
@@ -159,10 +161,9 @@ pub fn run(
         cfg.write_size = w;
     }
     battery.stream = Some(expect!(
-        one(target, &mut battery, "stream", |t, f| stream::run_client(
-            &cfg, t, f, None
-        )
-        .map(Report::Stream))?,
+        one(target, &mut battery, &mut judged, "stream", |t, f| {
+            stream::run_client(&cfg, t, f, None).map(Report::Stream)
+        })?,
         Stream
     ));
 
@@ -180,10 +181,9 @@ pub fn run(
         ..Default::default()
     };
     battery.msgs = Some(expect!(
-        one(target, &mut battery, "msgs", |t, f| msgs::run_client(
-            &cfg, t, f
-        )
-        .map(Report::Msgs))?,
+        one(target, &mut battery, &mut judged, "msgs", |t, f| {
+            msgs::run_client(&cfg, t, f).map(Report::Msgs)
+        })?,
         Msgs
     ));
 
@@ -196,10 +196,9 @@ pub fn run(
             ..Default::default()
         };
         Some(expect!(
-            one(target, &mut battery, "msgs trap", |t, f| msgs::run_client(
-                &cfg, t, f
-            )
-            .map(Report::Msgs))?,
+            one(target, &mut battery, &mut judged, "msgs trap", |t, f| {
+                msgs::run_client(&cfg, t, f).map(Report::Msgs)
+            })?,
             Msgs
         ))
     } else {
@@ -213,10 +212,9 @@ pub fn run(
         ..Default::default()
     };
     battery.msgs_sweep = Some(expect!(
-        one(target, &mut battery, "msgs sweep", |t, f| msgs::run_client(
-            &cfg, t, f
-        )
-        .map(Report::Msgs))?,
+        one(target, &mut battery, &mut judged, "msgs sweep", |t, f| {
+            msgs::run_client(&cfg, t, f).map(Report::Msgs)
+        })?,
         Msgs
     ));
     // The trap run is what the stall rules read when the plain run shows nothing: keep the one
@@ -243,10 +241,9 @@ pub fn run(
         ..Default::default()
     };
     battery.rrul = Some(expect!(
-        one(target, &mut battery, "rrul", |t, f| rrul::run_client(
-            &cfg, t, f
-        )
-        .map(Report::Rrul))?,
+        one(target, &mut battery, &mut judged, "rrul", |t, f| {
+            rrul::run_client(&cfg, t, f).map(Report::Rrul)
+        })?,
         Rrul
     ));
 
@@ -258,10 +255,9 @@ pub fn run(
         ..Default::default()
     };
     battery.rr = Some(expect!(
-        one(target, &mut battery, "rr", |t, f| rr::run_client(
-            &cfg, t, f
-        )
-        .map(Report::Rr))?,
+        one(target, &mut battery, &mut judged, "rr", |t, f| {
+            rr::run_client(&cfg, t, f).map(Report::Rr)
+        })?,
         Rr
     ));
 
@@ -273,10 +269,9 @@ pub fn run(
         ..Default::default()
     };
     battery.crr = Some(expect!(
-        one(target, &mut battery, "crr", |t, f| crr::run_client(
-            &cfg, t, f
-        )
-        .map(Report::Crr))?,
+        one(target, &mut battery, &mut judged, "crr", |t, f| {
+            crr::run_client(&cfg, t, f).map(Report::Crr)
+        })?,
         Crr
     ));
 
@@ -289,7 +284,7 @@ pub fn run(
         battery.facts = tcplab_lab::Facts::collect(lab).ok();
         battery.client_host = Some(client.clone());
         battery.server_host = Some(server.clone());
-        battery.fidelity = fidelity(&battery);
+        battery.fidelity = combine(&judged);
     } else {
         battery.facts = Some(tcplab_lab::Facts::machine());
     }
@@ -303,26 +298,38 @@ pub fn run(
     Ok(battery)
 }
 
-/// The emulator's verdict over the battery: each part was judged for what it measures when it
-/// ran (a bulk flow against its RTT, latency probes against the absolute bound; the verdict in
-/// its facts), and the battery is trustworthy when every part is. `None` off an emulated lab.
-fn fidelity(battery: &Battery) -> Option<EmulatorFidelity> {
-    let mut judged = false;
-    let mut reasons = Vec::new();
-    for (part, meta) in battery.metas() {
-        let Some(run) = tcplab_doctor::battery::EmulatedRun::of(meta) else {
-            continue;
-        };
-        judged = true;
-        match run.fidelity {
-            Some(f) => reasons.extend(f.reasons.into_iter().map(|r| format!("{part}: {r}"))),
-            None => reasons.push(format!("{part}: the emulator's verdict was not recorded")),
-        }
-    }
-    judged.then_some(EmulatorFidelity {
+/// The emulator's verdict over the battery: trustworthy when every part is, each reason named
+/// by its part. `None` when no part crossed an emulator.
+fn combine(judged: &[(String, RunFidelity)]) -> Option<EmulatorFidelity> {
+    let reasons: Vec<String> = judged
+        .iter()
+        .flat_map(|(part, f)| f.reasons.iter().map(move |r| format!("{part}: {r}")))
+        .collect();
+    (!judged.is_empty()).then_some(EmulatorFidelity {
         trustworthy: reasons.is_empty(),
         reasons,
     })
+}
+
+/// The emulator's verdict over one part of the battery, judged for what the doctor reads from
+/// it. Every rule reads its figures at the scale of the round trip or of timer ticks (window
+/// per RTT, queueing in tens of ms, stalls of a jiffy, the 40 ms delayed-ACK window a jiffy and
+/// a millisecond wide), never at the 100 µs a user's own latency figures are judged by: so each
+/// part needs what a throughput figure needs, frames late by at most 1 % of the RTT on average
+/// (`tcplab_emu_io::need`). The part's own result keeps the verdict of its workload's need.
+fn judge_part(
+    before: &tcplab_lab::emulation::EmulatorStatus,
+    after: Option<&tcplab_lab::emulation::EmulatorStatus>,
+) -> RunFidelity {
+    let need = tcplab_lab::emulation::throughput_over(&before.link);
+    match after {
+        Some(a) => tcplab_lab::emulation::judge_for(&before.counters, &a.counters, a.running, need),
+        None => RunFidelity {
+            trustworthy: false,
+            reasons: vec!["the emulator did not answer after the run (did it die?)".into()],
+            need: Some(need),
+        },
+    }
 }
 
 /// The number of stalled receives of a msgs result (all sizes).
@@ -331,11 +338,23 @@ fn worst_gap(m: &msgs::MsgsResult) -> f64 {
 }
 
 /// Runs one workload on the target, recording the kernel counters that moved during it under
-/// `name` in `battery.counters`.
-fn one<F>(target: &Target<'_>, battery: &mut Battery, name: &str, client: F) -> Result<Report>
+/// `name` in `battery.counters` and, on an emulated lab, the emulator's verdict over it in
+/// `judged`.
+fn one<F>(
+    target: &Target<'_>,
+    battery: &mut Battery,
+    judged: &mut Vec<(String, RunFidelity)>,
+    name: &str,
+    client: F,
+) -> Result<Report>
 where
     F: FnOnce(SocketAddr, serde_json::Value) -> tcplab_load::Result<Report> + Send,
 {
+    let status = |t: &Target<'_>| match t {
+        Target::Lab { lab, .. } => lab.emulator_status().ok(),
+        Target::Remote(_) => None,
+    };
+    let emulator_before = status(target);
     let before = counters(target);
     let report = match target {
         Target::Lab {
@@ -352,6 +371,9 @@ where
     battery
         .counters
         .insert(name.to_string(), increases(&before, &after));
+    if let Some(b) = emulator_before {
+        judged.push((name.to_string(), judge_part(&b, status(target).as_ref())));
+    }
     report.map_err(|e| TuneError::Battery(e.to_string()))
 }
 
