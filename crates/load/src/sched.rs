@@ -100,9 +100,7 @@ mod tests {
 
     #[test]
     fn a_raised_thread_and_its_children_run_sched_fifo_until_the_guard_goes() {
-        if !is_root() {
-            return;
-        }
+        assert!(is_root(), "SCHED_FIFO needs root: run the suite as root");
         // On a thread of its own, so the test harness's threads keep their policy.
         std::thread::spawn(|| {
             let before = current();
