@@ -327,13 +327,15 @@ pub fn udp_counter(ns: &Netns, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("Udp {name} in /proc/net/snmp"))
 }
 
+/// Fails the test without root: CI runs the suite as root, so a test that needs it must never
+/// pass by skipping.
 #[macro_export]
 macro_rules! require_root {
     () => {
-        if !$crate::common::is_root() {
-            eprintln!("skipped: needs root (CAP_NET_ADMIN for namespaces, CAP_NET_RAW for rings)");
-            return;
-        }
+        assert!(
+            $crate::common::is_root(),
+            "needs root (CAP_NET_ADMIN for namespaces, CAP_NET_RAW for rings): run the suite as root"
+        );
     };
 }
 
