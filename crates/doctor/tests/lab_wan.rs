@@ -21,7 +21,10 @@ const ONE_WAY_MS: u64 = 15;
 fn require_root() {
     // Safety: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    assert!(root, "this test builds an emulated lab and needs root (run the suite as root)");
+    assert!(
+        root,
+        "this test builds an emulated lab and needs root (run the suite as root)"
+    );
 }
 
 fn link(loss: f64) -> LinkConfig {

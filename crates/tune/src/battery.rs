@@ -83,8 +83,11 @@ pub struct Plan {
     pub rrul_load: Duration,
     /// crr duration.
     pub crr: Duration,
-    /// Messages of the plain msgs run.
-    pub msgs_count: u64,
+    /// Time for the plain msgs run (its count follows from its pacing, at most
+    /// [`MSGS_MAX_COUNT`]).
+    pub msgs: Duration,
+    /// Time for the message-size sweep.
+    pub msgs_sweep: Duration,
     /// Messages of the write-write-read run (each stall can cost 40 ms); 0 leaves it out. It
     /// provokes the Nagle + delayed-ACK stall on purpose (seed 004), so it is off by default:
     /// the battery otherwise reports what limits the path, not what an application could do
@@ -102,18 +105,55 @@ pub const RRUL_IDLE_MIN_MS: u64 = 1_000;
 /// another closes, without loading two vCPUs.
 pub const CRR_CONCURRENCY: u32 = 2;
 
+/// Most messages of the plain msgs run (sfperf's 100,000).
+pub const MSGS_MAX_COUNT: u64 = 100_000;
+
+/// Fewest messages per size of the sweep: the periodic-stall rule needs 200 to see a period.
+pub const SWEEP_MIN_COUNT: u64 = 200;
+
+/// Most messages per size of the sweep.
+pub const SWEEP_MAX_COUNT: u64 = 2_000;
+
+/// Message sizes of the sweep: sub-MSS sizes, where timers and small-segment effects live,
+/// and one full segment.
+pub const SWEEP_SIZES: [u32; 6] = [1, 16, 64, 256, 1024, 1448];
+
+/// The messages of the msgs runs are sent at most at this share of the path's rate, so they
+/// never queue: a stall then stands out against a flat baseline (seed 004), where back-to-back
+/// tiny segments would be held by the congestion window and the peer's delayed ACKs, a stall
+/// of the workload's own making.
+pub const MSGS_PATH_SHARE: f64 = 0.5;
+
+/// Smallest message spacing, µs: the per-message cost of one write and its stamps.
+pub const MSGS_MIN_GAP_US: u64 = 10;
+
+/// Bytes a message of `size` bytes takes on the wire alone in a segment: Ethernet (14 + 24 of
+/// preamble, gap and FCS), IPv4 (20) and TCP with timestamps (32).
+fn wire_bytes(size: u32) -> f64 {
+    f64::from(size) + 90.0
+}
+
+/// Spacing of messages of `size` bytes on a path of `rate` bit/s (unknown: the smallest).
+pub fn msgs_gap_us(size: u32, rate: Option<f64>) -> u64 {
+    let paced = rate.filter(|r| *r > 0.0).map_or(0.0, |r| {
+        wire_bytes(size) * 8.0 / (MSGS_PATH_SHARE * r) * 1e6
+    });
+    (paced.ceil() as u64).max(MSGS_MIN_GAP_US)
+}
+
 impl Plan {
-    /// Splits `budget`: stream 30%, latency under load 25% (its load 15%), rr 10%, crr 12%;
-    /// msgs are sized by count. Budgets under 10 s are raised to 10 s (below that no workload
-    /// says anything).
+    /// Splits `budget`: stream 28%, latency under load 22% (its load 13%), rr 10%, crr 10%,
+    /// msgs 10%, the size sweep 15%. Budgets under 10 s are raised to 10 s (below that no
+    /// workload says anything).
     pub fn for_budget(budget: Duration) -> Plan {
         let secs = budget.as_secs_f64().max(10.0);
         Plan {
-            stream: Duration::from_secs_f64(secs * 0.3),
-            rrul_load: Duration::from_secs_f64(secs * 0.15),
+            stream: Duration::from_secs_f64(secs * 0.28),
+            rrul_load: Duration::from_secs_f64(secs * 0.13),
             rr: Duration::from_secs_f64(secs * 0.1),
-            crr: Duration::from_secs_f64(secs * 0.12),
-            msgs_count: 100_000,
+            crr: Duration::from_secs_f64(secs * 0.1),
+            msgs: Duration::from_secs_f64(secs * 0.1),
+            msgs_sweep: Duration::from_secs_f64(secs * 0.15),
             trap_count: 0,
             knobs: Knobs::default(),
         }
@@ -168,14 +208,23 @@ pub fn run(
     ));
 
     progress("msgs");
-    // Nagle off: the plain runs look for what the path and the kernel do to small messages
+    // Nagle off and paced below the path's rate (the configured one, else what the stream
+    // reached): the plain runs look for what the path and the kernel do to small messages
     // (seed 004's timer stalls); Nagle's own waits for ACKs are the trap run's business.
     let nodelay = SockOpts {
         nodelay: true,
         ..SockOpts::default()
     };
+    let rate = battery.path.rate_bps.or_else(|| {
+        battery
+            .stream
+            .as_ref()
+            .and_then(|s| s.summary.throughput_bps)
+    });
+    let gap_us = msgs_gap_us(1, rate);
     let cfg = msgs::MsgsConfig {
-        count: plan.msgs_count,
+        count: (plan.msgs.as_micros() as u64 / gap_us).clamp(SWEEP_MAX_COUNT, MSGS_MAX_COUNT),
+        gap_us,
         link_rate_bps: battery.path.rate_bps.map(|r| r as u64),
         opts: nodelay.clone(),
         ..Default::default()
@@ -205,9 +254,12 @@ pub fn run(
         None
     };
     progress("msgs size sweep");
+    let gap_us = msgs_gap_us(SWEEP_SIZES[SWEEP_SIZES.len() - 1], rate);
+    let per_size = plan.msgs_sweep.as_micros() as u64 / SWEEP_SIZES.len() as u64;
     let cfg = msgs::MsgsConfig {
-        count: 2_000,
-        sizes: vec![1, 16, 64, 128, 256, 512, 1024, 1448, 4096],
+        count: (per_size / gap_us).clamp(SWEEP_MIN_COUNT, SWEEP_MAX_COUNT),
+        sizes: SWEEP_SIZES.to_vec(),
+        gap_us,
         opts: nodelay,
         ..Default::default()
     };
@@ -427,6 +479,16 @@ fn increases(before: &Snapshot, after: &Snapshot) -> BTreeMap<String, BTreeMap<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_paced_at_half_the_path_rate() {
+        // A 1-byte message alone in a segment is 91 bytes on the wire: 145.6 µs at 10 Mbit/s
+        // is half the link.
+        assert_eq!(msgs_gap_us(1, Some(10e6)), 146);
+        assert_eq!(msgs_gap_us(1448, Some(100e6)), 247);
+        assert_eq!(msgs_gap_us(1, Some(1e9)), MSGS_MIN_GAP_US);
+        assert_eq!(msgs_gap_us(1448, None), MSGS_MIN_GAP_US);
+    }
 
     #[test]
     fn increases_keep_what_moved_per_side() {

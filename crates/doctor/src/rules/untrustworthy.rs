@@ -14,6 +14,11 @@ use crate::finding::{Finding, Fix, Severity};
 /// emulator uses for its own workers (emu-io `Thresholds::max_cpu_ratio`).
 pub const CPU_SATURATED: f64 = 0.9;
 
+/// A paced msgs run is judged for CPU only when its messages are at least this far apart, µs:
+/// the pacer sleeps to about 100 µs before each write and spins the rest, so closer messages
+/// keep its thread busy by design, whatever the path does.
+pub const PACED_IDLE_GAP_US: u64 = 1_000;
+
 /// Fewest messages in a msgs run to trust its latency figures and tails (p99 needs 100 per
 /// percentile step; 1000 gives ten samples above it).
 pub const MIN_MESSAGES: u64 = 1000;
@@ -87,7 +92,10 @@ fn cpu_loads(ctx: &Context<'_>) -> Vec<(&'static str, f64, f64, f64, f64)> {
     // Unpaced msgs and crr are closed loops that run as fast as the CPU allows: a busy client is
     // what they measure (per-message and per-connection cost), not a flaw of the measurement.
     for (name, r) in [("msgs", &b.msgs), ("msgs sweep", &b.msgs_sweep)] {
-        if let Some(r) = r.as_ref().filter(|r| r.config.gap_us > 0) {
+        if let Some(r) = r
+            .as_ref()
+            .filter(|r| r.config.gap_us >= PACED_IDLE_GAP_US)
+        {
             let wall: f64 = r.runs.iter().map(|x| x.total_s).sum();
             v.push((name, r.meta.client_cpu_s, r.meta.server_cpu_s, wall, 1.0));
         }
