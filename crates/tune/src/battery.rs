@@ -124,8 +124,11 @@ pub const SWEEP_SIZES: [u32; 6] = [1, 16, 64, 256, 1024, 1448];
 /// of the workload's own making.
 pub const MSGS_PATH_SHARE: f64 = 0.5;
 
-/// Smallest message spacing, µs: the per-message cost of one write and its stamps.
-pub const MSGS_MIN_GAP_US: u64 = 10;
+/// Smallest message spacing, µs: 20,000 messages a second. Each message with Nagle off is a
+/// frame of its own, and an emulated path holds every frame in flight for its one-way delay:
+/// at 50 ms that is 1,000 frames, well inside the emulator's slots in its GSO mode (4,096), and
+/// a frame rate it keeps its schedule at.
+pub const MSGS_MIN_GAP_US: u64 = 50;
 
 /// Bytes a message of `size` bytes takes on the wire alone in a segment: Ethernet (14 + 24 of
 /// preamble, gap and FCS), IPv4 (20) and TCP with timestamps (32).
@@ -486,6 +489,7 @@ mod tests {
         // is half the link.
         assert_eq!(msgs_gap_us(1, Some(10e6)), 146);
         assert_eq!(msgs_gap_us(1448, Some(100e6)), 247);
+        assert_eq!(msgs_gap_us(1448, Some(1e9)), MSGS_MIN_GAP_US);
         assert_eq!(msgs_gap_us(1, Some(1e9)), MSGS_MIN_GAP_US);
         assert_eq!(msgs_gap_us(1448, None), MSGS_MIN_GAP_US);
     }

@@ -57,7 +57,15 @@ struct Cluster<'s> {
 
 /// The rule.
 pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
-    let series = small_message_series(ctx.battery, SMALL_MESSAGE_MAX);
+    // A stream of messages with Nagle off waits for ACKs only when its congestion window is
+    // full (slow start on a fresh connection, a window of tiny segments): waits of the window's
+    // making, at multiples of the RTT, which a paced stream's timer stalls are the periodic
+    // rule's to find. The delayed-ACK stall needs a write held for an ACK: Nagle on, or a
+    // request waiting for its response.
+    let series: Vec<Series> = small_message_series(ctx.battery, SMALL_MESSAGE_MAX)
+        .into_iter()
+        .filter(|s| s.measure == "rr latency" || s.sender_nodelay != Some(true))
+        .collect();
     let rtt = ctx.rtt_s();
     let best = series
         .iter()
@@ -296,22 +304,22 @@ mod tests {
     }
 
     #[test]
-    fn partial_share_on_paced_messages_is_a_warning() {
-        // 400 messages 50 ms apart (no queueing); 40 of them (every 10th) wait 40-44 ms.
-        let mut sim = MsgSim::new(400, 16);
-        sim.spacing_ns = 50_000_000;
+    fn partial_share_with_nagle_off_is_a_warning() {
+        // Request/response with Nagle off on the client: every 10th transaction waits for the
+        // server's delayed ACK (its own write-write-read), 40-44 ms.
         let mut rng = SplitMix::new(9);
-        let extra: Vec<u64> = (0..400)
+        let lat: Vec<u64> = (0..400)
             .map(|i| {
+                let base = 100_000 + rng.below(10_000);
                 if i % 10 == 5 {
-                    40_000_000 + rng.below(4_000_000)
+                    base + 40_000_000 + rng.below(4_000_000)
                 } else {
-                    0
+                    base
                 }
             })
             .collect();
         let mut b = battery(250);
-        b.msgs = Some(synth::msgs(vec![sim.run(|i| extra[i])], true));
+        b.rr = Some(synth::rr(100, &lat, true));
         let f = check(&Context::new(&b));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Warning);
@@ -320,6 +328,20 @@ mod tests {
         assert!(
             matches!(&f[0].fixes[0].kind, FixKind::SetSockOpt { option, .. } if option == "TCP_QUICKACK")
         );
+    }
+
+    #[test]
+    fn a_paced_stream_with_nagle_off_is_left_to_the_periodic_rule() {
+        // Messages with Nagle off that waited 40-44 ms: only a full congestion window holds
+        // them, which is not the delayed-ACK trap.
+        let mut sim = MsgSim::new(400, 16);
+        sim.spacing_ns = 50_000_000;
+        let mut b = battery(250);
+        b.msgs = Some(synth::msgs(
+            vec![sim.run(|i| if i % 10 == 5 { 42_000_000 } else { 0 })],
+            true,
+        ));
+        assert!(check(&Context::new(&b)).is_empty());
     }
 
     #[test]
