@@ -101,6 +101,12 @@ pub struct Plan {
 /// median that one late probe does not move.
 pub const RRUL_IDLE_MIN_MS: u64 = 1_000;
 
+/// Unsent bytes the latency-under-load flows may hold in their socket.
+pub const RRUL_NOTSENT_LOWAT: u32 = 128 << 10;
+
+/// Least time the probes run past the load's end for a queue to drain, ms.
+pub const RRUL_DRAIN_MIN_MS: u64 = 2_000;
+
 /// Default concurrency of the battery's crr: two loops keep a connection always opening while
 /// another closes, without loading two vCPUs.
 pub const CRR_CONCURRENCY: u32 = 2;
@@ -286,13 +292,18 @@ pub fn run(
     progress("latency under load");
     let load_ms = plan.rrul_load.as_millis() as u64;
     let idle_ms = (load_ms / 4).max(RRUL_IDLE_MIN_MS);
+    // The load's unsent data is capped (TCP_NOTSENT_LOWAT) unless the application sets it:
+    // what is measured is the queue on the path, and a send buffer of megabytes would only
+    // take seconds to drain after the load on a slow path, leaving no idle phase after it.
+    let mut opts = plan.knobs.stream_opts.clone();
+    opts.notsent_lowat = opts.notsent_lowat.or(Some(RRUL_NOTSENT_LOWAT));
     let cfg = rrul::RrulConfig {
         direction: rrul::LoadDirection::Both,
         before_ms: idle_ms,
         during_ms: load_ms,
         after_ms: idle_ms,
-        drain_ms: idle_ms,
-        opts: plan.knobs.stream_opts.clone(),
+        drain_ms: idle_ms.max(RRUL_DRAIN_MIN_MS),
+        opts,
         ..Default::default()
     };
     battery.rrul = Some(expect!(

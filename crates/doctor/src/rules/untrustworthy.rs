@@ -92,10 +92,7 @@ fn cpu_loads(ctx: &Context<'_>) -> Vec<(&'static str, f64, f64, f64, f64)> {
     // Unpaced msgs and crr are closed loops that run as fast as the CPU allows: a busy client is
     // what they measure (per-message and per-connection cost), not a flaw of the measurement.
     for (name, r) in [("msgs", &b.msgs), ("msgs sweep", &b.msgs_sweep)] {
-        if let Some(r) = r
-            .as_ref()
-            .filter(|r| r.config.gap_us >= PACED_IDLE_GAP_US)
-        {
+        if let Some(r) = r.as_ref().filter(|r| r.config.gap_us >= PACED_IDLE_GAP_US) {
             let wall: f64 = r.runs.iter().map(|x| x.total_s).sum();
             v.push((name, r.meta.client_cpu_s, r.meta.server_cpu_s, wall, 1.0));
         }
