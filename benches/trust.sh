@@ -22,10 +22,10 @@
 #   BUDGET=30s          the doctor's --budget;  DEMO_BUDGET=3m  the demo's
 #   LOCK=FILE           hold `flock FILE` around each run (one doctor or one demo), so that other
 #                       users of a shared machine who take the same lock never run labs beside it
-# Each run's line also gives the load average at its start and, over the run, the share of CPU
-# time niced tasks took (other users' `nice` builds: this script runs tcplab at nice 0) and the
-# share the hypervisor took (steal): a run beside other work, or on a host that stalls the VM,
-# says so.
+# Each run's line also gives the load average at its start and, over the run, how much CPU other
+# processes took (`top` once a second, everything but tcplab's own processes: other users'
+# builds, say) and the share the hypervisor took (steal): a run beside other work, or on a host
+# that stalls the VM, says so.
 set -euo pipefail
 runs=${1:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,17 +40,36 @@ work=$(mktemp -d)
 trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR" "$work"' EXIT
 # shellcheck disable=SC2206 # FLAGS is a list of flags
 flags=(${FLAGS:-})
-# "nice N %, steal N %" between two `head -1 /proc/stat` lines.
-cpu_shares() { python3 -c 'import sys; a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].split()[1:]]; d=[y-x for x,y in zip(a,b)]; t=max(sum(d),1); print(f"nice {100*d[1]/t:.1f} %, steal {100*d[7]/t:.1f} %")' "$1" "$2"; }
+# "steal N %" between two `head -1 /proc/stat` lines.
+steal_share() { python3 -c 'import sys; a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].split()[1:]]; d=[y-x for x,y in zip(a,b)]; print(f"steal {100*d[7]/max(sum(d),1):.1f} %")' "$1" "$2"; }
+# "others N % of a CPU (max M %)" from a `top -b` log: the %CPU of every process but tcplab's
+# own (its binary, its keep-awake spinners), top and the kernel threads that serve the lab's
+# traffic (ksoftirqd, kworker), per sample after the first, averaged.
+others() { python3 -c '
+import sys
+frames, cur = [], None
+for line in open(sys.argv[1]):
+    if line.startswith("top -"):
+        cur = 0.0; frames.append(cur); continue
+    f = line.split()
+    if len(f) >= 12 and f[0].isdigit() and not f[11].startswith(("tcplab", "top", "ksoftirqd", "kworker", "rcu_", "migration")):
+        try: frames[-1] += float(f[8])
+        except ValueError: pass
+frames = frames[1:]
+print(f"others {sum(frames)/len(frames):.0f} % of a CPU (max {max(frames):.0f} %)" if frames else "others -")' "$1"; }
 # measured FILE CMD...: runs CMD (its failure is the result's to say) and writes the load
-# average before it and the CPU shares during it to FILE.
+# average before it and what else ran during it to FILE.
 measured() {
-  local f=$1 s0 l0; shift
+  local f=$1 s0 l0 mon; shift
   s0=$(head -1 /proc/stat); l0=$(cut -d' ' -f1 /proc/loadavg)
+  top -b -d 1 -w 200 >"$f.top" 2>/dev/null &
+  mon=$!
   "$@" || true
-  echo "load $l0, $(cpu_shares "$s0" "$(head -1 /proc/stat)")" >"$f"
+  kill "$mon" 2>/dev/null || true
+  wait "$mon" 2>/dev/null || true
+  echo "load $l0, $(others "$f.top"), $(steal_share "$s0" "$(head -1 /proc/stat)")" >"$f"
 }
-export -f measured cpu_shares
+export -f measured steal_share others
 # locked FILE CMD...: `measured` under `flock $LOCK` when LOCK is set (the wait is not measured).
 locked() {
   if [ -n "${LOCK:-}" ]; then flock "$LOCK" bash -c 'measured "$@"' _ "$@"; else measured "$@"; fi
