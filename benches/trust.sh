@@ -22,8 +22,10 @@
 #   BUDGET=30s          the doctor's --budget;  DEMO_BUDGET=3m  the demo's
 #   LOCK=FILE           hold `flock FILE` around each run (one doctor or one demo), so that other
 #                       users of a shared machine who take the same lock never run labs beside it
-# Each run's line also gives the load average and the share of CPU time the hypervisor took
-# (steal) during it: a run beside other work, or on a host that stalls the VM, says so.
+# Each run's line also gives the load average at its start and, over the run, how much CPU other
+# processes took (`top` once a second, everything but tcplab's own processes: other users'
+# builds, say) and the share the hypervisor took (steal): a run beside other work, or on a host
+# that stalls the VM, says so.
 set -euo pipefail
 runs=${1:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,23 +40,53 @@ work=$(mktemp -d)
 trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR" "$work"' EXIT
 # shellcheck disable=SC2206 # FLAGS is a list of flags
 flags=(${FLAGS:-})
-locked() { if [ -n "${LOCK:-}" ]; then flock "$LOCK" "$@"; else "$@"; fi; }
-steal_pct() { python3 -c 'import sys; a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].split()[1:]]; d=[y-x for x,y in zip(a,b)]; print(round(100*d[7]/max(sum(d),1),1))' "$1" "$2"; }
+# "steal N %" between two `head -1 /proc/stat` lines.
+steal_share() { python3 -c 'import sys; a=[int(x) for x in sys.argv[1].split()[1:]]; b=[int(x) for x in sys.argv[2].split()[1:]]; d=[y-x for x,y in zip(a,b)]; print(f"steal {100*d[7]/max(sum(d),1):.1f} %")' "$1" "$2"; }
+# "others N % of a CPU (max M %)" from a `top -b` log: the %CPU of every process but tcplab's
+# own (its binary, its keep-awake spinners), top and the kernel threads that serve the lab's
+# traffic (ksoftirqd, kworker), per sample after the first, averaged.
+others() { python3 -c '
+import sys
+frames, cur = [], None
+for line in open(sys.argv[1]):
+    if line.startswith("top -"):
+        cur = 0.0; frames.append(cur); continue
+    f = line.split()
+    if len(f) >= 12 and f[0].isdigit() and not f[11].startswith(("tcplab", "top", "ksoftirqd", "kworker", "rcu_", "migration")):
+        try: frames[-1] += float(f[8])
+        except ValueError: pass
+frames = frames[1:]
+print(f"others {sum(frames)/len(frames):.0f} % of a CPU (max {max(frames):.0f} %)" if frames else "others -")' "$1"; }
+# measured FILE CMD...: runs CMD (its failure is the result's to say) and writes the load
+# average before it and what else ran during it to FILE.
+measured() {
+  local f=$1 s0 l0 mon; shift
+  s0=$(head -1 /proc/stat); l0=$(cut -d' ' -f1 /proc/loadavg)
+  top -b -d 1 -w 200 >"$f.top" 2>/dev/null &
+  mon=$!
+  "$@" || true
+  kill "$mon" 2>/dev/null || true
+  wait "$mon" 2>/dev/null || true
+  echo "load $l0, $(others "$f.top"), $(steal_share "$s0" "$(head -1 /proc/stat)")" >"$f"
+}
+export -f measured steal_share others
+# locked FILE CMD...: `measured` under `flock $LOCK` when LOCK is set (the wait is not measured).
+locked() {
+  if [ -n "${LOCK:-}" ]; then flock "$LOCK" bash -c 'measured "$@"' _ "$@"; else measured "$@"; fi
+}
 echo "# $(date -u '+%F %H:%M') tcplab: $T ($("$T" --version 2>/dev/null || echo '?')); flags: ${FLAGS:-none}; $(nproc) CPUs"
 
 doctor_part() {
-  local i out s0 s1 l0
+  local i out
   for i in $(seq 1 "$runs"); do
     out="$work/doctor-$i.json"
-    s0=$(head -1 /proc/stat); l0=$(cut -d' ' -f1 /proc/loadavg)
-    locked "$T" doctor --topology path --delay 5ms --rate 1gbit \
+    locked "$work/doctor-$i.shares" "$T" doctor --topology path --delay 5ms --rate 1gbit \
       --sysctl all:net.ipv4.tcp_rmem="4096 131072 33554432" \
       --sysctl all:net.ipv4.tcp_wmem="4096 16384 33554432" \
-      --budget "${BUDGET:-30s}" --json "${flags[@]}" >"$out" 2>"$work/doctor-$i.err" || true
-    s1=$(head -1 /proc/stat)
-    python3 - "$out" "$i" "$l0" "$(steal_pct "$s0" "$s1")" <<'EOF'
+      --budget "${BUDGET:-30s}" --json "${flags[@]}" >"$out" 2>"$work/doctor-$i.err"
+    python3 - "$out" "$i" "$(cat "$work/doctor-$i.shares")" <<'EOF'
 import json, sys
-path, i, load, steal = sys.argv[1:]
+path, i, shares = sys.argv[1:]
 try:
     d = json.load(open(path))
     b = d["battery"]
@@ -73,7 +105,7 @@ print(f"doctor {i}: " + ", ".join(parts)
       + f"; battery as a whole {'-' if whole is None else ('ok' if whole['trustworthy'] else 'UNTRUSTWORTHY')}"
       + f"; finding untrustworthy.emulator {'yes' if finding else 'no'}"
       + f"; stream {mbps:.0f} Mbit/s, server CPU {'-' if cpu is None else f'{cpu:.2f}'} s/GB"
-      + f"; load {load}, steal {steal} %")
+      + f"; {shares}")
 for w in ("stream", "msgs", "msgs_sweep", "rr", "crr"):
     f = ((b.get(w) or {}).get("facts", {}).get("emulator") or {}).get("fidelity")
     if f and not f["trustworthy"]:
@@ -105,16 +137,14 @@ EOF
 }
 
 demo_part() {
-  local i dir s0 s1 l0
+  local i dir
   for i in $(seq 1 "$runs"); do
     dir="$work/demo-$i"
-    s0=$(head -1 /proc/stat); l0=$(cut -d' ' -f1 /proc/loadavg)
-    locked "$T" demo --dir "$dir" --budget "${DEMO_BUDGET:-3m}" "${flags[@]}" \
-      >"$work/demo-$i.out" 2>"$work/demo-$i.err" || true
-    s1=$(head -1 /proc/stat)
-    python3 - "$dir" "$work/demo-$i.err" "$i" "$l0" "$(steal_pct "$s0" "$s1")" <<'EOF'
+    locked "$work/demo-$i.shares" "$T" demo --dir "$dir" --budget "${DEMO_BUDGET:-3m}" \
+      "${flags[@]}" >"$work/demo-$i.out" 2>"$work/demo-$i.err"
+    python3 - "$dir" "$work/demo-$i.err" "$i" "$(cat "$work/demo-$i.shares")" <<'EOF'
 import sqlite3, sys, os
-dir, err, i, load, steal = sys.argv[1:]
+dir, err, i, shares = sys.argv[1:]
 finding = "untrustworthy.emulator" in open(err).read()
 line, reasons = [], []
 tot_ok = tot = 0
@@ -127,7 +157,7 @@ for db in ("tune.db", "tune-verify.db"):
     tot_ok += n_ok; tot += len(rows)
     line.append(f"{db} {n_ok} of {len(rows)} stream runs trustworthy")
     reasons += [r[1] for r in rows if not r[0]]
-print(f"demo {i}: " + ("; ".join(line) or "no study") + f"; doctor's untrustworthy.emulator {'yes' if finding else 'no'}; load {load}, steal {steal} %")
+print(f"demo {i}: " + ("; ".join(line) or "no study") + f"; doctor's untrustworthy.emulator {'yes' if finding else 'no'}; {shares}")
 for r in reasons[:3]:
     print(f"  {r}")
 open(os.path.join(os.path.dirname(dir), f"demo-{i}.sum"), "w").write(f"{tot_ok} {tot} {int(finding)}\n")

@@ -15,19 +15,20 @@
 //! the stretch is the frames' *mean* lateness in each direction, added: (mean forward + mean
 //! reverse) / RTT. The bound on that is [`THROUGHPUT_ACCURACY_PERCENT`] (1 %): the accuracy
 //! the absolute bound asks of a round trip on a 10 ms path (100 µs), now asked of the
-//! throughput figure on a path of any length.
-//! A flow held by the emulator's rate instead (its queue full) loses nothing to lateness at all
-//! as long as the schedule catches up, because departures are fixed at arrival; the
-//! window-limited case is the worse one, and the one bounded. The mean is exact (the sums of
-//! lateness subtract between snapshots, [`crate::lateness::LatenessSummary::sum_ns`]), and it weighs each late
-//! frame by how late it was: 3 % of the frames 150 µs late stretch a 10 ms round trip by
+//! throughput figure on a path of any length. A flow held by the emulator's rate instead (its
+//! queue full) loses nothing to lateness at all as long as the schedule catches up, because
+//! departures are fixed at arrival; the window-limited case is the worse one, and the one
+//! bounded. The mean is exact (the sums of lateness subtract between snapshots,
+//! [`crate::lateness::LatenessSummary::sum_ns`]), and it weighs each late frame by how late
+//! it was: 3 % of the frames 150 µs late stretch a 10 ms round trip by
 //! 0.045 %, 3 % of them 5 ms late by 1.5 %, and a count over any one limit cannot tell the
 //! two apart. Lone frames (a flow's handshake and teardown) carry no byte of the figure and
 //! are not judged. A stall long enough to matter shows in the mean: 200 ms of frames held at
 //! 1 Gbit/s in a 10-s run add 2 ms to it. Where 1 % of the RTT is less than the emulator can
 //! promise (small RTTs), the absolute bound every run gets still holds: a throughput run
 //! passes when its frames meet either bound, so it is never judged more strictly than a
-//! latency run, and its verdict falls back to the absolute bound as the RTT goes to 0.
+//! latency run on the same frames, and its verdict falls back to the absolute bound as the
+//! RTT goes to 0.
 //!
 //! Frames the emulator dropped for reasons of its own (ring overflow and the rest of
 //! `DirSnapshot::own_faults`) fail every need: the flow then saw losses the path does not have.

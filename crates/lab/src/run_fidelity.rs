@@ -14,7 +14,9 @@ use tcplab_emu::LinkConfig;
 use tcplab_emu_io::need::{RunLateness, lateness_reasons};
 use tcplab_emu_io::{DirSnapshot, Snapshot};
 
-pub use tcplab_emu_io::Need;
+/// What a run measures ([`judge_for`] takes it), and the emulator's counters as
+/// `EmulatorStatus::counters` carries them.
+pub use tcplab_emu_io::{Need, Snapshot};
 
 /// Lateness p99 above which a latency run is untrustworthy (the emulator's own default).
 pub const LATENESS_P99_LIMIT_NS: u64 = tcplab_emu_io::lateness::LATE_LIMIT_NS;

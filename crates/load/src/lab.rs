@@ -136,3 +136,47 @@ impl Drop for StopOnDrop<'_> {
         self.0.store(true, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An emulator status over a 5 ms + 15 ms path whose forward direction released
+    /// `frames` frames, `late` of them 150 µs late and the rest 20 µs.
+    fn status(frames: u64, late: u64) -> emulation::EmulatorStatus {
+        let mut link = LinkConfig::default();
+        link.forward.delay_ns = 5_000_000;
+        link.reverse.delay_ns = 15_000_000;
+        let mut counters = emulation::Snapshot::default();
+        let l = &mut counters.forward.lateness;
+        l.count = frames;
+        l.late_count = late;
+        l.sum_ns = late * 150_000 + (frames - late) * 20_000;
+        l.mean_ns = l.sum_ns.checked_div(frames).unwrap_or(0);
+        emulation::EmulatorStatus {
+            running: true,
+            seed: 1,
+            link,
+            counters: serde_json::to_value(counters).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_stream_is_judged_as_throughput_over_the_lab_rtt_and_the_rest_as_latency() {
+        let stream = Report::Stream(Default::default());
+        let rr = Report::Rr(Default::default());
+        let (before, after) = (status(0, 0), status(100_000, 3_000));
+        assert_eq!(
+            need_of(&stream, &before.link),
+            Need::Throughput { rtt_ns: 20_000_000 }
+        );
+        assert_eq!(need_of(&rr, &before.link), Need::Latency);
+        let f = judge_workload(&stream, &before, Some(&after));
+        assert!(f.trustworthy, "{:?}", f.reasons);
+        let f = judge_workload(&rr, &before, Some(&after));
+        assert!(!f.trustworthy);
+        assert_eq!(f.need, Some(Need::Latency));
+        let gone = judge_workload(&stream, &before, None);
+        assert!(!gone.trustworthy && gone.reasons[0].contains("did not answer"));
+    }
+}

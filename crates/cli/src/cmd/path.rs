@@ -155,11 +155,11 @@ impl PathArgs {
 }
 
 /// The offloads of an emulated path that `doctor`, `tune` and `demo` build without
-/// `--offloads`: all on, so the emulator runs in its GSO mode (docs/lab.md). At 1 Gbit/s on
-/// two vCPUs, one wire packet per frame leaves the emulator behind its schedule in most bulk
-/// runs, while super-packets cost it about a seventh of the CPU per byte (server CPU 0.23-0.27
-/// against 1.6-1.9 s/GB); loss and the other per-packet elements still act on each wire
-/// segment (benches/trust.sh has the figures).
+/// `--offloads`: all on, so the emulator runs in its GSO mode (docs/lab.md). On the doctor's
+/// 1 Gbit/s, 10 ms lab on two vCPUs, 10 runs each: the stream kept its need in 10 against 8
+/// with one wire packet per frame, the message-size sweep in 8 against 0, at 0.20-0.30 against
+/// 1.56-1.71 s of server CPU per GB; loss and the other per-packet elements still act on each
+/// wire segment (crates/emu-io/BENCH.md, session 20; `benches/trust.sh`).
 pub const EMULATED_OFFLOADS: &str = "on";
 
 fn toml_string(s: &str) -> String {
