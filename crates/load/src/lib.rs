@@ -38,6 +38,8 @@
 //! The server listens on [`proto::DEFAULT_PORT`] (5301) by default. JSON output follows
 //! `schema/result.schema.json`; raw samples follow docs/samples.md; the JSON result is documented in docs/results.md.
 
+pub mod agent;
+pub mod auth;
 pub mod bulk;
 pub mod cli;
 pub mod clock;
