@@ -62,7 +62,9 @@ impl Server {
             return Err(LoadError::config(
                 "listen",
                 format!(
-                    "{} is not a loopback or lab address ({LAB_RANGES}) and there are no --keys:                      an unauthenticated server serves only those; give --keys FILE (clients'                      public keys, see `tcplab key gen`) to serve it, or --insecure",
+                    "{} is not a loopback or lab address ({LAB_RANGES}) and there are no --keys: \
+                     an unauthenticated server serves only those; give --keys FILE (clients' \
+                     public keys, see `tcplab key gen`) to serve it, or --insecure",
                     addr.ip()
                 ),
             ));

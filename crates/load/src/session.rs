@@ -97,10 +97,13 @@ impl RunMeta {
         self.server_cpu_s = report.cpu_ns as f64 / 1e9;
         self.server_cpu_wait_s = report.cpu_wait_ns.map(|ns| ns as f64 / 1e9);
         if !report.complete {
-            self.cut(format!(
-                "server: {}",
-                report.incomplete_reason.as_deref().unwrap_or("cut short")
-            ));
+            let why = report.incomplete_reason.as_deref().unwrap_or("cut short");
+            if why.starts_with(crate::agent::limits::STOPPED) {
+                // The server stopped the test on a limit: that is the cause, and whatever this
+                // side saw first (a connection shut under it) only its symptom.
+                self.complete = true;
+            }
+            self.cut(format!("server: {why}"));
         }
     }
 }
@@ -167,9 +170,8 @@ impl Session {
                 message,
                 auth: true,
             } => Err(LoadError::Auth(format!(
-                "{message} (this client's key is {}: {})",
-                auth.key_source(),
-                auth.key().public()
+                "{message} (this client's key is from {})",
+                auth.key_source()
             ))),
             Ctrl::Denied { message, .. } => Err(LoadError::Refused(message)),
             other => Err(LoadError::Protocol(format!(

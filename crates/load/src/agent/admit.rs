@@ -8,7 +8,7 @@
 //!   their /64 (one host's share), so an attacker cannot rotate through its addresses.
 //! - Handshakes in flight are bounded overall (`--max-handshakes`) and per address (a
 //!   quarter of that), so one address trickling bytes cannot take every slot.
-//! - Running tests and their workload threads are bounded (`--max-tests`, `--max-threads`).
+//! - Running tests and their workload threads are bounded (`--max-concurrent`, `--max-threads`).
 //! - The table of addresses is bounded: past [`MAX_ADDRESSES`], idle entries go; if none is
 //!   idle, new addresses are refused as if over their rate.
 

@@ -23,7 +23,8 @@ pub const MAX_FROM_CLIENT: usize = 64 << 10;
 /// Why a connection did not become a test.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Rejected {
-    /// The peer went away, or said nothing in time (slowloris, a port scan).
+    /// The peer went away, or did not finish in time (slowloris, a port scan, a client that
+    /// refused the server's key).
     Silent(String),
     /// The peer spoke something else, or another protocol version (answered in clear).
     Protocol(String),
@@ -37,7 +38,7 @@ impl Rejected {
     /// The counter this rejection is counted under.
     pub fn counter(&self) -> &'static str {
         match self {
-            Self::Silent(_) => "handshake-timeout",
+            Self::Silent(_) => "handshake",
             Self::Protocol(_) => "protocol",
             Self::Forged(_) => "forged",
             Self::Unauthorized(_) => "keys",
@@ -146,9 +147,8 @@ pub fn accept(
         && list.find(&client).is_none()
     {
         let message = format!(
-            "this server does not accept the client's key {client}: add that line (`tcplab key \
-             show` prints it) to the server's --keys file, or give the client the --key that is \
-             in it"
+            "this server does not accept the client's key {client}: add the key's line (`tcplab \
+             key show FILE` prints it) to the server's --keys file, or use a --key that is in it"
         );
         let _ = proto::write_frame(
             &mut channel,

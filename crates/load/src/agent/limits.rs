@@ -14,7 +14,7 @@ use crate::stream::Direction;
 /// host for long, fill its link for hours, or run it out of threads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Limits {
-    /// Tests running at once (`--max-tests`).
+    /// Tests running at once (`--max-concurrent`).
     pub max_tests: u32,
     /// Longest a test may run, from its Ready to its Report (`--max-duration`); None: no limit.
     pub max_duration: Option<Duration>,
@@ -40,7 +40,7 @@ impl Default for Limits {
         Self {
             max_tests: 4,
             max_duration: Some(Duration::from_secs(300)),
-            max_bytes: Some(100_000_000_000),
+            max_bytes: Some(100 << 30),
             conn_rate: 20,
             max_handshakes: 16,
             idle_timeout: Duration::from_secs(30),
@@ -113,7 +113,7 @@ impl Limits {
     pub fn summary(&self) -> String {
         let or_none = |v: Option<String>| v.unwrap_or_else(|| "no limit".into());
         format!(
-            "{} tests at once (--max-tests), {} per test (--max-duration), {} per test \
+            "{} tests at once (--max-concurrent), {} per test (--max-duration), {} per test \
              (--max-bytes), {} control connections/s per address (--max-conn-rate), {} \
              handshakes (--max-handshakes), {} threads (--max-threads), idle {} s, handshake {} s",
             self.max_tests,
@@ -193,6 +193,10 @@ impl Needs {
     }
 }
 
+/// How the message of a test the agent stopped begins (clients put it before their own reason,
+/// which is only the symptom: a connection the server shut).
+pub const STOPPED: &str = "stopped by the server:";
+
 /// Why the agent refused a connection or a test, or stopped one. The message names the limit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -208,7 +212,7 @@ pub enum Refusal {
         /// True when it was this address's share.
         per_address: bool,
     },
-    /// `--max-tests` tests are running.
+    /// `--max-concurrent` tests are running.
     Tests {
         /// The limit.
         limit: u32,
@@ -254,7 +258,7 @@ impl Refusal {
         match self {
             Self::Rate { .. } => "max-conn-rate",
             Self::Handshakes { .. } => "max-handshakes",
-            Self::Tests { .. } => "max-tests",
+            Self::Tests { .. } => "max-concurrent",
             Self::Threads { .. } => "max-threads",
             Self::Duration { .. } | Self::RanTooLong { .. } => "max-duration",
             Self::Bytes { .. } | Self::MovedTooMuch { .. } => "max-bytes",
@@ -262,12 +266,23 @@ impl Refusal {
     }
 }
 
-/// Bytes in decimal units, as people read link volumes.
+/// Bytes in the binary units the flags take (`--max-bytes 100G` is 100 GiB).
 fn bytes(b: u64) -> String {
+    let f = b as f64;
     match b {
-        b if b >= 1_000_000_000 => format!("{:.1} GB", b as f64 / 1e9),
-        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b if b >= 1 << 30 => format!("{}G", round(f / f64::from(1u32 << 30))),
+        b if b >= 1 << 20 => format!("{}M", round(f / f64::from(1u32 << 20))),
         b => format!("{b} bytes"),
+    }
+}
+
+/// One decimal, none when whole.
+fn round(v: f64) -> String {
+    let r = (v * 10.0).round() / 10.0;
+    if r.fract() == 0.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
     }
 }
 
@@ -292,7 +307,7 @@ impl fmt::Display for Refusal {
             ),
             Self::Tests { limit } => write!(
                 f,
-                "server busy: {limit} tests running, its limit is --max-tests {limit}; retry \
+                "server busy: {limit} tests running, its limit is --max-concurrent {limit}; retry \
                  when one ends"
             ),
             Self::Threads {
@@ -318,12 +333,12 @@ impl fmt::Display for Refusal {
             ),
             Self::RanTooLong { limit } => write!(
                 f,
-                "stopped by the server: the test ran past its limit --max-duration {} s",
+                "{STOPPED} the test ran past its limit --max-duration {} s",
                 limit.as_secs_f64()
             ),
             Self::MovedTooMuch { limit } => write!(
                 f,
-                "stopped by the server: the test moved more than its limit --max-bytes {}",
+                "{STOPPED} the test moved more than its limit --max-bytes {}",
                 bytes(*limit)
             ),
         }
@@ -378,14 +393,14 @@ mod tests {
         assert!(e.to_string().contains("--max-duration 300 s"), "{e}");
         let big = Needs {
             duration: None,
-            bytes: Some(200_000_000_000),
+            bytes: Some(200 << 30),
             threads: 1,
         };
         assert!(
             l.check(&big)
                 .expect_err("big")
                 .to_string()
-                .contains("--max-bytes 100.0 GB")
+                .contains("--max-bytes 100G")
         );
         let ok = Needs {
             duration: Some(Duration::from_secs(10)),
@@ -411,7 +426,7 @@ mod tests {
         let e = l.overrun(Duration::from_secs(301), 10).expect("long");
         assert!(e.to_string().starts_with("stopped by the server"), "{e}");
         assert_eq!(
-            l.overrun(Duration::from_secs(1), 100_000_000_001)
+            l.overrun(Duration::from_secs(1), (100 << 30) + 1)
                 .map(|r| r.flag()),
             Some("max-bytes")
         );

@@ -13,12 +13,14 @@
 //! - [`bpf`]: socket filters so the kernel drops what the agent would refuse (pure builder and
 //!   interpreter, one attach call).
 //! - [`watch`]: running tests, stopped past their duration or bytes.
+//! - [`args`]: the flags of `tcplab serve` that configure all this, and its start-up lines.
 //!
 //! Threads are bounded by construction: one accept loop, at most `--max-handshakes`
-//! connection threads before a test starts, at most `--max-tests` after, and the workloads'
+//! connection threads before a test starts, at most `--max-concurrent` after, and the workloads'
 //! own threads within `--max-threads`. docs/fleet.md has the threat model.
 
 pub mod admit;
+pub mod args;
 pub mod bpf;
 pub mod handshake;
 pub mod limits;

@@ -236,6 +236,12 @@ fn handshake_read(target: SocketAddr, e: &std::io::Error) -> LoadError {
              version), servers of this version say why they refuse",
             proto::VERSION
         ))
+    } else if e.kind() == std::io::ErrorKind::InvalidData {
+        LoadError::Protocol(format!(
+            "the peer at {target} is not a tcplab server of protocol version {} ({e}); check \
+             --to",
+            proto::VERSION
+        ))
     } else {
         LoadError::Protocol(crate::net::reason("waiting for the server's handshake", e))
     }

@@ -7,10 +7,12 @@
 //! scope     loopback and lab address ranges                                      (pure)
 //! channel   frames within a deadline; Channel, the sealed control connection    (sockets)
 //! client    ClientAuth (key, pinned server keys) and the client's handshake     (sockets)
+//! args      the client's --key, --server-key, --insecure                         (flags)
 //! ```
 //! The server's side of the handshake is in [`crate::agent`], beside the limits it enforces
 //! while the handshake runs. The threat model and the file formats are in docs/fleet.md.
 
+pub mod args;
 pub mod channel;
 pub mod client;
 pub mod keys;
