@@ -27,6 +27,9 @@ use crate::proto::{self, Ctrl, ServerReport, TestSpec};
 use crate::sockopt::{SockOpts, read_back, set_timeouts};
 use crate::{crr, msgs, rr, stream};
 
+/// The name of every connection's thread (and, inherited, of its workload's threads).
+pub const CONN_THREAD: &str = "tcplab-conn";
+
 /// How often the accept loop looks at the stop flag and the running tests.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -129,7 +132,17 @@ impl Server {
                     Ok((ctrl, peer)) => {
                         if let Some(ctrl) = agent.admit(ctrl, peer) {
                             handled += 1;
-                            scope.spawn(move || agent.handle(ctrl, peer.ip()));
+                            // Named, so `ps -L` (and the tests) can tell the agent's threads;
+                            // a workload's threads inherit the name.
+                            let spawned = std::thread::Builder::new()
+                                .name(CONN_THREAD.into())
+                                .spawn_scoped(scope, move || agent.handle(ctrl, peer.ip()));
+                            if spawned.is_err() {
+                                // The connection went with the closure; its slot did not.
+                                let mut a = agent.admission();
+                                a.handshake_done(peer.ip());
+                                a.count_refusal("resources");
+                            }
                         }
                     }
                     Err(e)

@@ -7,7 +7,7 @@
 //!   many per second: a burst of one second's worth, then the rate. IPv6 addresses count by
 //!   their /64 (one host's share), so an attacker cannot rotate through its addresses.
 //! - Handshakes in flight are bounded overall (`--max-handshakes`) and per address (a
-//!   quarter of that), so one address trickling bytes cannot take every slot.
+//!   sixteenth of that), so a few addresses trickling bytes cannot take every slot.
 //! - Running tests and their workload threads are bounded (`--max-concurrent`, `--max-threads`).
 //! - The table of addresses is bounded: past [`MAX_ADDRESSES`], idle entries go; if none is
 //!   idle, new addresses are refused as if over their rate.
@@ -203,7 +203,7 @@ mod tests {
     fn limits() -> Limits {
         Limits {
             conn_rate: 5,
-            max_handshakes: 8,
+            max_handshakes: 32,
             max_tests: 2,
             max_threads: 10,
             ..Limits::default()
@@ -239,7 +239,7 @@ mod tests {
                 per_address: true
             })
         );
-        for i in 0..6u8 {
+        for i in 0..30u8 {
             a.connect(ip(&format!("198.18.1.{i}")), 0).expect("others");
         }
         let e = a.connect(ip("198.18.2.1"), 0).expect_err("full");

@@ -42,7 +42,7 @@ pub struct AgentArgs {
     #[arg(long, value_name = "N", default_value_t = Limits::default().conn_rate,
           value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub max_conn_rate: u32,
-    /// Connections in their handshake at once (one address gets a quarter of them).
+    /// Connections in their handshake at once (one address gets a sixteenth of them).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_handshakes,
           value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_handshakes: u32,

@@ -24,7 +24,8 @@ pub struct Limits {
     /// client is counted by its /64, which is what one host gets.
     pub conn_rate: u32,
     /// Connections between accept and their test's start, at once (`--max-handshakes`); a
-    /// single address gets at most a quarter of them (at least one).
+    /// single address gets at most a sixteenth of them (at least one), so a crowd of fewer
+    /// than 16 addresses cannot keep another client out.
     pub max_handshakes: u32,
     /// The longest any single wait of a test may last (`--idle-timeout`); a client's own
     /// `--timeout` may shorten it, never lengthen it.
@@ -42,7 +43,7 @@ impl Default for Limits {
             max_duration: Some(Duration::from_secs(300)),
             max_bytes: Some(100 << 30),
             conn_rate: 20,
-            max_handshakes: 16,
+            max_handshakes: 64,
             idle_timeout: Duration::from_secs(30),
             handshake_timeout: Duration::from_secs(5),
             max_threads: 1024,
@@ -61,7 +62,7 @@ impl Limits {
             max_duration: None,
             max_bytes: None,
             conn_rate: 10_000,
-            max_handshakes: 64,
+            max_handshakes: 256,
             max_threads: 8192,
             ..Self::default()
         }
@@ -69,7 +70,7 @@ impl Limits {
 
     /// Handshakes one address may have in flight.
     pub fn per_address_handshakes(&self) -> u32 {
-        (self.max_handshakes / 4).max(1)
+        (self.max_handshakes / 16).max(1)
     }
 
     /// Whether a test with these needs may start at all (before counting what else runs).
