@@ -31,7 +31,12 @@ struct Args {
 fn micros(mut v: Vec<f64>, what: &str) {
     v.sort_by(f64::total_cmp);
     let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
-    println!("{what:<44} median {:>8.1} µs   p90 {:>8.1} µs   (n={})", at(0.5), at(0.9), v.len());
+    println!(
+        "{what:<44} median {:>8.1} µs   p90 {:>8.1} µs   (n={})",
+        at(0.5),
+        at(0.9),
+        v.len()
+    );
 }
 
 fn frame(body: &[u8]) -> Vec<u8> {
