@@ -21,8 +21,11 @@ enum Command {
     /// Build, list, enter and remove emulated networks (hosts are network namespaces).
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
-    /// The server side of every workload (stream, msgs, rr, crr).
+    /// The server side of every workload (stream, msgs, rr, crr): the agent, with keys and limits.
     Serve(tcplab_load::cli::ServeArgs),
+    /// Agent keys: make a key pair, show a key's public line.
+    #[command(subcommand)]
+    Key(cmd::key::KeyCommand),
     /// Bulk throughput: N flows, up/down/bidirectional, per-interval tcp_info.
     Stream(tcplab_load::cli::StreamArgs),
     /// A timed stream of small messages (sfperf): per-message cost, one-way delays, stalls.
@@ -82,5 +85,6 @@ fn main() -> ExitCode {
         Command::Rrul(a) => workload(a.run()),
         Command::Lab(c) => c.run(),
         Command::Facts(a) => a.run(),
+        Command::Key(c) => c.run(),
     }
 }

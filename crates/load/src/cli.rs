@@ -55,6 +55,9 @@ pub struct ClientArgs {
     /// Socket options (both sides).
     #[command(flatten)]
     pub opts: SockOpts,
+    /// Keys: this client's, and the server's it believes.
+    #[command(flatten)]
+    pub auth: crate::auth::args::ClientKeyArgs,
 }
 
 /// `tcplab serve`: the server side of every workload.
@@ -69,6 +72,9 @@ pub struct ServeArgs {
     /// Serve at SCHED_FIFO priority N, 1-99 (the server side of a client's `--rt-priority`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=99))]
     pub rt_priority: Option<u8>,
+    /// Keys, scope and limits (docs/fleet.md).
+    #[command(flatten)]
+    pub agent: crate::agent::args::AgentArgs,
 }
 
 impl ServeArgs {
@@ -81,14 +87,26 @@ impl ServeArgs {
                 return Ok(ExitCode::from(2));
             }
         };
-        let server = match crate::server::Server::bind(self.listen) {
+        let server = match self
+            .agent
+            .config()
+            .and_then(|c| crate::server::Server::with_config(self.listen, c))
+        {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("tcplab serve: error: {e}");
                 return Ok(ExitCode::from(2));
             }
         };
-        eprintln!("tcplab serve: listening on {}", server.local_addr()?);
+        crate::agent::args::raise_fd_limit();
+        eprintln!(
+            "tcplab serve: listening on {} (protocol {})",
+            server.local_addr()?,
+            crate::proto::VERSION
+        );
+        for line in crate::agent::args::banner(server.config()) {
+            eprintln!("tcplab serve: {line}");
+        }
         server.serve(&AtomicBool::new(false), self.max_tests)?;
         Ok(ExitCode::SUCCESS)
     }
@@ -513,6 +531,7 @@ where
         )),
     };
     let run = |p: Placement| -> Result<Report, LoadError> {
+        args.auth.install()?;
         let guard = args.rt_priority.map(crate::sched::raise).transpose()?;
         let mut report = p.run(client)?;
         drop(guard);

@@ -615,7 +615,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &CrrConfig) -> ServerReport {
     report
 }
 
-fn wait_done(ctrl: &mut std::net::TcpStream, wait: Duration) -> std::result::Result<(), String> {
+fn wait_done(ctrl: &mut crate::auth::Channel, wait: Duration) -> std::result::Result<(), String> {
     let _ = ctrl.set_read_timeout(Some(wait));
     match crate::proto::read_frame(ctrl) {
         Ok(Ctrl::Done) => Ok(()),

@@ -61,6 +61,18 @@ pub enum LoadError {
     /// The server refused the test and said why.
     #[error("server refused the test: {0}")]
     Refused(String),
+    /// A key or key file given with a flag (or its environment variable) is unusable.
+    #[error("--{flag}: {source}")]
+    Key {
+        /// The flag (without dashes) the key came from.
+        flag: &'static str,
+        /// What is wrong with it.
+        source: crate::auth::KeyError,
+    },
+    /// Authentication failed: the server's key is not the pinned one, or the server does not
+    /// accept this client's key.
+    #[error("authentication: {0}")]
+    Auth(String),
     /// Another I/O failure, with what was being done.
     #[error("{context}: {source}")]
     Io {
@@ -104,6 +116,8 @@ impl LoadError {
                 | Self::Unsupported { .. }
                 | Self::SockOpt { .. }
                 | Self::Listen { .. }
+                | Self::Key { .. }
+                | Self::Auth(_)
         )
     }
 }

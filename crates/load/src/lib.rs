@@ -6,6 +6,8 @@
 //!                                                        │ session (control protocol, client side)
 //!  server::Server ──► <workload>::serve                  │ proto (length-prefixed JSON frames,
 //!        (one thread per test, data listener per test)   │   bulk: binary per-message arrays)
+//!   agent (limits, admission, handshake, socket filters, │ auth (keys, Noise XX handshake and
+//!          the watch that stops tests past a limit)      │   sealed records sans-IO, channel)
 //!                                                        ▼
 //!                               net (sockets with options before connect/listen, timeouts)
 //!                               sockopt (apply + read back) · tcpinfo (TCP_INFO) · clock
@@ -35,9 +37,13 @@
 //! host's lab address on a thread entered into that host, the client on a thread entered into
 //! the client host; the lab's facts go into the result.
 //!
-//! The server listens on [`proto::DEFAULT_PORT`] (5301) by default. JSON output follows
+//! Every control connection is authenticated both ways and sealed ([`auth`]); the server is
+//! the fleet's agent ([`agent`]): keys, loopback-and-lab scope without keys, and limits
+//! (docs/fleet.md). The server listens on [`proto::DEFAULT_PORT`] (5301) by default. JSON output follows
 //! `schema/result.schema.json`; raw samples follow docs/samples.md; the JSON result is documented in docs/results.md.
 
+pub mod agent;
+pub mod auth;
 pub mod bulk;
 pub mod cli;
 pub mod clock;

@@ -161,12 +161,25 @@ fn wait_connected(fd: RawFd, timeout: Duration) -> io::Result<()> {
 
 /// Binds and listens on `addr` with `opts` applied to the listener (accepted sockets inherit
 /// them) and SO_REUSEADDR so a restarted server does not trip over its own TIME_WAITs.
+#[cfg(test)]
 pub(crate) fn listen(
     addr: SocketAddr,
     opts: &SockOpts,
     backlog: i32,
 ) -> Result<TcpListener, ConnectError> {
+    listen_with(addr, opts, backlog, |_| Ok(()))
+}
+
+/// [`listen`], with `prepare` run on the socket before it binds: a socket filter attached there
+/// applies from the first SYN, with no window in which another peer could connect.
+pub(crate) fn listen_with(
+    addr: SocketAddr,
+    opts: &SockOpts,
+    backlog: i32,
+    prepare: impl FnOnce(RawFd) -> io::Result<()>,
+) -> Result<TcpListener, ConnectError> {
     let fd = new_socket(&addr).map_err(ConnectError::Io)?;
+    prepare(fd.as_raw_fd()).map_err(ConnectError::Io)?;
     let one: libc::c_int = 1;
     // Safety: setsockopt on our own fd with a live c_int and its size.
     let rc = unsafe {

@@ -1,13 +1,17 @@
 //! The control protocol. One TCP connection per test carries length-prefixed frames (4-byte
-//! big-endian length, then a body): JSON [`Ctrl`] values, and after every `Report` one binary
-//! bulk frame ([`crate::bulk`]) with the per-message arrays (msgs' receive stamps), which as
-//! JSON numbers cost ~1.5 MB and 10 ms of decoding per 100,000 messages. Data connections, to
-//! a per-test port the server announces, carry only workload bytes.
+//! big-endian length, then a body). It opens with the Noise handshake of [`crate::auth`], which
+//! authenticates both ends; every frame after it is sealed. The messages are JSON [`Ctrl`]
+//! values, and after every `Report` one binary bulk frame ([`crate::bulk`]) with the
+//! per-message arrays (msgs' receive stamps), which as JSON numbers cost ~1.5 MB and 10 ms of
+//! decoding per 100,000 messages. Data connections, to a per-test port the server announces,
+//! carry only workload bytes; the server takes them only from the control connection's peer
+//! address (docs/fleet.md).
 //!
 //! ```text
 //! client                              server
-//!   Hello{version, test}  ───────────►  validates, binds a data listener (same IP, port 0)
-//!                         ◄───────────  Ready{data_port} | Error{message}
+//!   handshake (3 frames) ◄──────────►  both keys proven; refusals before it are JSON in clear
+//!   Hello{version, test}  ───────────►  validates, checks limits, binds a data listener
+//!                         ◄───────────  Ready{data_port} | Error{message} | Denied{message}
 //!   data connections      ───────────►  (stream: accepted in connect order)
 //!   Start (stream only)   ───────────►
 //!   ... workload ...
@@ -15,16 +19,19 @@
 //!                         ◄───────────  Report(ServerReport) · bulk(recv_ns)
 //! ```
 //!
-//! Both sides check [`VERSION`] in `Hello` (a mismatched peer is refused with both versions
-//! named) and every bulk frame's magic and length, so a peer out of step is a clear
-//! [`LoadError::Protocol`], never garbage stamps. [`write_frame`] and [`read_frame`] keep a
-//! `Report` and its bulk frame together, so callers see one [`Ctrl`] value.
+//! The version travels in clear in the handshake's first frame, and again in `Hello`: a server
+//! answers a client of another version (even a version-2 client, which sends a JSON `Hello` in
+//! clear) with both versions named, so a peer out of step is a clear [`LoadError::Protocol`] or
+//! [`LoadError::Refused`], never garbage. [`write_frame`] and [`read_frame`] keep a `Report` and
+//! its bulk frame together, so callers see one [`Ctrl`] value, over a sealed
+//! [`Channel`](crate::auth::Channel) or (for the version refusal and tests) a plain stream.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::Channel;
 use crate::bulk;
 use crate::clock::ThreadTimes;
 use crate::error::{LoadError, Result};
@@ -33,8 +40,9 @@ use crate::stream::IntervalSample;
 use crate::{crr::CrrConfig, msgs::MsgsConfig, rr::RrConfig, stream::StreamConfig};
 
 /// Protocol version; a server refuses other versions with a clear message. Version 2: the
-/// report's `recv_ns` travels in a bulk frame after the JSON report.
-pub const VERSION: u32 = 2;
+/// report's `recv_ns` travels in a bulk frame after the JSON report. Version 3: the control
+/// connection opens with a Noise handshake and every frame after it is sealed.
+pub const VERSION: u32 = 3;
 /// Socket buffer of both ends of a control connection, bytes (the kernel caps it at
 /// `net.core.{w,r}mem_max`, ~200 KiB by default): a report and its stamps frame (~150 KB for
 /// 100,000 messages) then go out in one write and arrive without the two ends taking turns
@@ -86,6 +94,15 @@ pub enum Ctrl {
         /// One-line reason.
         message: String,
     },
+    /// Server → client: refused by a limit of the server or by its authentication; the
+    /// message names the limit's flag or the key.
+    Denied {
+        /// One-line reason.
+        message: String,
+        /// True when the client's key was refused (the client's usage to fix, exit code 2).
+        #[serde(default)]
+        auth: bool,
+    },
 }
 
 /// What the server measured, returned at the end of every test.
@@ -127,41 +144,70 @@ impl ServerReport {
     }
 }
 
-/// Writes one frame; a `Report` is followed by its bulk frame (`recv_ns`), in the same write.
-pub fn write_frame(stream: &mut TcpStream, msg: &Ctrl) -> Result<()> {
-    let mut buf = Vec::new();
-    push_frame(&mut buf, |b| {
-        serde_json::to_writer(b, msg)
-            .map_err(|e| LoadError::Protocol(format!("encoding a frame: {e}")))
-    })?;
-    if let Ctrl::Report(r) = msg {
-        push_frame(&mut buf, |b| {
-            bulk::encode(&r.recv_ns, b);
-            Ok(())
-        })?;
-    }
-    stream
-        .write_all(&buf)
-        .map_err(|e| LoadError::io("writing to the control connection", e))
+/// A connection that carries control frames: a sealed [`Channel`] (every test) or a plain
+/// stream (the version refusal to old clients, and tests of the framing).
+pub trait Frames {
+    /// Sends `bodies` as consecutive frames, in one write.
+    fn send_bodies(&mut self, bodies: &[&[u8]]) -> Result<()>;
+    /// Receives one frame's body, honouring the socket's read timeout.
+    fn recv_body(&mut self) -> Result<Vec<u8>>;
 }
 
-/// Appends one frame to `buf`: a length placeholder, the body `fill` writes, then the length.
-fn push_frame(buf: &mut Vec<u8>, fill: impl FnOnce(&mut Vec<u8>) -> Result<()>) -> Result<()> {
-    let at = buf.len();
-    buf.extend_from_slice(&[0; 4]);
-    fill(buf)?;
-    let len = u32::try_from(buf.len() - at - 4)
-        .map_err(|_| LoadError::Protocol("frame larger than 4 GiB".into()))?;
-    buf[at..at + 4].copy_from_slice(&len.to_be_bytes());
-    Ok(())
+impl Frames for TcpStream {
+    fn send_bodies(&mut self, bodies: &[&[u8]]) -> Result<()> {
+        let mut buf = Vec::with_capacity(bodies.iter().map(|b| b.len() + 4).sum());
+        for b in bodies {
+            crate::auth::push_frame(&mut buf, b);
+        }
+        self.write_all(&buf)
+            .map_err(|e| LoadError::io("writing to the control connection", e))
+    }
+
+    fn recv_body(&mut self) -> Result<Vec<u8>> {
+        read_body(self)
+    }
+}
+
+impl Frames for Channel {
+    fn send_bodies(&mut self, bodies: &[&[u8]]) -> Result<()> {
+        self.send(bodies)
+    }
+
+    fn recv_body(&mut self) -> Result<Vec<u8>> {
+        self.recv()
+    }
+}
+
+/// Encodes one control message as a frame body.
+pub fn encode(msg: &Ctrl) -> Result<Vec<u8>> {
+    serde_json::to_vec(msg).map_err(|e| LoadError::Protocol(format!("encoding a frame: {e}")))
+}
+
+/// Writes one frame; a `Report` is followed by its bulk frame (`recv_ns`), in the same write.
+pub fn write_frame<C: Frames + ?Sized>(conn: &mut C, msg: &Ctrl) -> Result<()> {
+    let json = encode(msg)?;
+    if u32::try_from(json.len()).is_err() {
+        return Err(LoadError::Protocol("frame larger than 4 GiB".into()));
+    }
+    match msg {
+        Ctrl::Report(r) => {
+            let mut stamps = Vec::new();
+            bulk::encode(&r.recv_ns, &mut stamps);
+            if u32::try_from(stamps.len()).is_err() {
+                return Err(LoadError::Protocol("frame larger than 4 GiB".into()));
+            }
+            conn.send_bodies(&[&json, &stamps])
+        }
+        _ => conn.send_bodies(&[&json]),
+    }
 }
 
 /// Reads one frame, honouring the socket's read timeout; a `Report` gets its `recv_ns` from
 /// the bulk frame that must follow it.
-pub fn read_frame(stream: &mut TcpStream) -> Result<Ctrl> {
-    let mut msg = read_json(stream)?;
+pub fn read_frame<C: Frames + ?Sized>(conn: &mut C) -> Result<Ctrl> {
+    let mut msg = decode(&conn.recv_body()?)?;
     if let Ctrl::Report(r) = &mut msg {
-        let body = read_body(stream).map_err(|e| {
+        let body = conn.recv_body().map_err(|e| {
             LoadError::Protocol(format!(
                 "no stamps frame after the report ({e}); a peer of protocol version {VERSION} \
                  sends one, is it an older tcplab?"
@@ -172,9 +218,8 @@ pub fn read_frame(stream: &mut TcpStream) -> Result<Ctrl> {
     Ok(msg)
 }
 
-/// Reads one JSON frame.
-fn read_json(stream: &mut TcpStream) -> Result<Ctrl> {
-    let body = read_body(stream)?;
+/// Decodes one JSON frame body.
+pub fn decode(body: &[u8]) -> Result<Ctrl> {
     if body.starts_with(&bulk::MAGIC) {
         return Err(LoadError::Protocol(
             "got a binary stamps frame where a JSON control frame was expected; the peer is \
@@ -182,14 +227,14 @@ fn read_json(stream: &mut TcpStream) -> Result<Ctrl> {
                 .into(),
         ));
     }
-    serde_json::from_slice(&body).map_err(|e| {
+    serde_json::from_slice(body).map_err(|e| {
         LoadError::Protocol(format!(
             "bad control frame: {e}; is the peer a tcplab server of this version?"
         ))
     })
 }
 
-/// Reads one frame's body, whatever its kind.
+/// Reads one plain frame's body, whatever its kind.
 fn read_body(stream: &mut TcpStream) -> Result<Vec<u8>> {
     let mut len = [0u8; 4];
     stream
@@ -289,7 +334,10 @@ mod tests {
         write_frame(&mut c, &Ctrl::Done).expect("write");
         let err = read_frame(&mut s).expect_err("no bulk frame").to_string();
         assert!(err.contains("expected a binary stamps frame"), "{err}");
-        assert!(err.contains("protocol version 2"), "{err}");
+        assert!(
+            err.contains(&format!("protocol version {VERSION}")),
+            "{err}"
+        );
         // And one that closes after its report.
         write_frame(&mut c, &Ctrl::Done).expect("write");
         c.write_all(&(body.len() as u32).to_be_bytes())
@@ -306,13 +354,9 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let mut c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
         let (mut s, _) = l.accept().expect("accept");
-        let mut buf = Vec::new();
-        push_frame(&mut buf, |b| {
-            bulk::encode(&[1, 2, 3], b);
-            Ok(())
-        })
-        .expect("frame");
-        c.write_all(&buf).expect("write");
+        let mut stamps = Vec::new();
+        bulk::encode(&[1, 2, 3], &mut stamps);
+        c.send_bodies(&[&stamps]).expect("write");
         let err = read_frame(&mut s).expect_err("bulk first").to_string();
         assert!(err.contains("out of step"), "{err}");
     }

@@ -1,14 +1,25 @@
-//! The server side of every workload: one listener for control connections; per test a data
-//! listener on the same IP with the test's socket options, then the workload's `serve` routine.
-//! Each test runs on its own thread, which inherits the network namespace of the thread that
-//! called [`Server::serve`], so a server entered into a lab host stays there.
+//! The server side of every workload, and the agent around it: one listener for control
+//! connections, admitted by [`crate::agent`] (address scope, connection rate, handshake slots),
+//! each on its own thread through the authenticated handshake and the limits; per test a data
+//! listener on the same IP with the test's socket options that takes only the control
+//! connection's peer, then the workload's `serve` routine. Each thread inherits the network
+//! namespace of the thread that called [`Server::serve`], so a server entered into a lab host
+//! stays there.
 
-use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{self, Read};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::agent::admit::Admission;
+use crate::agent::handshake::{self, Keys};
+use crate::agent::limits::Needs;
+use crate::agent::watch::{TestWatch, Watch};
+use crate::agent::{AgentConfig, Counts, LogGate, Refusal, bpf};
+use crate::auth::scope::{LAB_RANGES, is_lab_or_loopback, is_wildcard};
+use crate::auth::{Channel, PublicKey};
 use crate::error::{LoadError, Result};
 use crate::net::reason;
 use crate::net::{self, ConnectError};
@@ -16,28 +27,74 @@ use crate::proto::{self, Ctrl, ServerReport, TestSpec};
 use crate::sockopt::{SockOpts, read_back, set_timeouts};
 use crate::{crr, msgs, rr, stream};
 
-/// How long a fresh control connection may take to say Hello.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often the accept loop looks at the stop flag.
+/// The name of every connection's thread (and, inherited, of its workload's threads).
+pub const CONN_THREAD: &str = "tcplab-conn";
+
+/// How often the accept loop looks at the stop flag and the running tests.
 const POLL: Duration = Duration::from_millis(100);
 
 /// A tcplab server: `tcplab serve --listen ADDR:PORT` (default port [`proto::DEFAULT_PORT`]).
 #[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
+    agent: Agent,
+}
+
+/// What every connection's thread shares.
+#[derive(Debug)]
+struct Agent {
+    config: AgentConfig,
+    admission: Mutex<Admission>,
+    watch: Watch,
+    log: LogGate,
 }
 
 impl Server {
-    /// Binds the control listener. A busy port is [`LoadError::Listen`] naming the address.
+    /// Binds a server for use inside this program (a lab run, a test):
+    /// [`AgentConfig::in_process`], so `addr` must be a loopback or lab address (or a wildcard,
+    /// then filtered to those). A busy port is [`LoadError::Listen`] naming the address.
     pub fn bind(addr: SocketAddr) -> Result<Self> {
-        let listener = match net::listen(addr, &SockOpts::default(), 128) {
+        Self::with_config(addr, AgentConfig::in_process()?)
+    }
+
+    /// Binds an agent with `config`. Without client keys (and without `insecure`), a specific
+    /// address outside loopback and lab ranges is refused, and a wildcard is filtered to them.
+    pub fn with_config(addr: SocketAddr, config: AgentConfig) -> Result<Self> {
+        let lab_only = config.lab_only();
+        if lab_only && !is_wildcard(addr.ip()) && !is_lab_or_loopback(addr.ip()) {
+            return Err(LoadError::config(
+                "listen",
+                format!(
+                    "{} is not a loopback or lab address ({LAB_RANGES}) and there are no --keys: \
+                     an unauthenticated server serves only those; give --keys FILE (clients' \
+                     public keys, see `tcplab key gen`) to serve it, or --insecure",
+                    addr.ip()
+                ),
+            ));
+        }
+        let listener = match net::listen_with(addr, &SockOpts::default(), 128, |fd| {
+            if lab_only {
+                bpf::attach(fd, &bpf::only_lab())
+            } else {
+                Ok(())
+            }
+        }) {
             Ok(l) => l,
             Err(ConnectError::Io(source)) => return Err(LoadError::Listen { addr, source }),
             Err(ConnectError::Option(e)) => return Err(e),
         };
         set_timeouts(listener.as_raw_fd(), POLL)
             .map_err(|e| LoadError::io("setting the accept timeout", e))?;
-        Ok(Self { listener })
+        let admission = Mutex::new(Admission::new(config.limits.clone()));
+        Ok(Self {
+            listener,
+            agent: Agent {
+                config,
+                admission,
+                watch: Watch::default(),
+                log: LogGate::default(),
+            },
+        })
     }
 
     /// The bound control address (useful after binding port 0).
@@ -47,19 +104,46 @@ impl Server {
             .map_err(|e| LoadError::io("reading the listen address", e))
     }
 
-    /// Serves tests until `stop` is set or `max_tests` control connections were handled;
-    /// each test runs on its own thread, and all are joined before returning.
+    /// The server's public key (clients pin it with `--server-key`).
+    pub fn public_key(&self) -> PublicKey {
+        self.agent.config.key.public()
+    }
+
+    /// The agent's configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.agent.config
+    }
+
+    /// What the agent holds now (handshakes, tests, threads) and what it has refused, by the
+    /// limit or check that refused it.
+    pub fn counts(&self) -> Counts {
+        self.agent.admission().counts()
+    }
+
+    /// Serves tests until `stop` is set or `max_tests` connections were admitted; each
+    /// connection runs on its own thread, and all are joined before returning.
     pub fn serve(&self, stop: &AtomicBool, max_tests: Option<u64>) -> Result<()> {
         let mut handled = 0u64;
+        let agent = &self.agent;
         std::thread::scope(|scope| {
             while !stop.load(Ordering::Relaxed) && max_tests.is_none_or(|m| handled < m) {
+                agent.watch.tick(Instant::now(), &agent.config.limits);
                 match self.listener.accept() {
-                    Ok((ctrl, _)) => {
-                        handled += 1;
-                        scope.spawn(move || {
-                            // A failed test is reported to its client; the server goes on.
-                            let _ = handle(ctrl);
-                        });
+                    Ok((ctrl, peer)) => {
+                        if let Some(ctrl) = agent.admit(ctrl, peer) {
+                            handled += 1;
+                            // Named, so `ps -L` (and the tests) can tell the agent's threads;
+                            // a workload's threads inherit the name.
+                            let spawned = std::thread::Builder::new()
+                                .name(CONN_THREAD.into())
+                                .spawn_scoped(scope, move || agent.handle(ctrl, peer.ip()));
+                            if spawned.is_err() {
+                                // The connection went with the closure; its slot did not.
+                                let mut a = agent.admission();
+                                a.handshake_done(peer.ip());
+                                a.count_refusal("resources");
+                            }
+                        }
                     }
                     Err(e)
                         if matches!(
@@ -67,7 +151,19 @@ impl Server {
                             io::ErrorKind::WouldBlock
                                 | io::ErrorKind::TimedOut
                                 | io::ErrorKind::Interrupted
+                                | io::ErrorKind::ConnectionAborted
                         ) => {}
+                    Err(e)
+                        if matches!(
+                            e.raw_os_error(),
+                            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                        ) =>
+                    {
+                        // Out of descriptors or memory: the connection waits in the backlog
+                        // until a test ends; the server does not.
+                        agent.admission().count_refusal("resources");
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
                     Err(e) => return Err(LoadError::io("accepting a control connection", e)),
                 }
             }
@@ -76,14 +172,211 @@ impl Server {
     }
 }
 
+impl Agent {
+    fn admission(&self) -> std::sync::MutexGuard<'_, Admission> {
+        self.admission.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Decides, in the accept loop, whether a connection gets a thread: its addresses are in
+    /// scope, its address is under its rate and a handshake slot is free. A refused one is
+    /// told why in clear and closed.
+    fn admit(&self, mut ctrl: TcpStream, peer: SocketAddr) -> Option<TcpStream> {
+        if self.config.lab_only() {
+            let local = ctrl.local_addr().map(|a| a.ip());
+            if !is_lab_or_loopback(peer.ip()) || !local.is_ok_and(is_lab_or_loopback) {
+                // The socket filter drops these; this is the second lock on the same door.
+                self.admission().count_refusal("scope");
+                return None;
+            }
+        }
+        let now = crate::clock::now_ns();
+        let verdict = self.admission().connect(peer.ip(), now);
+        match verdict {
+            Ok(()) => Some(ctrl),
+            Err(r) => {
+                self.say(&format!("refused {peer}: {r}"));
+                let _ = ctrl.set_nonblocking(true);
+                handshake::answer_clear(&mut ctrl, &deny(&r));
+                // Read what the client already sent, so the close is a FIN (the refusal
+                // arrives) rather than a reset (it may not).
+                let mut sink = [0u8; 4096];
+                for _ in 0..16 {
+                    if !matches!(ctrl.read(&mut sink), Ok(n) if n > 0) {
+                        break;
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    fn say(&self, line: &str) {
+        if self.config.log {
+            self.log.say(line);
+        }
+    }
+
+    /// One connection: the handshake, then the test. Never panics on what a peer sends; every
+    /// slot it takes is given back by a guard, however it ends.
+    fn handle(&self, ctrl: TcpStream, ip: IpAddr) {
+        let slot = HandshakeSlot { agent: self, ip };
+        let _ = ctrl.set_nodelay(true);
+        // Best effort: a smaller buffer only costs the report's transfer some wake-ups.
+        let buffer = i32::try_from(proto::CTRL_BUFFER).unwrap_or(i32::MAX);
+        let _ =
+            crate::sockopt::set_int(ctrl.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, buffer);
+        let limits = &self.config.limits;
+        let _ = ctrl.set_write_timeout(Some(limits.handshake_timeout));
+        let keys = Keys {
+            me: &self.config.key,
+            authorized: self.config.authorized.as_ref(),
+        };
+        let deadline = Instant::now() + limits.handshake_timeout;
+        let (mut ctrl, test) = match handshake::accept(ctrl, keys, deadline) {
+            Ok(x) => x,
+            Err(rejected) => {
+                self.admission().count_refusal(rejected.counter());
+                self.say(&format!("refused {ip}: {rejected}"));
+                return;
+            }
+        };
+        drop(slot);
+        if let Err(e) = test.validate() {
+            let _ = refuse(
+                &mut ctrl,
+                Ctrl::Error {
+                    message: e.to_string(),
+                },
+            );
+            return;
+        }
+        let needs = Needs::of(&test);
+        let started = limits
+            .check(&needs)
+            .and_then(|()| self.admission().start_test(needs.threads));
+        if let Err(r) = started {
+            if matches!(r, Refusal::Duration { .. } | Refusal::Bytes { .. }) {
+                self.admission().count_refusal(r.flag());
+            }
+            self.say(&format!("refused a test from {ip}: {r}"));
+            let _ = refuse(&mut ctrl, deny(&r));
+            return;
+        }
+        let _test_slot = TestSlot {
+            agent: self,
+            threads: needs.threads,
+        };
+        let _ = run_test(self, ctrl, test, ip);
+    }
+}
+
+/// A handshake slot, given back when dropped.
+struct HandshakeSlot<'a> {
+    agent: &'a Agent,
+    ip: IpAddr,
+}
+
+impl Drop for HandshakeSlot<'_> {
+    fn drop(&mut self) {
+        self.agent.admission().handshake_done(self.ip);
+    }
+}
+
+/// A running test's place, given back when dropped.
+struct TestSlot<'a> {
+    agent: &'a Agent,
+    threads: u32,
+}
+
+impl Drop for TestSlot<'_> {
+    fn drop(&mut self) {
+        self.agent.admission().end_test(self.threads);
+    }
+}
+
+fn deny(r: &Refusal) -> Ctrl {
+    Ctrl::Denied {
+        message: r.to_string(),
+        auth: false,
+    }
+}
+
+/// Runs an admitted test: its data listener (taking only `client`), Ready, the workload, the
+/// report (marked stopped if the watch stopped it).
+fn run_test(agent: &Agent, mut ctrl: Channel, test: TestSpec, client: IpAddr) -> Result<()> {
+    let ip = ctrl
+        .local_addr()
+        .map_err(|e| LoadError::io("reading the control address", e))?
+        .ip();
+    let opts = test.opts().clone();
+    let only_client = bpf::only_from(client);
+    let listener = match net::listen_with(SocketAddr::new(ip, 0), &opts, 4096, |fd| {
+        bpf::attach(fd, &only_client)
+    }) {
+        Ok(l) => l,
+        Err(ConnectError::Option(e)) => {
+            return refuse(
+                &mut ctrl,
+                Ctrl::Error {
+                    message: format!("server: {e}"),
+                },
+            );
+        }
+        Err(ConnectError::Io(e)) => {
+            return refuse(
+                &mut ctrl,
+                Ctrl::Error {
+                    message: format!("server cannot open a data port: {e}"),
+                },
+            );
+        }
+    };
+    set_timeouts(listener.as_raw_fd(), POLL)
+        .map_err(|e| LoadError::io("setting the accept timeout", e))?;
+    let data_port = listener
+        .local_addr()
+        .map_err(|e| LoadError::io("reading the data port", e))?
+        .port();
+    let timeout = test.timeout().min(agent.config.limits.idle_timeout);
+    let _ = ctrl.set_write_timeout(Some(timeout));
+    proto::write_frame(&mut ctrl, &Ctrl::Ready { data_port })?;
+    let watched = agent.watch.add(ctrl.socket(), &listener);
+    let mut ctx = ServerCtx {
+        ctrl,
+        listener,
+        timeout,
+        opts,
+        client,
+        watch: watched.test().clone(),
+    };
+    let mut report: ServerReport = match &test {
+        TestSpec::Stream(c) => stream::serve(&mut ctx, c),
+        TestSpec::Msgs(c) => msgs::serve(&mut ctx, c),
+        TestSpec::Rr(c) => rr::serve(&mut ctx, c),
+        TestSpec::Crr(c) => crr::serve(&mut ctx, c),
+    };
+    if let Some(why) = ctx.watch.stopped() {
+        report.complete = false;
+        report.incomplete_reason = Some(why.to_string());
+        agent.admission().count_refusal(why.flag());
+    }
+    drop(watched);
+    let _ = ctx.ctrl.set_write_timeout(Some(ctx.timeout));
+    proto::write_frame(&mut ctx.ctrl, &Ctrl::Report(Box::new(report)))
+}
+
 /// What a workload's server routine gets: the control connection, its data listener and the
 /// test's idle timeout.
 #[derive(Debug)]
 pub(crate) struct ServerCtx {
-    pub ctrl: TcpStream,
+    pub ctrl: Channel,
     pub listener: TcpListener,
     pub timeout: Duration,
     pub opts: SockOpts,
+    /// The control connection's peer: the only address data connections are taken from.
+    pub client: IpAddr,
+    /// The test's entry in the agent's watch (holds its data sockets, says if it was stopped).
+    pub watch: std::sync::Arc<TestWatch>,
 }
 
 impl ServerCtx {
@@ -117,7 +410,16 @@ impl ServerCtx {
         let deadline = crate::clock::now_ns() + self.timeout.as_nanos() as u64;
         loop {
             match self.listener.accept() {
+                Ok((s, peer)) if peer.ip().to_canonical() != self.client.to_canonical() => {
+                    // The listener's filter drops these; a connection that got here anyway
+                    // (a filter the kernel lacks) is closed unanswered.
+                    drop(s);
+                }
                 Ok((s, _)) => {
+                    // The filter has done its job at the SYN; a bulk flow's packets need not
+                    // each run it.
+                    bpf::detach(s.as_raw_fd());
+                    self.watch.hold(&s);
                     set_timeouts(s.as_raw_fd(), self.timeout)?;
                     // Options were inherited from the listener; re-applying is harmless and
                     // covers those the kernel does not copy.
@@ -140,74 +442,12 @@ impl ServerCtx {
     }
 }
 
-fn handle(mut ctrl: TcpStream) -> Result<()> {
-    let _ = ctrl.set_nodelay(true);
-    // Best effort: a smaller buffer only costs the report's transfer some wake-ups.
-    let buffer = i32::try_from(proto::CTRL_BUFFER).unwrap_or(i32::MAX);
-    let _ = crate::sockopt::set_int(ctrl.as_raw_fd(), libc::SOL_SOCKET, libc::SO_SNDBUF, buffer);
-    ctrl.set_read_timeout(Some(HELLO_TIMEOUT))
-        .map_err(|e| LoadError::io("control timeout", e))?;
-    ctrl.set_write_timeout(Some(HELLO_TIMEOUT))
-        .map_err(|e| LoadError::io("control timeout", e))?;
-    let test = match proto::read_frame(&mut ctrl)? {
-        Ctrl::Hello { version, test } if version == proto::VERSION => *test,
-        Ctrl::Hello { version, .. } => {
-            return refuse(
-                &mut ctrl,
-                format!(
-                    "protocol version {version} not supported (server speaks {})",
-                    proto::VERSION
-                ),
-            );
-        }
-        other => return refuse(&mut ctrl, format!("expected Hello, got {other:?}")),
-    };
-    if let Err(e) = test.validate() {
-        return refuse(&mut ctrl, e.to_string());
-    }
-    let ip = ctrl
-        .local_addr()
-        .map_err(|e| LoadError::io("reading the control address", e))?
-        .ip();
-    let opts = test.opts().clone();
-    let listener = match net::listen(SocketAddr::new(ip, 0), &opts, 4096) {
-        Ok(l) => l,
-        Err(ConnectError::Option(e)) => return refuse(&mut ctrl, format!("server: {e}")),
-        Err(ConnectError::Io(e)) => {
-            return refuse(&mut ctrl, format!("server cannot open a data port: {e}"));
-        }
-    };
-    set_timeouts(listener.as_raw_fd(), POLL)
-        .map_err(|e| LoadError::io("setting the accept timeout", e))?;
-    let data_port = listener
-        .local_addr()
-        .map_err(|e| LoadError::io("reading the data port", e))?
-        .port();
-    proto::write_frame(&mut ctrl, &Ctrl::Ready { data_port })?;
-    let mut ctx = ServerCtx {
-        ctrl,
-        listener,
-        timeout: test.timeout(),
-        opts,
-    };
-    let report: ServerReport = match &test {
-        TestSpec::Stream(c) => stream::serve(&mut ctx, c),
-        TestSpec::Msgs(c) => msgs::serve(&mut ctx, c),
-        TestSpec::Rr(c) => rr::serve(&mut ctx, c),
-        TestSpec::Crr(c) => crr::serve(&mut ctx, c),
-    };
-    let _ = ctx.ctrl.set_write_timeout(Some(ctx.timeout));
-    proto::write_frame(&mut ctx.ctrl, &Ctrl::Report(Box::new(report)))
-}
-
-fn refuse(ctrl: &mut TcpStream, message: String) -> Result<()> {
-    proto::write_frame(
-        ctrl,
-        &Ctrl::Error {
-            message: message.clone(),
-        },
-    )?;
-    Err(LoadError::Refused(message))
+fn refuse(ctrl: &mut Channel, msg: Ctrl) -> Result<()> {
+    proto::write_frame(ctrl, &msg)?;
+    Err(LoadError::Refused(match msg {
+        Ctrl::Error { message } | Ctrl::Denied { message, .. } => message,
+        _ => String::new(),
+    }))
 }
 
 impl TestSpec {

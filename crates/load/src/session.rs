@@ -1,11 +1,12 @@
-//! The client's side of the control protocol ([`Session`]) and the metadata every result
-//! carries ([`RunMeta`]).
+//! The client's side of the control protocol ([`Session`]: the authenticated handshake, then
+//! the test's frames, sealed) and the metadata every result carries ([`RunMeta`]).
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::{Channel, ClientAuth};
 use crate::clock::ThreadTimes;
 use crate::error::{LoadError, Result};
 use crate::net::{self, ConnectError};
@@ -96,30 +97,44 @@ impl RunMeta {
         self.server_cpu_s = report.cpu_ns as f64 / 1e9;
         self.server_cpu_wait_s = report.cpu_wait_ns.map(|ns| ns as f64 / 1e9);
         if !report.complete {
-            self.cut(format!(
-                "server: {}",
-                report.incomplete_reason.as_deref().unwrap_or("cut short")
-            ));
+            let why = report.incomplete_reason.as_deref().unwrap_or("cut short");
+            if why.starts_with(crate::agent::limits::STOPPED) {
+                // The server stopped the test on a limit: that is the cause, and whatever this
+                // side saw first (a connection shut under it) only its symptom.
+                self.complete = true;
+            }
+            self.cut(format!("server: {why}"));
         }
     }
 }
 
-/// An open test on a server: the control connection and the announced data address.
+/// An open test on a server: the sealed control connection and the announced data address.
 #[derive(Debug)]
 pub struct Session {
-    ctrl: TcpStream,
+    ctrl: Channel,
     data_addr: SocketAddr,
     timeout: Duration,
 }
 
 impl Session {
-    /// Connects the control connection, sends the test, and waits for the data port.
+    /// Connects the control connection, authenticates both ends with the process's
+    /// credentials ([`ClientAuth::current`]), sends the test, and waits for the data port.
     pub fn open(target: SocketAddr, test: TestSpec, timeout: Duration) -> Result<Self> {
+        Self::open_with(target, test, timeout, &*ClientAuth::current()?)
+    }
+
+    /// [`Session::open`] with these credentials.
+    pub fn open_with(
+        target: SocketAddr,
+        test: TestSpec,
+        timeout: Duration,
+        auth: &ClientAuth,
+    ) -> Result<Self> {
         let ctrl_opts = SockOpts {
             rcvbuf: Some(proto::CTRL_BUFFER),
             ..SockOpts::default()
         };
-        let mut ctrl = match net::connect(target, &ctrl_opts, timeout) {
+        let ctrl = match net::connect(target, &ctrl_opts, timeout) {
             Ok(s) => s,
             Err(ConnectError::Io(source)) => {
                 return Err(LoadError::Connect {
@@ -131,17 +146,15 @@ impl Session {
         };
         ctrl.set_nodelay(true)
             .map_err(|e| LoadError::io("setting TCP_NODELAY on the control connection", e))?;
-        ctrl.set_read_timeout(Some(timeout))
-            .map_err(|e| LoadError::io("setting the control timeout", e))?;
         ctrl.set_write_timeout(Some(timeout))
             .map_err(|e| LoadError::io("setting the control timeout", e))?;
-        proto::write_frame(
-            &mut ctrl,
-            &Ctrl::Hello {
-                version: proto::VERSION,
-                test: Box::new(test),
-            },
-        )?;
+        let hello = proto::encode(&Ctrl::Hello {
+            version: proto::VERSION,
+            test: Box::new(test),
+        })?;
+        let mut ctrl = crate::auth::client::handshake(ctrl, auth, target, &hello, timeout)?;
+        ctrl.set_read_timeout(Some(timeout))
+            .map_err(|e| LoadError::io("setting the control timeout", e))?;
         match proto::read_frame(&mut ctrl)? {
             Ctrl::Ready { data_port } => {
                 let mut data_addr = target;
@@ -153,6 +166,14 @@ impl Session {
                 })
             }
             Ctrl::Error { message } => Err(LoadError::Refused(message)),
+            Ctrl::Denied {
+                message,
+                auth: true,
+            } => Err(LoadError::Auth(format!(
+                "{message} (this client's key is from {})",
+                auth.key_source()
+            ))),
+            Ctrl::Denied { message, .. } => Err(LoadError::Refused(message)),
             other => Err(LoadError::Protocol(format!(
                 "expected Ready, got {other:?}"
             ))),
@@ -195,7 +216,9 @@ impl Session {
             .map_err(|e| LoadError::io("setting the control timeout", e))?;
         match proto::read_frame(&mut self.ctrl)? {
             Ctrl::Report(r) => Ok(*r),
-            Ctrl::Error { message } => Err(LoadError::Refused(message)),
+            Ctrl::Error { message } | Ctrl::Denied { message, .. } => {
+                Err(LoadError::Refused(message))
+            }
             other => Err(LoadError::Protocol(format!(
                 "expected Report, got {other:?}"
             ))),

@@ -432,6 +432,7 @@ fn serve_runs_tests_and_refuses_a_busy_port() {
         listen: free,
         max_tests: Some(1),
         rt_priority: root.then_some(3),
+        agent: Default::default(),
     };
     std::thread::scope(|s| {
         let h = s.spawn(|| serve.run().expect("serve"));
@@ -457,6 +458,7 @@ fn serve_runs_tests_and_refuses_a_busy_port() {
         listen: busy.local_addr().expect("addr"),
         max_tests: Some(1),
         rt_priority: None,
+        agent: Default::default(),
     };
     assert_eq!(serve.run().expect("run"), ExitCode::from(2));
 }

@@ -7,6 +7,8 @@ use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
 
 use common::LoopServer;
+use tcplab_load::agent::handshake::{self, Keys};
+use tcplab_load::auth::KeyPair;
 use tcplab_load::proto::{self, Ctrl};
 use tcplab_load::{LoadError, Server, msgs, rr};
 
@@ -16,10 +18,14 @@ fn rude_server(read_bytes: usize) -> (SocketAddr, std::thread::JoinHandle<()>) {
     let ctrl_l = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = ctrl_l.local_addr().expect("addr");
     let t = std::thread::spawn(move || {
-        let (mut ctrl, _) = ctrl_l.accept().expect("accept ctrl");
-        ctrl.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
-        let _hello = proto::read_frame(&mut ctrl).expect("hello");
+        let (ctrl, _) = ctrl_l.accept().expect("accept ctrl");
+        let me = KeyPair::generate("rude").expect("key");
+        let keys = Keys {
+            me: &me,
+            authorized: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let (mut ctrl, _hello) = handshake::accept(ctrl, keys, deadline).expect("handshake");
         let data_l = TcpListener::bind("127.0.0.1:0").expect("bind data");
         let port = data_l.local_addr().expect("addr").port();
         proto::write_frame(&mut ctrl, &Ctrl::Ready { data_port: port }).expect("ready");

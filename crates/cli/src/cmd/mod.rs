@@ -5,6 +5,7 @@ pub mod doctor;
 pub mod emu;
 pub mod facts;
 pub mod impair;
+pub mod key;
 pub mod lab;
 pub mod path;
 pub mod study;

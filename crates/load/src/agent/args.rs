@@ -1,0 +1,259 @@
+//! The flags of `tcplab serve` that make it an agent (keys, scope, limits), and the lines it
+//! prints at start, so whoever starts it sees at once who may use it and how much.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{AgentConfig, Limits};
+use crate::auth::client::{KEY_ENV, load_secret};
+use crate::auth::scope::LAB_RANGES;
+use crate::auth::{KeyList, KeyPair};
+use crate::error::{LoadError, Result};
+
+/// Authentication, scope and limits of `tcplab serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AgentArgs {
+    /// Clients allowed to start tests: their public keys, one per line, with a comment (like
+    /// ssh's authorized_keys; `tcplab key gen` prints one). Without it the server is
+    /// unauthenticated and serves only loopback and lab addresses.
+    #[arg(long, value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+    /// The server's own secret key, whose public half clients pin with --server-key (default:
+    /// TCPLAB_KEY; without --keys, a key made for this run).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Without --keys, serve any address, not only loopback and lab ones: anyone who can reach
+    /// the port may run tests.
+    #[arg(long, conflicts_with = "keys")]
+    pub insecure: bool,
+    /// Tests running at once; more are refused, naming this flag.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_tests,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_concurrent: u32,
+    /// Longest test, seconds (0: no limit); a test asking for more is refused, one running
+    /// longer is stopped.
+    #[arg(long, value_name = "SECS", default_value = "300", value_parser = crate::cli::parse_duration_ms)]
+    pub max_duration: u64,
+    /// Data bytes per test, both ways (K/M/G suffixes, binary; 0: no limit); a test asking for
+    /// more is refused, one moving more is stopped.
+    #[arg(long, value_name = "BYTES", default_value = "100G", value_parser = crate::cli::parse_bytes)]
+    pub max_bytes: u64,
+    /// Control connections a client address may open per second (an IPv6 client counts by /64).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().conn_rate,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_conn_rate: u32,
+    /// Connections in their handshake at once (one address gets a sixteenth of them).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_handshakes,
+          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_handshakes: u32,
+    /// Workload threads of all running tests together.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_threads,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_threads: u32,
+    /// Longest any single wait of a test may last, seconds (a client's --timeout may shorten it).
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = crate::cli::parse_duration_ms)]
+    pub idle_timeout: u64,
+    /// The whole handshake, from connect to the test's parameters, seconds.
+    #[arg(long, value_name = "SECS", default_value = "5", value_parser = crate::cli::parse_duration_ms)]
+    pub handshake_timeout: u64,
+}
+
+impl Default for AgentArgs {
+    /// What `tcplab serve` with no agent flags means.
+    fn default() -> Self {
+        let l = Limits::default();
+        let ms = |d: Option<Duration>| d.map_or(0, |d| d.as_millis() as u64);
+        Self {
+            keys: None,
+            key: None,
+            insecure: false,
+            max_concurrent: l.max_tests,
+            max_duration: ms(l.max_duration),
+            max_bytes: l.max_bytes.unwrap_or(0),
+            max_conn_rate: l.conn_rate,
+            max_handshakes: l.max_handshakes,
+            max_threads: l.max_threads,
+            idle_timeout: l.idle_timeout.as_millis() as u64,
+            handshake_timeout: l.handshake_timeout.as_millis() as u64,
+        }
+    }
+}
+
+impl AgentArgs {
+    /// The limits these flags set.
+    pub fn limits(&self) -> Result<Limits> {
+        for (flag, v) in [
+            ("idle-timeout", self.idle_timeout),
+            ("handshake-timeout", self.handshake_timeout),
+        ] {
+            if v == 0 {
+                return Err(LoadError::config(flag, "must be above 0 s"));
+            }
+        }
+        Ok(Limits {
+            max_tests: self.max_concurrent,
+            max_duration: (self.max_duration > 0).then(|| Duration::from_millis(self.max_duration)),
+            max_bytes: (self.max_bytes > 0).then_some(self.max_bytes),
+            conn_rate: self.max_conn_rate,
+            max_handshakes: self.max_handshakes,
+            idle_timeout: Duration::from_millis(self.idle_timeout),
+            handshake_timeout: Duration::from_millis(self.handshake_timeout),
+            max_threads: self.max_threads,
+        })
+    }
+
+    /// The agent these flags describe; every problem names its flag (exit code 2).
+    pub fn config(&self) -> Result<AgentConfig> {
+        let key_err = |flag| move |source| LoadError::Key { flag, source };
+        let env_key = std::env::var(KEY_ENV).ok().filter(|v| !v.trim().is_empty());
+        let key = match (&self.key, env_key) {
+            (Some(path), _) => Some(KeyPair::load(path).map_err(key_err("key"))?),
+            (None, Some(v)) => Some(load_secret(&v, KEY_ENV).map_err(key_err("key"))?),
+            (None, None) => None,
+        };
+        let authorized = match &self.keys {
+            Some(path) => {
+                let list = KeyList::load(path).map_err(key_err("keys"))?;
+                if list.is_empty() {
+                    return Err(LoadError::config(
+                        "keys",
+                        format!(
+                            "{} holds no key: add each client's public key line (`tcplab key \
+                             gen` on the client prints it)",
+                            path.display()
+                        ),
+                    ));
+                }
+                Some(list)
+            }
+            None => None,
+        };
+        let key = match (key, &authorized) {
+            (Some(k), _) => k,
+            (None, Some(_)) => {
+                return Err(LoadError::config(
+                    "key",
+                    "--keys needs the server's own key, so that clients can pin it: give --key \
+                     FILE or TCPLAB_KEY (make one with `tcplab key gen --out FILE`)",
+                ));
+            }
+            (None, None) => KeyPair::generate("made for this run").map_err(key_err("key"))?,
+        };
+        Ok(AgentConfig {
+            key,
+            authorized,
+            keys_source: self
+                .keys
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            insecure: self.insecure,
+            limits: self.limits()?,
+            log: true,
+        })
+    }
+}
+
+/// The lines `tcplab serve` prints at start: who may use it, its key, its limits.
+pub fn banner(config: &AgentConfig) -> Vec<String> {
+    let mut lines = Vec::new();
+    match &config.authorized {
+        Some(list) => lines.push(format!(
+            "authenticated: clients whose key is in {} ({} key{})",
+            config.keys_source,
+            list.len(),
+            if list.len() == 1 { "" } else { "s" }
+        )),
+        None if config.insecure => lines.push(
+            "INSECURE: no --keys and --insecure: anyone who can reach this port can run tests"
+                .into(),
+        ),
+        None => lines.push(format!(
+            "no --keys: unauthenticated, so serving only loopback and lab addresses \
+             ({LAB_RANGES}); give --keys FILE to serve others"
+        )),
+    }
+    lines.push(format!(
+        "server key {} (clients pin it with --server-key)",
+        config.key.public()
+    ));
+    lines.push(format!("limits: {}", config.limits.summary()));
+    lines
+}
+
+/// Raises this process's soft limit on open files to its hard limit: an agent holds a socket per
+/// connection (crr's up to 1,024 per test), and the usual soft limit of 1,024 would make it
+/// refuse connections long before its own limits do. Only this process changes.
+pub fn raise_fd_limit() {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // Safety: getrlimit writes into the live struct we pass.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 && lim.rlim_cur < lim.rlim_max
+    {
+        lim.rlim_cur = lim.rlim_max;
+        // Safety: setrlimit reads the live struct; raising the soft limit to the hard one is
+        // always allowed.
+        let _ = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_the_limits_defaults() {
+        assert_eq!(
+            AgentArgs::default().limits().expect("limits"),
+            Limits::default()
+        );
+    }
+
+    #[test]
+    fn keys_without_a_server_key_name_the_fix() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let keys = dir.path().join("clients");
+        let client = KeyPair::generate("c").expect("key");
+        std::fs::write(&keys, client.public_line()).expect("write");
+        let args = AgentArgs {
+            keys: Some(keys.clone()),
+            ..AgentArgs::default()
+        };
+        // Only when TCPLAB_KEY is unset (the test cannot unset it safely if a user set it).
+        if std::env::var_os(KEY_ENV).is_none() {
+            let e = args.config().expect_err("no --key").to_string();
+            assert!(
+                e.starts_with("invalid --key:") && e.contains("tcplab key gen"),
+                "{e}"
+            );
+        }
+        let server = dir.path().join("server");
+        KeyPair::generate("s")
+            .expect("key")
+            .write_new(&server, false)
+            .expect("write");
+        let cfg = AgentArgs {
+            key: Some(server),
+            ..args
+        }
+        .config()
+        .expect("config");
+        assert!(
+            cfg.authorized
+                .expect("list")
+                .find(&client.public())
+                .is_some()
+        );
+        std::fs::write(&keys, "# nobody yet\n").expect("write");
+        let e = AgentArgs {
+            keys: Some(keys),
+            ..AgentArgs::default()
+        }
+        .config()
+        .expect_err("empty")
+        .to_string();
+        assert!(e.contains("holds no key"), "{e}");
+    }
+}
