@@ -11,8 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 use tcplab_emu::LinkConfig;
+use tcplab_emu_io::DirSnapshot;
 use tcplab_emu_io::need::{RunLateness, lateness_reasons};
-use tcplab_emu_io::{DirSnapshot, Snapshot};
 
 /// What a run measures ([`judge_for`] takes it), and the emulator's counters as
 /// `EmulatorStatus::counters` carries them.
