@@ -205,17 +205,8 @@ pub(crate) fn handshake(
         .write_all(&buf)
         .map_err(|e| LoadError::io("writing to the control connection", e))?;
     let f2 = read_body(&mut stream, 64 << 10, deadline).map_err(|e| handshake_read(target, &e))?;
-    if f2.first() == Some(&b'{') {
-        // A refusal in clear: a limit, or a server of another protocol version.
-        return Err(match serde_json::from_slice::<Ctrl>(&f2) {
-            Ok(Ctrl::Error { message }) => LoadError::Refused(message),
-            Ok(Ctrl::Denied {
-                message,
-                auth: true,
-            }) => LoadError::Auth(message),
-            Ok(Ctrl::Denied { message, .. }) => LoadError::Refused(message),
-            _ => LoadError::Protocol(format!("{target} answered the handshake with JSON")),
-        });
+    if let Some(refusal) = clear_refusal(&f2) {
+        return Err(refusal);
     }
     let seen = init.on_reply(&f2).map_err(noise)?;
     auth.check_server(target, seen.server_key())?;
@@ -225,6 +216,25 @@ pub(crate) fn handshake(
     let mut channel = Channel::new(stream, transport, MAX_FROM_SERVER);
     channel.send_after(&prefix, &[first])?;
     Ok(channel)
+}
+
+/// A refusal the server sent in clear instead of frame 2 (a limit, or a server of another
+/// protocol version), or `None` for a Noise reply. Frame 2 begins with the server's ephemeral
+/// key, 32 random bytes whose first is `{` once in 256 handshakes: only a frame that parses as a
+/// refusal is one.
+fn clear_refusal(f2: &[u8]) -> Option<LoadError> {
+    if f2.first() != Some(&b'{') {
+        return None;
+    }
+    match serde_json::from_slice::<Ctrl>(f2).ok()? {
+        Ctrl::Error { message } => Some(LoadError::Refused(message)),
+        Ctrl::Denied {
+            message,
+            auth: true,
+        } => Some(LoadError::Auth(message)),
+        Ctrl::Denied { message, .. } => Some(LoadError::Refused(message)),
+        _ => None,
+    }
 }
 
 /// An error reading frame 2, with the likely cause.
@@ -250,6 +260,36 @@ fn handshake_read(target: SocketAddr, e: &std::io::Error) -> LoadError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_noise_reply_that_begins_with_a_brace_is_not_taken_for_a_refusal() {
+        let server = KeyPair::generate("s").expect("s");
+        let client = ClientAuth::ephemeral().expect("key");
+        // One reply in 256 begins with `{`; 5,000 tries miss it with odds of about 1e-8.
+        let found = (0..5_000).find_map(|_| {
+            let (init, f1) = Initiator::start(&client.key, proto::VERSION).expect("start");
+            let super::super::noise::Intro::Current(msg1) =
+                super::super::noise::parse_intro(&f1, proto::VERSION)
+            else {
+                panic!("frame 1 is not this version's");
+            };
+            let (_, f2) = super::super::noise::Responder::start(&server, msg1).expect("reply");
+            (f2.first() == Some(&b'{')).then_some((init, f2))
+        });
+        let (init, f2) = found.expect("a reply beginning with a brace");
+        assert!(clear_refusal(&f2).is_none());
+        assert!(init.on_reply(&f2).is_ok());
+    }
+
+    #[test]
+    fn a_refusal_in_clear_is_read_as_one() {
+        let refusal = serde_json::to_vec(&Ctrl::Error {
+            message: "too many sessions".into(),
+        })
+        .expect("json");
+        let e = clear_refusal(&refusal).expect("a refusal");
+        assert!(e.to_string().contains("too many sessions"), "{e}");
+    }
 
     #[test]
     fn unpinned_servers_are_believed_only_on_lab_and_loopback_addresses() {
