@@ -30,6 +30,14 @@
 //! latency run on the same frames, and its verdict falls back to the absolute bound as the
 //! RTT goes to 0.
 //!
+//! **Diagnosis** (`tcplab doctor`) of a path of known RTT: the same mean bound as throughput,
+//! at [`DIAGNOSIS_ACCURACY_PERCENT`] (10 %). A diagnosis reads effects at the scale of the round
+//! trip or of timer ticks (a window per RTT, queueing of tens of ms, stalls of a jiffy), each
+//! judged against a threshold at least that far from a healthy path's value, so a distortion of
+//! a few per cent cannot move a finding across it; what the 1 % asks of a figure a user quotes
+//! is not what a diagnosis needs. A schedule that really falls behind grows its mean without
+//! bound and fails this as surely as the stricter one.
+//!
 //! Frames the emulator dropped for reasons of its own (ring overflow and the rest of
 //! `DirSnapshot::own_faults`) fail every need: the flow then saw losses the path does not have.
 
@@ -42,6 +50,9 @@ use crate::summary::format_ns;
 /// The largest distortion of a throughput figure a run may carry and still be trusted, in per
 /// cent: the frames' mean lateness, both directions added, over the path's round trip.
 pub const THROUGHPUT_ACCURACY_PERCENT: u64 = 1;
+
+/// The largest distortion a diagnosis's run may carry, in per cent of its round trip.
+pub const DIAGNOSIS_ACCURACY_PERCENT: u64 = 10;
 
 /// What a run measures, which decides how late its frames may leave (see the module's doc).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -57,19 +68,32 @@ pub enum Need {
         /// Round-trip time the emulator was configured for, ns.
         rtt_ns: u64,
     },
+    /// A diagnosis of a path whose round trip is `rtt_ns`: effects at the scale of the round
+    /// trip, judged like a throughput at [`DIAGNOSIS_ACCURACY_PERCENT`].
+    Diagnosis {
+        /// Round-trip time the emulator was configured for, ns.
+        rtt_ns: u64,
+    },
 }
 
 impl Need {
-    /// The bound on the mean lateness (both directions added) a throughput run may have:
-    /// [`THROUGHPUT_ACCURACY_PERCENT`] of its RTT; `None` for a latency run.
-    pub fn mean_bound_ns(&self) -> Option<u64> {
+    /// The round trip and the share of it (per cent) a run's mean lateness may reach; `None`
+    /// for a latency run, bound per frame instead.
+    pub fn mean_share(&self) -> Option<(u64, u64)> {
         match *self {
             Need::Latency => None,
-            Need::Throughput { rtt_ns } => {
-                let bound = u128::from(rtt_ns) * u128::from(THROUGHPUT_ACCURACY_PERCENT) / 100;
-                Some(u64::try_from(bound).unwrap_or(u64::MAX))
-            }
+            Need::Throughput { rtt_ns } => Some((rtt_ns, THROUGHPUT_ACCURACY_PERCENT)),
+            Need::Diagnosis { rtt_ns } => Some((rtt_ns, DIAGNOSIS_ACCURACY_PERCENT)),
         }
+    }
+
+    /// The bound on the mean lateness (both directions added) a throughput run may have:
+    /// [`THROUGHPUT_ACCURACY_PERCENT`] of its RTT ([`DIAGNOSIS_ACCURACY_PERCENT`] for a
+    /// diagnosis); `None` for a latency run.
+    pub fn mean_bound_ns(&self) -> Option<u64> {
+        let (rtt_ns, percent) = self.mean_share()?;
+        let bound = u128::from(rtt_ns) * u128::from(percent) / 100;
+        Some(u64::try_from(bound).unwrap_or(u64::MAX))
     }
 }
 
@@ -80,6 +104,9 @@ impl fmt::Display for Need {
             Need::Latency => f.write_str("latency"),
             Need::Throughput { rtt_ns } => {
                 write!(f, "throughput over a {} RTT", format_ns(rtt_ns))
+            }
+            Need::Diagnosis { rtt_ns } => {
+                write!(f, "a diagnosis over a {} RTT", format_ns(rtt_ns))
             }
         }
     }
@@ -155,7 +182,13 @@ pub fn lateness_reasons(need: Need, dirs: [(&str, RunLateness); 2]) -> Vec<Strin
             }
             absolute
         }
-        Need::Throughput { rtt_ns } => {
+        Need::Throughput { .. } | Need::Diagnosis { .. } => {
+            let (rtt_ns, percent) = need.mean_share().unwrap_or((0, 0));
+            let what = if matches!(need, Need::Diagnosis { .. }) {
+                "a diagnosis"
+            } else {
+                "a throughput figure"
+            };
             if absolute.is_empty() {
                 return absolute;
             }
@@ -177,8 +210,8 @@ pub fn lateness_reasons(need: Need, dirs: [(&str, RunLateness); 2]) -> Vec<Strin
                 .map(|(dir, r)| format!("{dir} {}", format_ns(r.mean_ns())))
                 .collect();
             absolute.push(format!(
-                "frames left {} late on average ({}), {:.2} % of the {} RTT; a throughput \
-                 figure needs at most {THROUGHPUT_ACCURACY_PERCENT} %",
+                "frames left {} late on average ({}), {:.2} % of the {} RTT; {what} needs at \
+                 most {percent} %",
                 format_ns(mean),
                 each.join(", "),
                 mean as f64 * 100.0 / rtt_ns.max(1) as f64,
@@ -227,6 +260,29 @@ mod tests {
         assert_eq!(
             judge(Need::Latency, fwd, rev),
             ["forward: lateness p99 above 100 µs (3000 of 100000 frames later than that)"]
+        );
+    }
+
+    #[test]
+    fn a_diagnosis_allows_a_tenth_of_its_rtt_where_a_throughput_allows_a_hundredth() {
+        // 20 ms RTT, an rr run: 2 of 132 frames 10 ms late, the rest 60 µs; 218 µs on average
+        // (1.09 %), the same way 20 µs.
+        let fwd = frames(132, 2, 10 * MS, 60 * US);
+        let rev = frames(132, 0, 0, 20 * US);
+        let rtt_ns = 20 * MS;
+        assert!(!judge(Need::Throughput { rtt_ns }, fwd, rev).is_empty());
+        assert_eq!(
+            judge(Need::Diagnosis { rtt_ns }, fwd, rev),
+            Vec::<String>::new()
+        );
+        // A schedule that fell behind by 2 ms on average fails both.
+        let behind = frames(132, 132, 2 * MS, 0);
+        let r = judge(Need::Diagnosis { rtt_ns }, behind, rev);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert!(r[1].ends_with("a diagnosis needs at most 10 %"), "{r:?}");
+        assert_eq!(
+            Need::Diagnosis { rtt_ns }.to_string(),
+            "a diagnosis over a 20.0 ms RTT"
         );
     }
 

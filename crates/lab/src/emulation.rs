@@ -378,7 +378,8 @@ pub(crate) fn companion_program() -> Option<&'static PathBuf> {
 
 pub use crate::run_fidelity::{
     LATENESS_P99_LIMIT_NS, ModelDrops, Need, RunAccount, RunFidelity, Snapshot, account,
-    configured_rtt_ns, judge, judge_for, judge_snapshots, judge_snapshots_for, throughput_over,
+    configured_rtt_ns, diagnosis_over, judge, judge_for, judge_snapshots, judge_snapshots_for,
+    throughput_over,
 };
 
 #[cfg(test)]

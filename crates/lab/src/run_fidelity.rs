@@ -49,6 +49,13 @@ pub fn throughput_over(link: &LinkConfig) -> Need {
     }
 }
 
+/// The need of a diagnosis's run across `link` ([`configured_rtt_ns`]).
+pub fn diagnosis_over(link: &LinkConfig) -> Need {
+    Need::Diagnosis {
+        rtt_ns: configured_rtt_ns(link),
+    }
+}
+
 /// What the emulator's model really did over one run, per direction: the queue stay and the
 /// realised delay of that run's packets alone (`tcplab_emu::RunRealised`); a direction with
 /// neither a queue nor a delay line has none. The model publishes its account every 50 ms, so

@@ -380,14 +380,15 @@ fn combine(judged: &[(String, RunFidelity)]) -> Option<EmulatorFidelity> {
 /// The emulator's verdict over one part of the battery, judged for what the doctor reads from
 /// it. Every rule reads its figures at the scale of the round trip or of timer ticks (window
 /// per RTT, queueing in tens of ms, stalls of a jiffy, the 40 ms delayed-ACK window a jiffy and
-/// a millisecond wide), never at the 100 µs a user's own latency figures are judged by: so each
-/// part needs what a throughput figure needs, frames late by at most 1 % of the RTT on average
-/// (`tcplab_emu_io::need`). The part's own result keeps the verdict of its workload's need.
+/// a millisecond wide), never at the 100 µs a user's own latency figures are judged by, and
+/// against thresholds at least 10 % from a healthy path's value: so each part needs frames late
+/// by at most 10 % of the RTT on average (`tcplab_emu_io::need`, `Need::Diagnosis`). The part's
+/// own result keeps the verdict of its workload's need.
 fn judge_part(
     before: &tcplab_lab::emulation::EmulatorStatus,
     after: Option<&tcplab_lab::emulation::EmulatorStatus>,
 ) -> RunFidelity {
-    let need = tcplab_lab::emulation::throughput_over(&before.link);
+    let need = tcplab_lab::emulation::diagnosis_over(&before.link);
     match after {
         Some(a) => tcplab_lab::emulation::judge_for(&before.counters, &a.counters, a.running, need),
         None => RunFidelity {

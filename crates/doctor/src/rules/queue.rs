@@ -15,21 +15,23 @@
 use crate::battery::{Context, EmulatedRun};
 use crate::finding::{Finding, Fix, Scope, Severity};
 use crate::rules::stream_view::StreamView;
+use tcplab_load::rrul::LoadDirection;
 
 /// Added delay under load below this is not bufferbloat whatever the path: under 30 ms is
 /// grade A of the common bufferbloat tests (Waveform, DSLReports), unnoticed by people.
 pub const BLOAT_MIN_S: f64 = 0.030;
 
-/// Added delay must also exceed this many times the path's own RTT: a queue of one or two
-/// BDPs is what a single loss-based flow needs to keep the link busy (the classic sizing
-/// rule), so only a queue beyond twice the BDP is over-provisioned.
+/// Added delay must also exceed this many times the path's own RTT per loaded direction: a
+/// queue of one or two BDPs is what a single loss-based flow needs to keep the link busy (the
+/// classic sizing rule), so only a queue beyond twice the BDP is over-provisioned; probes
+/// beside a load both ways cross both queues, and a BDP in each adds two RTTs.
 pub const BLOAT_RTT_MULTIPLE: f64 = 2.0;
 
 /// Added delay at or above this (and [`BLOAT_ERROR_RTT_MULTIPLE`] x the RTT) is an error:
 /// grade D and worse, where interactive use breaks down.
 pub const BLOAT_ERROR_S: f64 = 0.200;
 
-/// The RTT multiple of an error.
+/// The RTT multiple of an error, per loaded direction.
 pub const BLOAT_ERROR_RTT_MULTIPLE: f64 = 4.0;
 
 /// Throughput at or above this share of the path rate is a full path: drops that do not keep
@@ -45,6 +47,8 @@ pub const MIN_QUEUE_DROPS: u64 = 10;
 struct Inflation {
     loaded: f64,
     base: f64,
+    /// How many directions' queues the load filled and the RTT crossed (1 or 2).
+    directions: f64,
     base_from: &'static str,
     loaded_from: &'static str,
 }
@@ -55,11 +59,11 @@ impl Inflation {
     }
 
     fn is_bloat(&self) -> bool {
-        self.added() >= BLOAT_MIN_S.max(BLOAT_RTT_MULTIPLE * self.base)
+        self.added() >= BLOAT_MIN_S.max(BLOAT_RTT_MULTIPLE * self.base * self.directions)
     }
 
     fn is_error(&self) -> bool {
-        self.added() >= BLOAT_ERROR_S.max(BLOAT_ERROR_RTT_MULTIPLE * self.base)
+        self.added() >= BLOAT_ERROR_S.max(BLOAT_ERROR_RTT_MULTIPLE * self.base * self.directions)
     }
 }
 
@@ -89,6 +93,7 @@ fn from_stream(ctx: &Context<'_>) -> Option<Inflation> {
     Some(Inflation {
         loaded,
         base,
+        directions: 1.0,
         base_from,
         loaded_from: "median smoothed RTT of the bulk flow (tcp_info), after warm-up",
     })
@@ -100,11 +105,17 @@ pub const QUEUE_FILL_SLACK: f64 = 2.0;
 
 /// The probes' median latency while bulk flows ran both ways against their median before.
 fn from_probes(ctx: &Context<'_>) -> Option<Inflation> {
-    let i = &ctx.battery.rrul.as_ref()?.summary.inflation;
+    let rrul = ctx.battery.rrul.as_ref()?;
+    let i = &rrul.summary.inflation;
     let (before, during) = (i.before_p50_us?, i.during_p50_us?);
+    let directions = match rrul.config.direction {
+        LoadDirection::Both => 2.0,
+        LoadDirection::Up | LoadDirection::Down => 1.0,
+    };
     (before > 0.0).then_some(Inflation {
         loaded: during / 1e6,
         base: before / 1e6,
+        directions,
         base_from: "median latency of the probes before the load",
         loaded_from: "median latency of 64-byte request/response probes while bulk flows ran both ways",
     })
@@ -148,8 +159,9 @@ pub fn check_bloat(ctx: &Context<'_>) -> Vec<Finding> {
         added * 1e3,
         "ms",
         format!(
-            "under load minus base; bufferbloat from {:.0} ms and {BLOAT_RTT_MULTIPLE}x the base",
-            BLOAT_MIN_S * 1e3
+            "under load minus base; bufferbloat from {:.0} ms and {}x the base",
+            BLOAT_MIN_S * 1e3,
+            BLOAT_RTT_MULTIPLE * worst.directions
         ),
     );
     for (name, other) in [("probe", &probes), ("bulk_flow", &stream_view)] {
@@ -460,6 +472,35 @@ mod tests {
             "{:?}",
             f[0].evidence[0]
         );
+    }
+
+    /// Probes beside a load both ways on a 50 ms path that add `added_ms` under load.
+    fn probed(added_ms: f64, direction: LoadDirection) -> Battery {
+        let mut b = stream(50_500, 50_000, 9e6);
+        let mut r = tcplab_load::rrul::RrulResult::default();
+        r.config.direction = direction;
+        r.summary.inflation.before_p50_us = Some(50_000.0);
+        r.summary.inflation.during_p50_us = Some(50_000.0 + added_ms * 1e3);
+        b.rrul = Some(r);
+        b
+    }
+
+    #[test]
+    fn probes_across_two_loaded_queues_allow_a_bdp_and_a_half_in_each() {
+        // 1.2 BDPs each way under a load both ways: 2.4 RTTs added, the sizing rule twice.
+        let both = probed(120.0, LoadDirection::Both);
+        assert!(check_bloat(&Context::new(&both)).is_empty());
+        // The same added delay from a load one way is one queue of 2.4 BDPs.
+        let up = probed(120.0, LoadDirection::Up);
+        assert_eq!(
+            check_bloat(&Context::new(&up))[0].severity,
+            Severity::Warning
+        );
+        // Four RTTs across two queues is too much, 8 is an error.
+        let f = check_bloat(&Context::new(&probed(210.0, LoadDirection::Both)));
+        assert_eq!(f[0].severity, Severity::Warning);
+        let f = check_bloat(&Context::new(&probed(410.0, LoadDirection::Both)));
+        assert_eq!(f[0].severity, Severity::Error);
     }
 
     #[test]
