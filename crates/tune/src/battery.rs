@@ -382,7 +382,8 @@ fn combine(judged: &[(String, RunFidelity)]) -> Option<EmulatorFidelity> {
 /// per RTT, queueing in tens of ms, stalls of a jiffy, the 40 ms delayed-ACK window a jiffy and
 /// a millisecond wide), never at the 100 µs a user's own latency figures are judged by, and
 /// against thresholds at least 10 % from a healthy path's value: so each part needs frames late
-/// by at most 10 % of the RTT on average (`tcplab_emu_io::need`, `Need::Diagnosis`). The part's
+/// by at most half that, 5 % of the RTT, on average (`tcplab_emu_io::need`, `Need::Diagnosis`).
+/// The part's
 /// own result keeps the verdict of its workload's need.
 fn judge_part(
     before: &tcplab_lab::emulation::EmulatorStatus,
