@@ -383,8 +383,7 @@ fn combine(judged: &[(String, RunFidelity)]) -> Option<EmulatorFidelity> {
 /// a millisecond wide), never at the 100 µs a user's own latency figures are judged by, and
 /// against thresholds at least 10 % from a healthy path's value: so each part needs frames late
 /// by at most half that, 5 % of the RTT, on average (`tcplab_emu_io::need`, `Need::Diagnosis`).
-/// The part's
-/// own result keeps the verdict of its workload's need.
+/// The part's own result keeps the verdict of its workload's need.
 fn judge_part(
     before: &tcplab_lab::emulation::EmulatorStatus,
     after: Option<&tcplab_lab::emulation::EmulatorStatus>,

@@ -42,6 +42,26 @@ pub const PATH_FULL_SHARE: f64 = 0.9;
 /// of slow start, which every drop-tail queue has.
 pub const MIN_QUEUE_DROPS: u64 = 10;
 
+/// A slow-start threshold under this share of the BDP shows a loss response that cut the
+/// window far below what the path holds: then even a few drops cost the flow its rate, since a
+/// loss-based flow regains a segment per round trip.
+pub const WINDOW_CUT_SHARE: f64 = 0.5;
+
+/// The sending flow's slow-start threshold at the end of the stream, in segments, when a loss
+/// left it under [`WINDOW_CUT_SHARE`] of `bdp_packets` (0 in tcp_info: still in its first slow
+/// start, or a congestion control such as BBR that keeps none).
+fn window_cut(stream: &tcplab_load::stream::StreamResult, bdp_packets: f64) -> Option<f64> {
+    let view = StreamView::of(stream)?;
+    let ssthresh = view
+        .flows
+        .iter()
+        .map(|f| f.end.ssthresh)
+        .filter(|s| *s > 0)
+        .min()?;
+    let segments = f64::from(ssthresh);
+    (segments < WINDOW_CUT_SHARE * bdp_packets).then_some(segments)
+}
+
 /// What one measurement says of latency under load: the RTT under load, the RTT without a
 /// queue, and where each came from.
 struct Inflation {
@@ -321,14 +341,13 @@ pub fn check_shallow(ctx: &Context<'_>) -> Vec<Finding> {
     let Some(rate) = rate else {
         return Vec::new();
     };
-    if drops.queue_full < MIN_QUEUE_DROPS
-        || drops.queue_full < drops.loss
-        || throughput >= PATH_FULL_SHARE * rate
-    {
-        return Vec::new();
-    }
     let rtt = ctx.rtt_s().map_or(0.0, |r| r.0);
     let bdp_packets = rate / 8.0 * rtt / 1514.0;
+    let cut = window_cut(stream, bdp_packets);
+    let costly = drops.queue_full >= MIN_QUEUE_DROPS || (drops.queue_full > 0 && cut.is_some());
+    if !costly || drops.queue_full < drops.loss || throughput >= PATH_FULL_SHARE * rate {
+        return Vec::new();
+    }
     let queue = queue_limit(Some(&emulated));
     let severity = if throughput < 0.5 * rate {
         Severity::Error
@@ -374,6 +393,14 @@ pub fn check_shallow(ctx: &Context<'_>) -> Vec<Finding> {
         "packets",
         "path rate x RTT / 1514 bytes: what a loss-based flow needs queued to keep the link busy",
     );
+    if let Some(segments) = cut {
+        f.push(
+            "ssthresh_segments",
+            segments,
+            "segments",
+            "the sender's slow-start threshold after the drops (tcp_info), under half the BDP",
+        );
+    }
     f.push(
         "throughput_bps",
         throughput,
@@ -554,11 +581,34 @@ mod tests {
         );
     }
 
+    fn set_ssthresh(b: &mut Battery, ssthresh: u32) {
+        for i in b.stream.as_mut().unwrap().intervals.iter_mut() {
+            if let Some(t) = i.tcp_info.as_mut() {
+                t.ssthresh = ssthresh;
+            }
+        }
+    }
+
+    #[test]
+    fn a_few_drops_that_cut_the_window_far_below_the_bdp_are_a_shallow_queue() {
+        // Slow start overflowed a 6-packet queue 4 times on a path of 826 packets' BDP: a
+        // loss-based flow left at ssthresh 8 regains a segment per round trip.
+        let mut b = policed(120e6, 6, 4, 0);
+        set_ssthresh(&mut b, 8);
+        let f = check_shallow(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].figure("ssthresh_segments"), Some(8.0));
+    }
+
     #[test]
     fn a_full_path_random_loss_or_a_handful_of_drops_is_not_a_shallow_queue() {
         assert!(check_shallow(&Context::new(&policed(950e6, 4, 9_000, 0))).is_empty());
         assert!(check_shallow(&Context::new(&policed(120e6, 4, 300, 2_000))).is_empty());
         assert!(check_shallow(&Context::new(&policed(120e6, 4, 5, 0))).is_empty());
+        // A handful with a window left near the BDP (ssthresh 700 of 826 segments).
+        let mut b = policed(120e6, 4, 5, 0);
+        set_ssthresh(&mut b, 700);
+        assert!(check_shallow(&Context::new(&b)).is_empty());
         // Without the emulator's account nothing says where the drops were.
         assert!(check_shallow(&Context::new(&stream(10_500, 10_000, 120e6))).is_empty());
     }

@@ -196,6 +196,18 @@ fn cpu_wait(ctx: &Context<'_>) -> Option<Finding> {
     Some(f)
 }
 
+/// Whether the latency-under-load run has probes before and during the load, all the rules
+/// read of it: an empty after phase (a lossy path's load that drained late) leaves them whole.
+fn rrul_read_whole(b: &crate::battery::Battery) -> bool {
+    b.rrul.as_ref().is_some_and(|r| {
+        r.phases
+            .iter()
+            .filter(|p| p.name != tcplab_load::rrul::PhaseName::After)
+            .all(|p| p.transactions > 0)
+            && r.phases.len() == 3
+    })
+}
+
 fn samples(ctx: &Context<'_>) -> Option<Finding> {
     let b = ctx.battery;
     let mut notes: Vec<String> = b
@@ -273,7 +285,10 @@ fn samples(ctx: &Context<'_>) -> Option<Finding> {
     // A run cut short means something failed on the path or a host: worth a warning. Few
     // samples alone (a long RTT in a short budget) only limit what the other rules could
     // judge, and they stayed silent where they could not.
-    let cut_short = b.metas().iter().any(|(_, m)| !m.complete);
+    let cut_short = b
+        .metas()
+        .iter()
+        .any(|(n, m)| !m.complete && !(*n == "rrul" && rrul_read_whole(b)));
     let mut f = Finding::new(
         "untrustworthy.samples",
         if cut_short {
@@ -405,5 +420,34 @@ mod tests {
         assert_eq!(f[0].figure("problems"), Some(2.0));
         assert!(f[0].explanation.contains("server went away"));
         assert!(f[0].explanation.contains("100 messages"));
+    }
+
+    /// A latency-under-load run cut short, with `before`, `during`, `after` probes per phase.
+    fn rrul_cut(probes: [u64; 3]) -> Battery {
+        use tcplab_load::rrul::{Phase, PhaseName, RrulResult};
+        let mut r = RrulResult::default();
+        r.meta.complete = false;
+        r.meta.incomplete_reason = Some("no probe was answered in the after phase".into());
+        r.phases = [PhaseName::Before, PhaseName::During, PhaseName::After]
+            .into_iter()
+            .zip(probes)
+            .map(|(name, transactions)| Phase {
+                name,
+                transactions,
+                ..Phase::default()
+            })
+            .collect();
+        let mut b = healthy();
+        b.rrul = Some(r);
+        b
+    }
+
+    #[test]
+    fn an_empty_after_phase_is_info_and_an_empty_load_phase_a_warning() {
+        let f = check(&Context::new(&rrul_cut([100, 500, 0])));
+        assert_eq!(f[0].id, "untrustworthy.samples");
+        assert_eq!(f[0].severity, Severity::Info);
+        let f = check(&Context::new(&rrul_cut([100, 0, 0])));
+        assert_eq!(f[0].severity, Severity::Warning);
     }
 }
