@@ -68,10 +68,11 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     let full = rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r);
     // Far above the Mathis bound, the loss is not what limits the flow (a rate-based control
     // rides through it, or the losses are a burst at start-up); only a loss rate high enough to
-    // hurt a loss-based control's neighbours still deserves a word.
-    let limited = loss >= MIN_LOSS_RATE
-        && !full
-        && !(view.throughput_bps > MATHIS_BOUND_RATIO * bound && loss < BBR_HIGH_LOSS);
+    // hurt a loss-based control's neighbours still deserves a word, and only where the path's
+    // rate shows the flow fell short (BBR overruns a shallow queue at full rate too).
+    let rides_through = view.throughput_bps > MATHIS_BOUND_RATIO * bound
+        && (loss < BBR_HIGH_LOSS || rate.is_none());
+    let limited = loss >= MIN_LOSS_RATE && !full && !rides_through;
     // A flow that rides through the loss (BBR) hides it from the figures above, but the path
     // still loses packets, which every loss-based flow on it pays for: on an emulated path the
     // model says so itself.
@@ -433,6 +434,15 @@ mod tests {
         assert!(
             matches!(&f[0].fixes[0].kind, FixKind::SetSockOpt { value, .. } if value == "cubic")
         );
+    }
+
+    #[test]
+    fn bbr_far_above_the_bound_on_a_path_of_unknown_rate_is_not_limited_by_its_loss() {
+        // A real host: no configured rate, so nothing shows the flow fell short; BBR overruns
+        // a shallow queue at full rate as well.
+        let mut b = lossy("bbr", 0.05, 80e6);
+        b.path.rate_bps = None;
+        assert!(check(&Context::new(&b)).is_empty());
     }
 
     #[test]
