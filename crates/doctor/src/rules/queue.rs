@@ -42,6 +42,20 @@ pub const PATH_FULL_SHARE: f64 = 0.9;
 /// of slow start, which every drop-tail queue has.
 pub const MIN_QUEUE_DROPS: u64 = 10;
 
+/// A queue shorter than this share of the BDP is shallow: a loss-based flow's sawtooth
+/// then drains it empty after every halving and the link idles. Drops at a longer queue are
+/// another element's doing (a reordering or jittered path that holds packets back).
+pub const SHALLOW_SHARE: f64 = 0.5;
+
+/// A queue limit in packets (bytes counted as full-size 1514-byte frames).
+fn queue_packets((limit, unit): (f64, &str)) -> f64 {
+    if unit == "bytes" {
+        limit / 1514.0
+    } else {
+        limit
+    }
+}
+
 /// A slow-start threshold under this share of the BDP shows a loss response that cut the
 /// window far below what the path holds: then even a few drops cost the flow its rate, since a
 /// loss-based flow regains a segment per round trip.
@@ -349,6 +363,9 @@ pub fn check_shallow(ctx: &Context<'_>) -> Vec<Finding> {
         return Vec::new();
     }
     let queue = queue_limit(Some(&emulated));
+    if queue.is_some_and(|q| queue_packets(q) >= SHALLOW_SHARE * bdp_packets) {
+        return Vec::new();
+    }
     let severity = if throughput < 0.5 * rate {
         Severity::Error
     } else {
@@ -609,6 +626,8 @@ mod tests {
         let mut b = policed(120e6, 4, 5, 0);
         set_ssthresh(&mut b, 700);
         assert!(check_shallow(&Context::new(&b)).is_empty());
+        // Drops at a queue of a BDP or more come from something else (826 packets' BDP).
+        assert!(check_shallow(&Context::new(&policed(120e6, 826, 9_000, 0))).is_empty());
         // Without the emulator's account nothing says where the drops were.
         assert!(check_shallow(&Context::new(&stream(10_500, 10_000, 120e6))).is_empty());
     }
