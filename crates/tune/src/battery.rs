@@ -377,18 +377,27 @@ fn combine(judged: &[(String, RunFidelity)]) -> Option<EmulatorFidelity> {
     })
 }
 
-/// The emulator's verdict over one part of the battery, judged for what the doctor reads from
-/// it. Every rule reads its figures at the scale of the round trip or of timer ticks (window
-/// per RTT, queueing in tens of ms, stalls of a jiffy, the 40 ms delayed-ACK window a jiffy and
-/// a millisecond wide), never at the 100 µs a user's own latency figures are judged by, and
-/// against thresholds at least 10 % from a healthy path's value: so each part needs frames late
-/// by at most half that, 5 % of the RTT, on average (`tcplab_emu_io::need`, `Need::Diagnosis`).
-/// The part's own result keeps the verdict of its workload's need.
+/// The emulator's verdict over one part of the battery (`name`), judged for what the doctor
+/// reads from it. Every rule reads its figures at the scale of the round trip or longer, never
+/// at the 100 µs a user's own latency figures are judged by, and against thresholds at least
+/// 10 % from a healthy path's value: so each part needs frames late by at most half that, 5 %
+/// of its scale, on average (`tcplab_emu_io::need`, `Need::Diagnosis`): the stream's is the
+/// RTT (a window per round trip); latency under load's at least [`BLOAT_SCALE_NS`] (queueing
+/// from 30 ms); the message and connection parts' at least [`TICK_SCALE_NS`] (stalls of whole
+/// jiffies, the 40 ms delayed-ACK window). The part's own result keeps the verdict of its
+/// workload's need.
 fn judge_part(
+    name: &str,
     before: &tcplab_lab::emulation::EmulatorStatus,
     after: Option<&tcplab_lab::emulation::EmulatorStatus>,
 ) -> RunFidelity {
-    let need = tcplab_lab::emulation::diagnosis_over(&before.link);
+    let rtt_ns = tcplab_lab::emulation::configured_rtt_ns(&before.link);
+    let scale_ns = match name {
+        "stream" => rtt_ns,
+        "rrul" => rtt_ns.max(BLOAT_SCALE_NS),
+        _ => rtt_ns.max(TICK_SCALE_NS),
+    };
+    let need = tcplab_lab::emulation::Need::Diagnosis { rtt_ns: scale_ns };
     match after {
         Some(a) => tcplab_lab::emulation::judge_for(&before.counters, &a.counters, a.running, need),
         None => RunFidelity {
@@ -398,6 +407,14 @@ fn judge_part(
         },
     }
 }
+
+/// The smallest effect the rules read from latency under load, ns: bufferbloat from 30 ms
+/// added (the doctor's `BLOAT_MIN_S`).
+pub const BLOAT_SCALE_NS: u64 = 30_000_000;
+
+/// The smallest effect the rules read from message and connection timings, ns: a jiffy at
+/// HZ=250 (stalls of whole ticks; the delayed-ACK window is 40 ms and a jiffy wide).
+pub const TICK_SCALE_NS: u64 = 4_000_000;
 
 /// The number of stalled receives of a msgs result (all sizes).
 fn worst_gap(m: &msgs::MsgsResult) -> f64 {
@@ -439,7 +456,10 @@ where
         .counters
         .insert(name.to_string(), increases(&before, &after));
     if let Some(b) = emulator_before {
-        judged.push((name.to_string(), judge_part(&b, status(target).as_ref())));
+        judged.push((
+            name.to_string(),
+            judge_part(name, &b, status(target).as_ref()),
+        ));
     }
     report.map_err(|e| TuneError::Battery(e.to_string()))
 }

@@ -285,10 +285,8 @@ fn samples(ctx: &Context<'_>) -> Option<Finding> {
     // A run cut short means something failed on the path or a host: worth a warning. Few
     // samples alone (a long RTT in a short budget) only limit what the other rules could
     // judge, and they stayed silent where they could not.
-    let cut_short = b
-        .metas()
-        .iter()
-        .any(|(n, m)| !m.complete && !(*n == "rrul" && rrul_read_whole(b)));
+    let read_whole = |n: &str| n == "rrul" && rrul_read_whole(b);
+    let cut_short = b.metas().iter().any(|(n, m)| !m.complete && !read_whole(n));
     let mut f = Finding::new(
         "untrustworthy.samples",
         if cut_short {
