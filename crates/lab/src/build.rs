@@ -135,14 +135,53 @@ fn configure_host(spec: &LabSpec, host: &str) -> Result<()> {
 }
 
 /// Offloads for `host`'s link ends: the lab's, except that an emulator carrying super-packets
-/// needs segmentation on both of its ports to send them on whole.
-fn offloads_of(spec: &LabSpec, host: &str) -> Offloads {
+/// needs segmentation on both of its ports to send them on whole, and that an end host with a
+/// larger MTU than the path (`--end-mtu`) sends no super-packets: the kernel forwards a
+/// super-packet across a link of smaller MTU without checking its segments' size, so the
+/// mismatch would not be the black hole it is on a real path.
+pub(crate) fn offloads_of(spec: &LabSpec, host: &str) -> Offloads {
+    let is_end = spec.end_hosts().any(|n| n.name == host);
     match &spec.emulation {
         Some(emu) if emu.host == host && spec.offloads.segments() => Offloads {
             tso: true,
             gso: true,
             ..spec.offloads
         },
+        _ if is_end && spec.end_mtu.is_some_and(|m| m > spec.mtu) => Offloads {
+            tso: false,
+            gso: false,
+            ..spec.offloads
+        },
         _ => spec.offloads,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{BridgeMode, BuiltinOptions, Topology};
+
+    fn path(end_mtu: Option<u32>) -> LabSpec {
+        LabSpec::builtin(&BuiltinOptions {
+            name: "mtu".into(),
+            topology: Topology::Path,
+            end_mtu,
+            offloads: Offloads::ALL_ON,
+            bridge: BridgeMode::Emu,
+            ..BuiltinOptions::default()
+        })
+        .expect("spec")
+    }
+
+    #[test]
+    fn end_hosts_of_a_larger_mtu_send_no_super_packets_and_the_emulator_keeps_its() {
+        let spec = path(Some(9000));
+        for host in ["client", "server"] {
+            let o = offloads_of(&spec, host);
+            assert!(!o.tso && !o.gso && o.gro, "{host}: {o:?}");
+        }
+        assert_eq!(offloads_of(&spec, "middle"), Offloads::ALL_ON);
+        let same = path(None);
+        assert_eq!(offloads_of(&same, "client"), Offloads::ALL_ON);
     }
 }

@@ -28,6 +28,10 @@ pub const MATHIS_BOUND_RATIO: f64 = 2.0;
 /// 2%+ loss against shallow buffers); a loss-based control then treats the path better.
 pub const BBR_HIGH_LOSS: f64 = 0.02;
 
+/// A flow limited by the receive window or its send buffer this share of its busy time is
+/// held by that window: its loss response is not what sets its rate.
+pub const WINDOW_BOUND_SHARE: f64 = 0.5;
+
 /// Throughput at or above this share of the known path rate means loss is not limiting.
 pub const PATH_FULL_SHARE: f64 = 0.9;
 
@@ -72,7 +76,13 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     // rate shows the flow fell short (BBR overruns a shallow queue at full rate too).
     let rides_through = view.throughput_bps > MATHIS_BOUND_RATIO * bound
         && (loss < BBR_HIGH_LOSS || rate.is_none());
-    let limited = loss >= MIN_LOSS_RATE && !full && !rides_through;
+    // A flow that spent most of its time waiting for a window (the receiver's or its own send
+    // buffer) was held by that window, not by its loss response.
+    let busy = sum(&span, FlowSpan::busy_us);
+    let window_waits =
+        sum(&span, FlowSpan::rwnd_limited_us) + sum(&span, FlowSpan::sndbuf_limited_us);
+    let window_bound = busy > 0 && window_waits as f64 >= WINDOW_BOUND_SHARE * busy as f64;
+    let limited = loss >= MIN_LOSS_RATE && !full && !rides_through && !window_bound;
     // A flow that rides through the loss (BBR) hides it from the figures above, but the path
     // still loses packets, which every loss-based flow on it pays for: on an emulated path the
     // model says so itself.
@@ -442,6 +452,18 @@ mod tests {
         // a shallow queue at full rate as well.
         let mut b = lossy("bbr", 0.05, 80e6);
         b.path.rate_bps = None;
+        assert!(check(&Context::new(&b)).is_empty());
+    }
+
+    #[test]
+    fn a_flow_waiting_for_its_receiver_is_not_limited_by_its_loss() {
+        // Start-up losses, then a reader that holds the window shut most of the time.
+        let mut b = lossy("cubic", 0.01, 5e6);
+        for i in b.stream.as_mut().unwrap().intervals.iter_mut() {
+            if let Some(t) = i.tcp_info.as_mut() {
+                t.rwnd_limited_us = t.busy_us * 8 / 10;
+            }
+        }
         assert!(check(&Context::new(&b)).is_empty());
     }
 
