@@ -2,7 +2,7 @@
 # Can the doctor's and the demo's runs at 1 Gbit/s be trusted on this machine? Runs each N
 # times and prints how many runs the emulator's verdict judged trustworthy, per workload.
 #
-#   doctor: the doctor's default battery (stream, msgs, msgs size sweep, rr, crr) on a lab built
+#   doctor: the doctor's default battery (stream, msgs, msgs size sweep, latency under load, rr, crr) on a lab built
 #           for it, 1 Gbit/s and 5 ms each way with large buffers (a bulk flow at the rate):
 #           `tcplab doctor --topology path --delay 5ms --rate 1gbit --sysctl all:tcp_rmem/wmem
 #           max 32 MiB --budget 30s --json`. Each workload's own verdict is in its result's
@@ -93,7 +93,7 @@ try:
 except Exception as e:
     print(f"doctor {i}: no result ({e})"); sys.exit(0)
 parts = []
-for w in ("stream", "msgs", "msgs_sweep", "rr", "crr"):
+for w in ("stream", "msgs", "msgs_sweep", "rrul", "rr", "crr"):
     f = ((b.get(w) or {}).get("facts", {}).get("emulator") or {}).get("fidelity")
     parts.append(f"{w} {'-' if f is None else ('ok' if f['trustworthy'] else 'UNTRUSTWORTHY')}")
 s = (b.get("stream") or {})
@@ -106,7 +106,7 @@ print(f"doctor {i}: " + ", ".join(parts)
       + f"; finding untrustworthy.emulator {'yes' if finding else 'no'}"
       + f"; stream {mbps:.0f} Mbit/s, server CPU {'-' if cpu is None else f'{cpu:.2f}'} s/GB"
       + f"; {shares}")
-for w in ("stream", "msgs", "msgs_sweep", "rr", "crr"):
+for w in ("stream", "msgs", "msgs_sweep", "rrul", "rr", "crr"):
     f = ((b.get(w) or {}).get("facts", {}).get("emulator") or {}).get("fidelity")
     if f and not f["trustworthy"]:
         print(f"  {w}: " + "; ".join(f["reasons"]))
@@ -115,7 +115,7 @@ EOF
   python3 - "$work" "$runs" <<'EOF'
 import json, sys, os
 work, runs = sys.argv[1], int(sys.argv[2])
-ws = ("stream", "msgs", "msgs_sweep", "rr", "crr")
+ws = ("stream", "msgs", "msgs_sweep", "rrul", "rr", "crr")
 ok = {w: 0 for w in ws}; judged = {w: 0 for w in ws}; every = whole = finding = done = 0
 for i in range(1, runs + 1):
     try:

@@ -154,6 +154,9 @@ impl RunLateness {
     }
 }
 
+/// Fewest frames of a direction a throughput or diagnosis run is judged on: a p99 needs 100.
+pub const MIN_JUDGED_FRAMES: u64 = 100;
+
 /// Whether more than 1 % of `frames` are `late`: their p99 is above the limit exactly then.
 fn p99_over(late: u64, frames: u64) -> bool {
     late.saturating_mul(100) > frames
@@ -161,8 +164,19 @@ fn p99_over(late: u64, frames: u64) -> bool {
 
 /// The reasons a run's lateness fails `need`, per direction (`(name, frames)`, forward first);
 /// empty when it is within what the measurement needs.
-pub fn lateness_reasons(need: Need, dirs: [(&str, RunLateness); 2]) -> Vec<String> {
+pub fn lateness_reasons(need: Need, mut dirs: [(&str, RunLateness); 2]) -> Vec<String> {
     let limit = LATE_LIMIT_NS / 1_000;
+    if need.mean_share().is_some() {
+        // A bulk figure over fewer frames than a p99 needs is no figure: a flow that moved
+        // nothing (a black-holed path) leaves its handshake's wake-up lateness, which distorts
+        // nothing it measured.
+        for (_, r) in dirs
+            .iter_mut()
+            .filter(|(_, r)| r.frames < MIN_JUDGED_FRAMES)
+        {
+            *r = RunLateness::default();
+        }
+    }
     let over = |which: &str, dir: &str, late: u64, frames: u64| {
         format!(
             "{dir}: {which}lateness p99 above {limit} µs ({late} of {frames} frames later than that)"
@@ -285,6 +299,24 @@ mod tests {
             Need::Diagnosis { rtt_ns }.to_string(),
             "a diagnosis over a 20.0 ms RTT"
         );
+    }
+
+    #[test]
+    fn a_bulk_run_that_moved_a_handful_of_frames_is_not_judged_by_them() {
+        // A stream into a black hole: 21 frames, 4 of them 1 ms late on waking the emulator.
+        let fwd = frames(21, 4, MS, 10 * US);
+        let rev = frames(18, 0, 0, 10 * US);
+        let rtt_ns = MS;
+        assert_eq!(
+            judge(Need::Diagnosis { rtt_ns }, fwd, rev),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            judge(Need::Throughput { rtt_ns }, fwd, rev),
+            Vec::<String>::new()
+        );
+        // A latency figure is distorted by each of its frames, however few.
+        assert!(!judge(Need::Latency, fwd, rev).is_empty());
     }
 
     #[test]
