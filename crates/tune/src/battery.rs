@@ -382,19 +382,22 @@ fn combine(judged: &[(String, RunFidelity)]) -> Option<EmulatorFidelity> {
 /// at the 100 µs a user's own latency figures are judged by, and against thresholds at least
 /// 10 % from a healthy path's value: so each part needs frames late by at most half that, 5 %
 /// of its scale, on average (`tcplab_emu_io::need`, `Need::Diagnosis`): the stream's is the
-/// RTT (a window per round trip); latency under load's at least [`BLOAT_SCALE_NS`] (queueing
-/// from 30 ms); the message and connection parts' at least [`TICK_SCALE_NS`] (stalls of whole
-/// jiffies, the 40 ms delayed-ACK window). The part's own result keeps the verdict of its
-/// workload's need.
+/// RTT (a window per round trip), unless it ran at the link's rate (`at_rate`: a flow held by
+/// the rate loses nothing to lateness while the schedule catches up, so only its RTT samples,
+/// read at bufferbloat's scale, remain); latency under load's at least [`BLOAT_SCALE_NS`]
+/// (queueing from 30 ms); the message and connection parts' at least [`TICK_SCALE_NS`] (stalls
+/// of whole jiffies, the 40 ms delayed-ACK window). The part's own result keeps the verdict of
+/// its workload's need.
 fn judge_part(
     name: &str,
+    at_rate: bool,
     before: &tcplab_lab::emulation::EmulatorStatus,
     after: Option<&tcplab_lab::emulation::EmulatorStatus>,
 ) -> RunFidelity {
     let rtt_ns = tcplab_lab::emulation::configured_rtt_ns(&before.link);
     let scale_ns = match name {
-        "stream" => rtt_ns,
-        "rrul" => rtt_ns.max(BLOAT_SCALE_NS),
+        "stream" if !at_rate => rtt_ns,
+        "stream" | "rrul" => rtt_ns.max(BLOAT_SCALE_NS),
         _ => rtt_ns.max(TICK_SCALE_NS),
     };
     let need = tcplab_lab::emulation::Need::Diagnosis { rtt_ns: scale_ns };
@@ -406,6 +409,20 @@ fn judge_part(
             need: Some(need),
         },
     }
+}
+
+/// A stream at this share of the emulated link's rate or more was held by the rate (the doctor's
+/// `PATH_FULL_SHARE`).
+pub const AT_RATE_SHARE: f64 = 0.9;
+
+/// Whether `report` is a stream that ran at the rate of `link`'s forward direction.
+fn held_by_the_rate(report: &Report, link: &tcplab_emu::LinkConfig) -> bool {
+    let (Report::Stream(s), Some(rate)) = (report, link.forward.rate_bps) else {
+        return false;
+    };
+    s.summary
+        .throughput_bps
+        .is_some_and(|t| rate > 0 && t >= AT_RATE_SHARE * rate as f64)
 }
 
 /// The smallest effect the rules read from latency under load, ns: bufferbloat from 30 ms
@@ -456,9 +473,10 @@ where
         .counters
         .insert(name.to_string(), increases(&before, &after));
     if let Some(b) = emulator_before {
+        let at_rate = report.as_ref().is_ok_and(|r| held_by_the_rate(r, &b.link));
         judged.push((
             name.to_string(),
-            judge_part(name, &b, status(target).as_ref()),
+            judge_part(name, at_rate, &b, status(target).as_ref()),
         ));
     }
     report.map_err(|e| TuneError::Battery(e.to_string()))
@@ -514,6 +532,25 @@ fn increases(before: &Snapshot, after: &Snapshot) -> BTreeMap<String, BTreeMap<S
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_at_nine_tenths_of_the_link_rate_is_held_by_it() {
+        let mut link = tcplab_emu::LinkConfig::default();
+        let stream = |bps: f64| {
+            let mut s = tcplab_load::stream::StreamResult::default();
+            s.summary.throughput_bps = Some(bps);
+            Report::Stream(s)
+        };
+        assert!(
+            !held_by_the_rate(&stream(950e6), &link),
+            "no rate: nothing holds it"
+        );
+        link.forward.rate_bps = Some(1_000_000_000);
+        assert!(held_by_the_rate(&stream(950e6), &link));
+        assert!(!held_by_the_rate(&stream(600e6), &link));
+        let rr = Report::Rr(Default::default());
+        assert!(!held_by_the_rate(&rr, &link));
+    }
 
     #[test]
     fn messages_are_paced_at_half_the_path_rate() {

@@ -82,7 +82,11 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     let window_waits =
         sum(&span, FlowSpan::rwnd_limited_us) + sum(&span, FlowSpan::sndbuf_limited_us);
     let window_bound = busy > 0 && window_waits as f64 >= WINDOW_BOUND_SHARE * busy as f64;
-    let limited = loss >= MIN_LOSS_RATE && !full && !rides_through && !window_bound;
+    let limited = loss >= MIN_LOSS_RATE
+        && !full
+        && !rides_through
+        && !window_bound
+        && !queue_drops_only(stream);
     // A flow that rides through the loss (BBR) hides it from the figures above, but the path
     // still loses packets, which every loss-based flow on it pays for: on an emulated path the
     // model says so itself.
@@ -118,6 +122,16 @@ fn path_loss_share(stream: &tcplab_load::stream::StreamResult) -> Option<f64> {
     let account = crate::battery::EmulatedRun::of(&stream.meta)?.account?;
     let d = account.forward_drops;
     (d.loss >= MIN_PATH_LOSS_DROPS && d.frames > 0).then(|| d.loss as f64 / d.frames as f64)
+}
+
+/// Whether the emulated link's account says the stream's packets were dropped only by its
+/// full queue, none by its loss process: the flow's retransmissions are then the congestion it
+/// causes itself at the bottleneck (the queue rules judge whether that queue is too short), not
+/// a path that loses packets.
+fn queue_drops_only(stream: &tcplab_load::stream::StreamResult) -> bool {
+    crate::battery::EmulatedRun::of(&stream.meta)
+        .and_then(|e| e.account)
+        .is_some_and(|a| a.forward_drops.loss == 0 && a.forward_drops.queue_full > 0)
 }
 
 struct Figures {
@@ -464,6 +478,24 @@ mod tests {
                 t.rwnd_limited_us = t.busy_us * 8 / 10;
             }
         }
+        assert!(check(&Context::new(&b)).is_empty());
+    }
+
+    #[test]
+    fn drops_at_the_queue_alone_are_not_path_loss() {
+        // At the Mathis bound (reported without the account: cubic_at_the_mathis_bound_gets_bbr).
+        let mut b = lossy("cubic", 0.01, 5e6);
+        let account = tcplab_lab::emulation::RunAccount {
+            forward_drops: tcplab_lab::emulation::ModelDrops {
+                frames: 500,
+                loss: 0,
+                queue_full: 40,
+            },
+            ..Default::default()
+        };
+        b.stream.as_mut().unwrap().meta.facts = serde_json::json!({
+            "emulator": { "link": null, "realised": account, "fidelity": null }
+        });
         assert!(check(&Context::new(&b)).is_empty());
     }
 
