@@ -217,6 +217,19 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// Whether both ends run on this machine with nothing shaping the path between them: a lab
+    /// (the facts list its hosts) whose stream crossed no emulator and no known rate. The path
+    /// is then a memory copy, and the CPUs both ends share are its only bottleneck.
+    pub fn unshaped_lab(&self) -> bool {
+        let lab = self.facts.as_ref().is_some_and(|f| !f.hosts.is_empty());
+        let emulated = self
+            .battery
+            .stream
+            .as_ref()
+            .is_some_and(|s| EmulatedRun::of(&s.meta).is_some());
+        lab && !emulated && self.battery.path.rate_bps.is_none()
+    }
+
     /// The lab host name of `role`, if the facts know that host.
     pub fn host_name(&self, role: Role) -> Option<&str> {
         let facts = self.facts.as_ref()?;

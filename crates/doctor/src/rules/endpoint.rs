@@ -122,7 +122,9 @@ pub fn check_cpu(ctx: &Context<'_>) -> Vec<Finding> {
         return Vec::new();
     };
     let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
-    if rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r) {
+    // Between two hosts of an unshaped lab the CPUs are the path: a flow bound by them runs as
+    // fast as the path can.
+    if rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r) || ctx.unshaped_lab() {
         return Vec::new();
     }
     let wall = stream.elapsed_s * f64::from(stream.config.flows.max(1));
@@ -268,6 +270,17 @@ mod tests {
         if let Some(s) = b.stream.as_mut() {
             s.summary.throughput_bps = Some(950e6);
         }
+        assert!(check_cpu(&Context::new(&b)).is_empty());
+    }
+
+    #[test]
+    fn a_busy_sender_between_two_hosts_of_an_unshaped_lab_is_the_path_at_full_speed() {
+        let mut b = with_reader(0, 1 << 20, 200e6);
+        if let Some(s) = b.stream.as_mut() {
+            s.meta.client_cpu_s = s.elapsed_s * 0.98;
+        }
+        assert_eq!(check_cpu(&Context::new(&b)).len(), 1);
+        b.path.rate_bps = None;
         assert!(check_cpu(&Context::new(&b)).is_empty());
     }
 }

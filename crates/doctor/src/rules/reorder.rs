@@ -42,7 +42,13 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     let retrans = sum(FlowSpan::retrans_segments);
     let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
     let full = rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r);
-    let severity = if full {
+    // Between two hosts of an unshaped lab the only reordering is the kernel's own: a sender
+    // that moves between CPUs queues its segments on different CPUs' backlogs. Worth knowing,
+    // nothing on a path to fix.
+    let host_made = ctx.unshaped_lab();
+    let severity = if host_made {
+        Severity::Info
+    } else if full {
         Severity::Warning
     } else {
         Severity::Error
@@ -107,6 +113,12 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
             "lost throughput here"
         }
     );
+    if host_made {
+        f.explanation = format!(
+            "Both ends run on this machine and nothing shapes the path between them, so the reordering is the kernel's own: a sender that moves between CPUs queues its segments on different CPUs' backlogs, which drain out of order ({spurious} of {retrans} retransmissions were not needed). A real path does not see this; pinning the sender to one CPU (taskset) removes it."
+        );
+        return vec![f];
+    }
     f.fixes.push(Fix::other(
         "keep each flow on one path: hash ECMP/LAG on the 5-tuple, one RX queue per flow (RSS), no per-packet load balancing",
         "the path",
@@ -156,6 +168,21 @@ mod tests {
         assert_eq!(f[0].figure("reordering_tolerated"), Some(30.0));
         let f = check(&Context::new(&reordered(100, 95e6)));
         assert_eq!(f[0].severity, Severity::Warning, "a full path");
+    }
+
+    #[test]
+    fn reordering_between_two_hosts_of_an_unshaped_lab_is_the_kernels_own() {
+        // The synthetic facts list lab hosts; no emulator and no rate: a bare veth pair.
+        let mut b = reordered(100, 60e6);
+        b.path.rate_bps = None;
+        let f = check(&Context::new(&b));
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(
+            f[0].explanation.contains("CPUs' backlogs"),
+            "{}",
+            f[0].explanation
+        );
+        assert!(f[0].fixes.is_empty());
     }
 
     #[test]
