@@ -344,7 +344,7 @@ fn bad_input_gives_one_line_and_exit_2() {
             "--sysctl",
             "client:net.ipv4.tcp_congestion_control=nosuch",
         ],
-        "rejected",
+        "no congestion control 'nosuch'",
     );
     assert_usage_error(
         s,
