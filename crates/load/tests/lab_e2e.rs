@@ -91,8 +91,11 @@ fn every_workload_runs_between_lab_hosts() {
     );
     let run = &m.runs[0];
     assert_eq!(run.received, 100_000);
+    // A functional bound, not a speed figure (that is a benchmark's): ~0.5 s on an idle
+    // machine, and a stall per message (a 40 ms timer) would take an hour; 10 s stays clear of
+    // a machine loaded by the sibling tests.
     assert!(
-        run.total_s < 1.0,
+        run.total_s < 10.0,
         "100,000 x 1 byte took {} s in the lab",
         run.total_s
     );
