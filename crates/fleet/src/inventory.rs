@@ -1,0 +1,1 @@
+//! The hosts file (docs/fleet.md).

@@ -1,0 +1,1 @@
+//! Launchers: how agents are started on the hosts of an inventory.
