@@ -8,8 +8,8 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use crate::error::LoadError;
 use crate::live::OnLive;
@@ -107,7 +107,11 @@ impl ServeArgs {
         for line in crate::agent::args::banner(server.config()) {
             eprintln!("tcplab serve: {line}");
         }
-        server.serve(&AtomicBool::new(false), self.max_tests)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        if self.agent.stop_on_stdin_eof {
+            crate::agent::args::stop_on_stdin_eof(stop.clone())?;
+        }
+        server.serve(&stop, self.max_tests)?;
         Ok(ExitCode::SUCCESS)
     }
 }

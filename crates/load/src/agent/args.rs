@@ -1,7 +1,10 @@
 //! The flags of `tcplab serve` that make it an agent (keys, scope, limits), and the lines it
 //! prints at start, so whoever starts it sees at once who may use it and how much.
 
+use std::io::Read;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::{AgentConfig, Limits};
@@ -56,6 +59,10 @@ pub struct AgentArgs {
     /// The whole handshake, from connect to the test's parameters, seconds.
     #[arg(long, value_name = "SECS", default_value = "5", value_parser = crate::cli::parse_duration_ms)]
     pub handshake_timeout: u64,
+    /// Stop (restoring every held sysctl) when stdin reaches EOF: a launcher holds stdin open
+    /// (an ssh session), so a coordinator that dies, even by SIGKILL, ends its agents.
+    #[arg(long)]
+    pub stop_on_stdin_eof: bool,
 }
 
 impl Default for AgentArgs {
@@ -75,6 +82,7 @@ impl Default for AgentArgs {
             max_threads: l.max_threads,
             idle_timeout: l.idle_timeout.as_millis() as u64,
             handshake_timeout: l.handshake_timeout.as_millis() as u64,
+            stop_on_stdin_eof: false,
         }
     }
 }
@@ -179,6 +187,30 @@ pub fn banner(config: &AgentConfig) -> Vec<String> {
     ));
     lines.push(format!("limits: {}", config.limits.summary()));
     lines
+}
+
+/// Sets `stop` when this process's stdin reaches EOF (or fails), from a thread that does
+/// nothing else: the serve loop looks at `stop` every 100 ms, so the agent winds down (tests
+/// end, held sysctls are restored) and exits 0 soon after whoever holds its stdin goes away.
+pub fn stop_on_stdin_eof(stop: Arc<AtomicBool>) -> Result<()> {
+    std::thread::Builder::new()
+        .name("tcplab-stdin".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = [0u8; 512];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            eprintln!("tcplab serve: stdin closed (--stop-on-stdin-eof), stopping");
+            stop.store(true, Ordering::Relaxed);
+        })
+        .map(drop)
+        .map_err(|e| LoadError::io("starting the --stop-on-stdin-eof thread", e))
 }
 
 /// Raises this process's soft limit on open files to its hard limit: an agent holds a socket per
