@@ -13,6 +13,7 @@
 //! | [`compare`] | Welch t-test, Mann-Whitney U, Holm correction | rank, race |
 //! | [`rank`](mod@rank) | "consistently fast" ranking with significance groups | report, tune |
 //! | [`race`] | which configurations to stop running, with the reason | study `--race`, tune |
+//! | [`collective`] | the chance one all-to-all meets a stall, from per-pair counts, with a Jeffreys interval | fleet mesh |
 //! | [`stall`] | stall detection, periodicity by message index, timer-tick clustering, delayed-ACK cluster share | doctor |
 //! | [`period`] | the grid fit behind the periodicity verdict | stall |
 //! | [`dist`] | Student t and normal CDF/quantiles (from `statrs`, panic-free wrappers) | all |
@@ -37,6 +38,7 @@
 
 pub mod bootstrap;
 pub mod ci;
+pub mod collective;
 pub mod compare;
 pub mod describe;
 pub mod dist;
@@ -51,6 +53,7 @@ pub mod stall;
 pub mod summary;
 
 pub use bootstrap::Bootstrap;
+pub use collective::{CollectiveStall, PairStalls, all_to_all_stall};
 pub use ci::{CiMethod, ConfidenceInterval, mean_ci_t};
 pub use compare::{Alternative, TestKind, TestResult, holm_adjust, mann_whitney_u, welch_t_test};
 pub use describe::{Description, describe};
