@@ -107,11 +107,22 @@ impl ServeArgs {
         for line in crate::agent::args::banner(server.config()) {
             eprintln!("tcplab serve: {line}");
         }
+        for (key, value) in server.restored_at_start() {
+            eprintln!(
+                "tcplab serve: restored {key}={value} from the journal a previous agent left"
+            );
+        }
         let stop = Arc::new(AtomicBool::new(false));
         if self.agent.stop_on_stdin_eof {
             crate::agent::args::stop_on_stdin_eof(stop.clone())?;
         }
+        if self.agent.allow_sysctl {
+            // Held sysctls go back on SIGTERM and SIGINT too, not only at a clean stop.
+            crate::agent::args::stop_on_signals(stop.clone())?;
+        }
         server.serve(&stop, self.max_tests)?;
+        // Dropping the server restores whatever is still held.
+        drop(server);
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -25,6 +25,12 @@ pub fn now_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// CLOCK_REALTIME now, in nanoseconds since the Unix epoch: the clock two machines compare
+/// (`Ask::Clock`); never used to measure an interval.
+pub fn realtime_ns() -> i64 {
+    i64::try_from(clock_ns(libc::CLOCK_REALTIME)).unwrap_or(i64::MAX)
+}
+
 /// CPU time consumed so far by the calling thread, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)

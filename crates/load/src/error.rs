@@ -81,6 +81,10 @@ pub enum LoadError {
         /// The errno.
         source: io::Error,
     },
+    /// An agent refused or failed a request other than a test (an ask: facts, clock, run,
+    /// sysctl); the message names the agent's flag or the request's field to fix.
+    #[error("agent: {0}")]
+    Agent(String),
     /// The lab could not be opened or entered.
     #[error("--lab: {0}")]
     Lab(String),

@@ -14,6 +14,7 @@
 //!                               sysinfo + sockdiag (netstat counters, TIME_WAIT of this netns)
 //! stats (summaries/percentiles, post-run) · samples (raw samples file) · report (JSON, text)
 //! live (--ndjson of msgs/rr/crr: a reporter thread reading counters the timed loop publishes)
+//! remote (a coordinator's asks of an agent: facts, clock offset, run_from, SysctlHold)
 //! ```
 //!
 //! Workloads, one module each, each with a serde config (`validate` names the flag), a
@@ -55,6 +56,7 @@ pub mod msgs;
 mod net;
 pub mod place;
 pub mod proto;
+pub mod remote;
 pub mod report;
 pub mod rr;
 pub mod rrul;

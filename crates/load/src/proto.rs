@@ -19,6 +19,22 @@
 //!                         ◄───────────  Report(ServerReport) · bulk(recv_ns)
 //! ```
 //!
+//! Instead of `Hello`, the first sealed frame may be an [`Ask`] (docs/fleet.md, "asks"):
+//!
+//! ```text
+//!   Ask{Facts}            ───────────►  ◄── Answer(Facts(AgentFacts))
+//!   Ask{Clock{probes}}    ───────────►  then per probe: Ping{t1} ──► ◄── Pong{t1, t2, t3}
+//!   Ask{Run{target, server_key, test}} ►  the agent runs the CLIENT side of `test` toward
+//!                                         `target` (its own key, pinning server_key)
+//!                         ◄───────────  Answer(Run{result: the --json Report}) | Error
+//!   Ask{Sysctl{set, lease_ms}} ──────►  journal (fsync) ─► apply (needs --allow-sysctl)
+//!                         ◄───────────  Answer(Sysctl{previous})
+//!   Renew (every lease/3) ───────────►  (no Renew within the lease, or the connection
+//!   Release               ───────────►   closes: the agent restores on its own)
+//!                         ◄───────────  Answer(Released)
+//! ```
+//! Refusals are `Error{message}` or `Denied{message}`, naming the flag or field to fix.
+//!
 //! The version travels in clear in the handshake's first frame, and again in `Hello`: a server
 //! answers a client of another version (even a version-2 client, which sends a JSON `Hello` in
 //! clear) with both versions named, so a peer out of step is a clear [`LoadError::Protocol`] or
@@ -103,6 +119,104 @@ pub enum Ctrl {
         #[serde(default)]
         auth: bool,
     },
+    /// Client → agent, instead of `Hello`: a request other than a test ([`Ask`]).
+    Ask {
+        /// Must equal [`VERSION`].
+        version: u32,
+        /// The request.
+        ask: Box<Ask>,
+    },
+    /// Agent → client: what an [`Ask`] asked for.
+    Answer(Box<Answer>),
+    /// Client → agent (after `Ask::Clock`): the client's CLOCK_REALTIME when it sent this, ns.
+    Ping {
+        /// Client clock at send.
+        t1_ns: i64,
+    },
+    /// Agent → client: the Ping's stamp, and the agent's CLOCK_REALTIME on receipt and just
+    /// before sending this, ns.
+    Pong {
+        /// The Ping's `t1_ns`, echoed.
+        t1_ns: i64,
+        /// Agent clock on receipt.
+        t2_ns: i64,
+        /// Agent clock at send.
+        t3_ns: i64,
+    },
+    /// Client → agent (after `Ask::Sysctl`): keep the held sysctls for another lease.
+    Renew,
+    /// Client → agent (after `Ask::Sysctl`): restore them now (answered `Answer::Released`).
+    Release,
+}
+
+/// A request to an agent other than a test: the first sealed frame, in place of `Hello`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "ask", rename_all = "snake_case")]
+pub enum Ask {
+    /// What the agent is and the machine it sees ([`AgentFacts`]).
+    Facts,
+    /// `probes` Ping/Pong exchanges (1..=[`MAX_PROBES`]), to estimate the agent's clock offset.
+    Clock {
+        /// Exchanges that follow.
+        probes: u32,
+    },
+    /// Run the CLIENT side of `test` toward the agent at `target`, with the agent's own key,
+    /// pinning `server_key` (None: `target` must be a loopback or lab address).
+    Run {
+        /// The other agent's control address.
+        target: std::net::SocketAddr,
+        /// The other agent's public key line (`tcplab-x25519 BASE64`).
+        server_key: Option<String>,
+        /// The test.
+        test: Box<TestSpec>,
+    },
+    /// Set these `net.` sysctls in the agent's network namespace and hold them while the
+    /// client renews within `lease_ms` (needs `--allow-sysctl`).
+    Sysctl {
+        /// (key, value) pairs, keys dotted (`net.ipv4.tcp_rmem`).
+        set: Vec<(String, String)>,
+        /// The lease: with no `Renew` for this long, the agent restores on its own.
+        lease_ms: u64,
+    },
+}
+
+/// Most Ping/Pong exchanges one `Ask::Clock` may ask for.
+pub const MAX_PROBES: u32 = 64;
+
+/// An agent's answer to an [`Ask`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum Answer {
+    /// To `Ask::Facts`.
+    Facts(AgentFacts),
+    /// To `Ask::Run`: the JSON `tcplab <workload> --json` prints for that test.
+    Run {
+        /// The result ([`crate::Report`] as JSON).
+        result: serde_json::Value,
+    },
+    /// To `Ask::Sysctl`: the values held now replaced, in the order asked.
+    Sysctl {
+        /// (key, value before).
+        previous: Vec<(String, String)>,
+    },
+    /// To `Release`: every held value is restored.
+    Released,
+}
+
+/// What an agent says about itself (`Ask::Facts`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentFacts {
+    /// The agent's tcplab version.
+    pub tcplab: String,
+    /// Its control protocol version.
+    pub protocol: u32,
+    /// True when it runs with `--keys` (only listed clients may use it).
+    pub authenticated: bool,
+    /// True when it runs with `--allow-sysctl`.
+    pub allow_sysctl: bool,
+    /// The machine as the agent sees it (`tcplab_lab::Facts::machine()`: kernel, HZ, CPUs,
+    /// congestion control, buffers), in its own network namespace.
+    pub facts: serde_json::Value,
 }
 
 /// What the server measured, returned at the end of every test.

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::agent::admit::Admission;
-use crate::agent::handshake::{self, Keys};
+use crate::agent::ask::{self, AskCtx};
+use crate::agent::handshake::{self, Keys, Request};
+use crate::agent::hold::{self, Holds};
 use crate::agent::limits::Needs;
 use crate::agent::watch::{TestWatch, Watch};
 use crate::agent::{AgentConfig, Counts, LogGate, Refusal, bpf};
@@ -23,7 +25,7 @@ use crate::auth::{Channel, PublicKey};
 use crate::error::{LoadError, Result};
 use crate::net::reason;
 use crate::net::{self, ConnectError};
-use crate::proto::{self, Ctrl, ServerReport, TestSpec};
+use crate::proto::{self, Ask, Ctrl, ServerReport, TestSpec};
 use crate::sockopt::{SockOpts, read_back, set_timeouts};
 use crate::{crr, msgs, rr, stream};
 
@@ -47,6 +49,10 @@ struct Agent {
     admission: Mutex<Admission>,
     watch: Watch,
     log: LogGate,
+    /// Held sysctls (`--allow-sysctl`); dropping them restores whatever is still held.
+    holds: Option<Holds>,
+    /// What a leftover journal held, restored when the agent started.
+    restored: Vec<(String, String)>,
 }
 
 impl Server {
@@ -86,6 +92,13 @@ impl Server {
         set_timeouts(listener.as_raw_fd(), POLL)
             .map_err(|e| LoadError::io("setting the accept timeout", e))?;
         let admission = Mutex::new(Admission::new(config.limits.clone()));
+        let (holds, restored) = if config.allow_sysctl {
+            let journal = config.journal.clone().unwrap_or_else(hold::default_journal);
+            let (h, r) = Holds::open(&journal)?;
+            (Some(h), r)
+        } else {
+            (None, Vec::new())
+        };
         Ok(Self {
             listener,
             agent: Agent {
@@ -93,6 +106,8 @@ impl Server {
                 admission,
                 watch: Watch::default(),
                 log: LogGate::default(),
+                holds,
+                restored,
             },
         })
     }
@@ -112,6 +127,16 @@ impl Server {
     /// The agent's configuration.
     pub fn config(&self) -> &AgentConfig {
         &self.agent.config
+    }
+
+    /// The sysctls a leftover journal held, restored when this agent started (`--journal`).
+    pub fn restored_at_start(&self) -> &[(String, String)] {
+        &self.agent.restored
+    }
+
+    /// How many sysctls clients hold now (`--allow-sysctl`).
+    pub fn held_sysctls(&self) -> usize {
+        self.agent.holds.as_ref().map_or(0, Holds::len)
     }
 
     /// What the agent holds now (handshakes, tests, threads) and what it has refused, by the
@@ -136,7 +161,7 @@ impl Server {
                             // a workload's threads inherit the name.
                             let spawned = std::thread::Builder::new()
                                 .name(CONN_THREAD.into())
-                                .spawn_scoped(scope, move || agent.handle(ctrl, peer.ip()));
+                                .spawn_scoped(scope, move || agent.handle(ctrl, peer.ip(), stop));
                             if spawned.is_err() {
                                 // The connection went with the closure; its slot did not.
                                 let mut a = agent.admission();
@@ -216,9 +241,9 @@ impl Agent {
         }
     }
 
-    /// One connection: the handshake, then the test. Never panics on what a peer sends; every
-    /// slot it takes is given back by a guard, however it ends.
-    fn handle(&self, ctrl: TcpStream, ip: IpAddr) {
+    /// One connection: the handshake, then the test or the ask. Never panics on what a peer
+    /// sends; every slot it takes is given back by a guard, however it ends.
+    fn handle(&self, ctrl: TcpStream, ip: IpAddr, stop: &AtomicBool) {
         let slot = HandshakeSlot { agent: self, ip };
         let _ = ctrl.set_nodelay(true);
         // Best effort: a smaller buffer only costs the report's transfer some wake-ups.
@@ -232,7 +257,7 @@ impl Agent {
             authorized: self.config.authorized.as_ref(),
         };
         let deadline = Instant::now() + limits.handshake_timeout;
-        let (mut ctrl, test) = match handshake::accept(ctrl, keys, deadline) {
+        let (mut ctrl, request) = match handshake::accept(ctrl, keys, deadline) {
             Ok(x) => x,
             Err(rejected) => {
                 self.admission().count_refusal(rejected.counter());
@@ -241,17 +266,52 @@ impl Agent {
             }
         };
         drop(slot);
+        match request {
+            Request::Test(test) => {
+                if let Some(_test_slot) = self.start_test(&mut ctrl, &test, ip) {
+                    let _ = run_test(self, ctrl, test, ip);
+                }
+            }
+            Request::Ask(Ask::Run {
+                target,
+                server_key,
+                test,
+            }) => {
+                // The agent is the client here, but it spends what a test spends: the same
+                // limits, the same slots.
+                if let Some(_test_slot) = self.start_test(&mut ctrl, &test, ip) {
+                    let _ = ask::run(&self.config, ctrl, target, server_key.as_deref(), *test);
+                }
+            }
+            Request::Ask(other) => {
+                let ctx = AskCtx {
+                    config: &self.config,
+                    holds: self.holds.as_ref(),
+                    stop,
+                    client: ip,
+                };
+                if let Err(e) = ask::serve(&ctx, ctrl, other) {
+                    self.say(&format!("ask from {ip}: {e}"));
+                }
+            }
+        }
+    }
+
+    /// Validates a test and takes its place under the limits, or tells the client why not.
+    fn start_test(&self, ctrl: &mut Channel, test: &TestSpec, ip: IpAddr) -> Option<TestSlot<'_>> {
         if let Err(e) = test.validate() {
             let _ = refuse(
-                &mut ctrl,
+                ctrl,
                 Ctrl::Error {
                     message: e.to_string(),
                 },
             );
-            return;
+            return None;
         }
-        let needs = Needs::of(&test);
-        let started = limits
+        let needs = Needs::of(test);
+        let started = self
+            .config
+            .limits
             .check(&needs)
             .and_then(|()| self.admission().start_test(needs.threads));
         if let Err(r) = started {
@@ -259,14 +319,13 @@ impl Agent {
                 self.admission().count_refusal(r.flag());
             }
             self.say(&format!("refused a test from {ip}: {r}"));
-            let _ = refuse(&mut ctrl, deny(&r));
-            return;
+            let _ = refuse(ctrl, deny(&r));
+            return None;
         }
-        let _test_slot = TestSlot {
+        Some(TestSlot {
             agent: self,
             threads: needs.threads,
-        };
-        let _ = run_test(self, ctrl, test, ip);
+        })
     }
 }
 

@@ -108,6 +108,30 @@ impl RunMeta {
     }
 }
 
+/// Connects a control connection (large receive buffer, no Nagle, writes bounded by
+/// `timeout`), before the handshake: tests and asks ([`crate::remote`]) alike.
+pub(crate) fn connect_ctrl(target: SocketAddr, timeout: Duration) -> Result<TcpStream> {
+    let ctrl_opts = SockOpts {
+        rcvbuf: Some(proto::CTRL_BUFFER),
+        ..SockOpts::default()
+    };
+    let ctrl = match net::connect(target, &ctrl_opts, timeout) {
+        Ok(s) => s,
+        Err(ConnectError::Io(source)) => {
+            return Err(LoadError::Connect {
+                addr: target,
+                source,
+            });
+        }
+        Err(ConnectError::Option(e)) => return Err(e),
+    };
+    ctrl.set_nodelay(true)
+        .map_err(|e| LoadError::io("setting TCP_NODELAY on the control connection", e))?;
+    ctrl.set_write_timeout(Some(timeout))
+        .map_err(|e| LoadError::io("setting the control timeout", e))?;
+    Ok(ctrl)
+}
+
 /// An open test on a server: the sealed control connection and the announced data address.
 #[derive(Debug)]
 pub struct Session {
@@ -130,24 +154,7 @@ impl Session {
         timeout: Duration,
         auth: &ClientAuth,
     ) -> Result<Self> {
-        let ctrl_opts = SockOpts {
-            rcvbuf: Some(proto::CTRL_BUFFER),
-            ..SockOpts::default()
-        };
-        let ctrl = match net::connect(target, &ctrl_opts, timeout) {
-            Ok(s) => s,
-            Err(ConnectError::Io(source)) => {
-                return Err(LoadError::Connect {
-                    addr: target,
-                    source,
-                });
-            }
-            Err(ConnectError::Option(e)) => return Err(e),
-        };
-        ctrl.set_nodelay(true)
-            .map_err(|e| LoadError::io("setting TCP_NODELAY on the control connection", e))?;
-        ctrl.set_write_timeout(Some(timeout))
-            .map_err(|e| LoadError::io("setting the control timeout", e))?;
+        let ctrl = connect_ctrl(target, timeout)?;
         let hello = proto::encode(&Ctrl::Hello {
             version: proto::VERSION,
             test: Box::new(test),

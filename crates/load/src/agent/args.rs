@@ -63,6 +63,16 @@ pub struct AgentArgs {
     /// (an ssh session), so a coordinator that dies, even by SIGKILL, ends its agents.
     #[arg(long)]
     pub stop_on_stdin_eof: bool,
+    /// Authenticated clients may hold changes to `net.` sysctls (this agent's network
+    /// namespace) under a lease; they are journaled first and restored on release, when the
+    /// client goes away, when its lease runs out, and when the agent stops. Needs --keys.
+    #[arg(long)]
+    pub allow_sysctl: bool,
+    /// Where held sysctls' old values are journaled before they change (default
+    /// /run/tcplab/sysctl-net<namespace inode>.journal); an agent that finds one at start
+    /// restores it first.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
 }
 
 impl Default for AgentArgs {
@@ -83,6 +93,8 @@ impl Default for AgentArgs {
             idle_timeout: l.idle_timeout.as_millis() as u64,
             handshake_timeout: l.handshake_timeout.as_millis() as u64,
             stop_on_stdin_eof: false,
+            allow_sysctl: false,
+            journal: None,
         }
     }
 }
@@ -136,6 +148,20 @@ impl AgentArgs {
             }
             None => None,
         };
+        if self.allow_sysctl && authorized.is_none() {
+            return Err(LoadError::config(
+                "allow-sysctl",
+                "needs --keys FILE: only clients whose key is listed may change this host's \
+                 sysctls",
+            ));
+        }
+        if self.journal.is_some() && !self.allow_sysctl {
+            return Err(LoadError::config(
+                "journal",
+                "journals held sysctls, which only --allow-sysctl allows: add --allow-sysctl or \
+                 drop --journal",
+            ));
+        }
         let key = match (key, &authorized) {
             (Some(k), _) => k,
             (None, Some(_)) => {
@@ -158,6 +184,8 @@ impl AgentArgs {
             insecure: self.insecure,
             limits: self.limits()?,
             log: true,
+            allow_sysctl: self.allow_sysctl,
+            journal: self.journal.clone(),
         })
     }
 }
@@ -186,6 +214,17 @@ pub fn banner(config: &AgentConfig) -> Vec<String> {
         config.key.public()
     ));
     lines.push(format!("limits: {}", config.limits.summary()));
+    if config.allow_sysctl {
+        let journal = config
+            .journal
+            .clone()
+            .unwrap_or_else(super::hold::default_journal);
+        lines.push(format!(
+            "--allow-sysctl: authenticated clients may hold net.* sysctls of this network \
+             namespace under a lease; old values journaled in {}",
+            journal.display()
+        ));
+    }
     lines
 }
 
@@ -211,6 +250,43 @@ pub fn stop_on_stdin_eof(stop: Arc<AtomicBool>) -> Result<()> {
         })
         .map(drop)
         .map_err(|e| LoadError::io("starting the --stop-on-stdin-eof thread", e))
+}
+
+/// Set by the SIGTERM/SIGINT handler [`stop_on_signals`] installs (a store is all a signal
+/// handler may safely do).
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::Relaxed);
+}
+
+/// Sets `stop` on SIGTERM or SIGINT, so the agent winds down and restores what it holds
+/// instead of dying with the host changed. A thread passes the handler's flag on every 100 ms.
+pub fn stop_on_signals(stop: Arc<AtomicBool>) -> Result<()> {
+    SIGNALLED.store(false, Ordering::Relaxed);
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // Safety: the handler only stores to an atomic, which is async-signal-safe.
+        if unsafe { libc::signal(sig, handler) } == libc::SIG_ERR {
+            return Err(LoadError::io(
+                "installing a signal handler",
+                std::io::Error::last_os_error(),
+            ));
+        }
+    }
+    std::thread::Builder::new()
+        .name("tcplab-signals".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if SIGNALLED.load(Ordering::Relaxed) {
+                    eprintln!("tcplab serve: signalled, restoring held sysctls and stopping");
+                    stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+        .map(drop)
+        .map_err(|e| LoadError::io("starting the signal thread", e))
 }
 
 /// Raises this process's soft limit on open files to its hard limit: an agent holds a socket per

@@ -11,7 +11,7 @@ use crate::auth::Channel;
 use crate::auth::channel::{push_frame, read_body};
 use crate::auth::keys::{KeyList, KeyPair, PublicKey};
 use crate::auth::noise::{Intro, Responder, parse_intro};
-use crate::proto::{self, Ctrl, TestSpec};
+use crate::proto::{self, Ask, Ctrl, TestSpec};
 
 /// Largest frame 1 (a version-2 client's Hello in clear fits, to be answered by name).
 const MAX_INTRO: usize = 16 << 10;
@@ -73,12 +73,21 @@ pub struct Keys<'a> {
     pub authorized: Option<&'a KeyList>,
 }
 
-/// Runs the handshake on an accepted `stream`; returns the sealed channel and the test.
+/// What an authenticated client asked for in its first sealed frame.
+#[derive(Debug, Clone)]
+pub enum Request {
+    /// `Hello`: run the server side of this test.
+    Test(TestSpec),
+    /// `Ask`: something else (facts, clock, run from here, sysctl); see [`crate::agent::ask`].
+    Ask(Ask),
+}
+
+/// Runs the handshake on an accepted `stream`; returns the sealed channel and the request.
 pub fn accept(
     mut stream: TcpStream,
     keys: Keys<'_>,
     deadline: Instant,
-) -> Result<(Channel, TestSpec), Rejected> {
+) -> Result<(Channel, Request), Rejected> {
     let d = Some(deadline);
     let silent = |what: &str, e: std::io::Error| Rejected::Silent(crate::net::reason(what, &e));
     let f1 = match read_body(&mut stream, MAX_INTRO, d) {
@@ -162,9 +171,10 @@ pub fn accept(
     let hello = channel
         .recv_by(d)
         .map_err(|e| Rejected::Silent(format!("waiting for Hello: {e}")))?;
-    let test = match proto::decode(&hello) {
-        Ok(Ctrl::Hello { version, test }) if version == proto::VERSION => *test,
-        Ok(Ctrl::Hello { version, .. }) => {
+    let request = match proto::decode(&hello) {
+        Ok(Ctrl::Hello { version, test }) if version == proto::VERSION => Request::Test(*test),
+        Ok(Ctrl::Ask { version, ask }) if version == proto::VERSION => Request::Ask(*ask),
+        Ok(Ctrl::Hello { version, .. } | Ctrl::Ask { version, .. }) => {
             let why = version_message(version);
             let _ = proto::write_frame(
                 &mut channel,
@@ -176,7 +186,7 @@ pub fn accept(
         }
         other => {
             let why = match other {
-                Ok(m) => format!("expected Hello, got {}", kind(&m)),
+                Ok(m) => format!("expected Hello or Ask, got {}", kind(&m)),
                 Err(e) => e.to_string(),
             };
             let _ = proto::write_frame(
@@ -188,7 +198,7 @@ pub fn accept(
             return Err(Rejected::Protocol(why));
         }
     };
-    Ok((channel, test))
+    Ok((channel, request))
 }
 
 /// The refusal of a client of another version, as every version words it.
@@ -211,7 +221,7 @@ fn refuse_version(stream: &mut TcpStream, version: u32) -> Rejected {
 }
 
 /// A control message's kind, for messages (never its contents, which may be large).
-fn kind(msg: &Ctrl) -> &'static str {
+pub(crate) fn kind(msg: &Ctrl) -> &'static str {
     match msg {
         Ctrl::Hello { .. } => "Hello",
         Ctrl::Ready { .. } => "Ready",
@@ -220,5 +230,11 @@ fn kind(msg: &Ctrl) -> &'static str {
         Ctrl::Report(_) => "Report",
         Ctrl::Error { .. } => "Error",
         Ctrl::Denied { .. } => "Denied",
+        Ctrl::Ask { .. } => "Ask",
+        Ctrl::Answer(_) => "Answer",
+        Ctrl::Ping { .. } => "Ping",
+        Ctrl::Pong { .. } => "Pong",
+        Ctrl::Renew => "Renew",
+        Ctrl::Release => "Release",
     }
 }

@@ -6,7 +6,11 @@
 //!   handshake (deadline; version; Noise XX; client key in --keys) ─► limits::check(test)
 //!   ─► admit (tests, threads) ─► data listener with bpf::only_from(client) ─► workload
 //!   watch::tick (every 100 ms, from the accept loop): past --max-duration / --max-bytes ─► stop
+//!   handshake ─► Ask instead of Hello ─► ask: Facts | Clock | Run (limits like a test, then
+//!   the client side toward another agent) | Sysctl (--allow-sysctl: journal, apply, lease)
 //! ```
+//! `tcplab serve --stop-on-stdin-eof` stops when its stdin closes (a launcher's ssh session
+//! ends, even because its coordinator was killed); held sysctls are restored on the way out.
 //! - [`limits`]: the limits, their defaults, what a test needs, every refusal's message (pure).
 //! - [`admit`]: per-address connection rate and handshake slots; tests and threads (sans-IO).
 //! - [`handshake`]: the server's side of the handshake within one deadline.
@@ -14,6 +18,10 @@
 //!   interpreter, one attach call).
 //! - [`watch`]: running tests, stopped past their duration or bytes.
 //! - [`args`]: the flags of `tcplab serve` that configure all this, and its start-up lines.
+//! - [`ask`]: requests other than a test, in place of Hello: facts, clock probes, a test run
+//!   from here toward another agent (counted like a test), sysctls held under a lease.
+//! - [`hold`]: which sysctls may be held, the lease (pure), the table and its journal
+//!   (fsynced before any change; restored on release, close, lease end, exit, next start).
 //!
 //! Threads are bounded by construction: one accept loop, at most `--max-handshakes`
 //! connection threads before a test starts, at most `--max-concurrent` after, and the workloads'
@@ -21,8 +29,10 @@
 
 pub mod admit;
 pub mod args;
+pub mod ask;
 pub mod bpf;
 pub mod handshake;
+pub mod hold;
 pub mod limits;
 pub mod watch;
 
@@ -50,6 +60,10 @@ pub struct AgentConfig {
     pub limits: Limits,
     /// Print one line per refused connection to stderr (at most 20 a second).
     pub log: bool,
+    /// Authenticated clients may hold `net.` sysctls (`--allow-sysctl`; needs `authorized`).
+    pub allow_sysctl: bool,
+    /// The journal of held sysctls (`--journal`); None: [`hold::default_journal`].
+    pub journal: Option<std::path::PathBuf>,
 }
 
 impl AgentConfig {
@@ -67,6 +81,8 @@ impl AgentConfig {
             insecure: false,
             limits: Limits::in_process(),
             log: false,
+            allow_sysctl: false,
+            journal: None,
         })
     }
 

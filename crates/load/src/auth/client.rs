@@ -39,6 +39,23 @@ pub struct ClientAuth {
 }
 
 static INSTALLED: RwLock<Option<Arc<ClientAuth>>> = RwLock::new(None);
+
+thread_local! {
+    /// Credentials for this thread only ([`ClientAuth::scoped`]): an agent running a test
+    /// toward another agent (`Ask::Run`) uses its own key without touching the process's.
+    static SCOPED: std::cell::RefCell<Option<Arc<ClientAuth>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Puts the thread's previous scoped credentials back when dropped (even on a panic).
+struct ScopeGuard(Option<Arc<ClientAuth>>);
+
+impl Drop for ScopeGuard {
+    fn drop(&mut self) {
+        let prev = self.0.take();
+        SCOPED.with(|s| *s.borrow_mut() = prev);
+    }
+}
 static FROM_ENV: OnceLock<std::result::Result<Arc<ClientAuth>, String>> = OnceLock::new();
 
 /// The default key file: `$XDG_CONFIG_HOME/tcplab/key`, else `~/.config/tcplab/key`.
@@ -151,8 +168,20 @@ impl ClientAuth {
         *slot = Some(Arc::new(self));
     }
 
-    /// The credentials in force: those installed, else [`ClientAuth::from_env`] (read once).
+    /// Runs `f` with these credentials as [`ClientAuth::current`] on this thread only (the
+    /// workloads open their control connection on the calling thread).
+    pub fn scoped<T>(self: Arc<Self>, f: impl FnOnce() -> T) -> T {
+        let prev = SCOPED.with(|s| s.borrow_mut().replace(self));
+        let _guard = ScopeGuard(prev);
+        f()
+    }
+
+    /// The credentials in force: this thread's [`ClientAuth::scoped`] ones, else those
+    /// installed, else [`ClientAuth::from_env`] (read once).
     pub fn current() -> Result<Arc<Self>> {
+        if let Some(a) = SCOPED.with(|s| s.borrow().clone()) {
+            return Ok(a);
+        }
         if let Some(a) = INSTALLED.read().unwrap_or_else(|p| p.into_inner()).as_ref() {
             return Ok(a.clone());
         }

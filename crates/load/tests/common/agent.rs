@@ -72,6 +72,8 @@ impl Agent {
             insecure: false,
             limits,
             log: false,
+            allow_sysctl: false,
+            journal: None,
         };
         let server = Arc::new(
             Server::with_config("127.0.0.1:0".parse().expect("addr"), config).expect("bind"),
