@@ -53,6 +53,12 @@ enum Command {
     Demo(cmd::tune::DemoArgs),
     /// The user-space link emulator between two interfaces (delay, jitter, loss, rate, queue).
     Emu(cmd::emu::EmuArgs),
+    /// Many hosts: reach every agent of a hosts file (version, keys, facts, clock offset).
+    #[command(subcommand)]
+    Fleet(cmd::fleet::FleetCommand),
+    /// Every ordered pair of a fleet's hosts runs a workload: the N×N grid, worst pairs, and
+    /// the chance one all-to-all meets a stall.
+    Mesh(cmd::fleet::MeshArgs),
     /// Print the facts that explain a measurement on this machine (kernel, HZ, CPUs, sysctls).
     Facts(cmd::facts::FactsArgs),
 }
@@ -86,5 +92,7 @@ fn main() -> ExitCode {
         Command::Lab(c) => c.run(),
         Command::Facts(a) => a.run(),
         Command::Key(c) => c.run(),
+        Command::Fleet(c) => c.run(),
+        Command::Mesh(a) => a.run(),
     }
 }

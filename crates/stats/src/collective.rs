@@ -133,7 +133,10 @@ mod tests {
         let many = all_to_all_stall(&pairs(240, 0, 100_000)).unwrap();
         assert_eq!((few.probability, few.low), (0.0, 0.0));
         // Garwood's upper bound for 0 events is 3.69: 3.69 expected stalls in 1,000 messages.
-        assert!((few.high - (1.0 - (-3.689 / 1_000.0f64).exp())).abs() < 1e-4, "{few:?}");
+        assert!(
+            (few.high - (1.0 - (-3.689 / 1_000.0f64).exp())).abs() < 1e-4,
+            "{few:?}"
+        );
         assert!(few.high > many.high * 50.0, "{few:?} {many:?}");
     }
 

@@ -1,11 +1,18 @@
 //! An [`Executor`] for a path the study does not own: every run's workloads go to a host running
-//! `tcplab serve` at a fixed address. Only what can be set per socket or per workload can vary
-//! there (socket options travel to the server in the test's parameters); a configuration that
-//! needs a lab (sysctls, link impairments, a topology) is rejected with the reason, so a study
-//! can never silently measure the remote path with settings it did not apply.
+//! `tcplab serve` at a fixed address. What can be set per socket or per workload can vary there
+//! (socket options travel to the server in the test's parameters). Sysctls of the server's host
+//! (`[lab.sysctl.server]` and `[lab.sysctl.all]`) can vary only when the study was given
+//! `--allow-host-sysctl` and the agent `--allow-sysctl`: each run holds them on the agent
+//! (journaled there, restored after the run, and by the agent itself when the lease runs out
+//! because this process vanished). Anything else a lab would apply (client sysctls, link
+//! impairments, a topology) is rejected with the reason, so a study can never silently measure
+//! the remote path with settings it did not apply.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use tcplab_load::auth::ClientAuth;
+use tcplab_load::remote::SysctlHold;
 
 use crate::executor::{run_workload, run_workloads};
 use crate::plan::PlannedRun;
@@ -16,23 +23,66 @@ use crate::scenario::LabSection;
 #[derive(Debug, Clone)]
 pub struct RemoteExecutor {
     target: SocketAddr,
+    /// With `--allow-host-sysctl`: the credentials sysctl holds are taken with.
+    sysctl_auth: Option<ClientAuth>,
 }
+
+/// How long the agent keeps a run's sysctls without hearing from this process: long enough
+/// for a stalled coordinator, short enough that a vanished one leaves the host as it was soon.
+pub const SYSCTL_LEASE: Duration = Duration::from_secs(10);
 
 impl RemoteExecutor {
     /// Runs go to `target` (the address `tcplab serve` listens on).
     pub fn new(target: SocketAddr) -> RemoteExecutor {
         crate::executor::retain_freed_memory();
-        RemoteExecutor { target }
+        RemoteExecutor {
+            target,
+            sysctl_auth: None,
+        }
+    }
+
+    /// Lets runs change the server host's sysctls, held on its agent with `auth` for the run.
+    pub fn with_host_sysctls(mut self, auth: ClientAuth) -> RemoteExecutor {
+        self.sysctl_auth = Some(auth);
+        self
     }
 }
 
-/// Why a configuration's lab section cannot be applied to a remote path, if it cannot.
-pub fn needs_lab(lab: &LabSection) -> Option<String> {
-    if let Some((host, keys)) = lab.sysctl.iter().find(|(_, keys)| !keys.is_empty()) {
+/// The sysctls a run sets on the server's host (`server` and `all` tables), as text.
+pub fn server_sysctls(lab: &LabSection) -> Vec<(String, String)> {
+    let mut out: std::collections::BTreeMap<String, String> = Default::default();
+    for host in ["all", "server"] {
+        for (key, value) in lab.sysctl.get(host).into_iter().flatten() {
+            let text = match value {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            out.insert(key.clone(), text);
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Why a configuration's lab section cannot be applied to a remote path, if it cannot;
+/// `host_sysctl`: the server host's sysctls can be held on its agent.
+pub fn needs_lab(lab: &LabSection, host_sysctl: bool) -> Option<String> {
+    for (host, keys) in lab.sysctl.iter().filter(|(_, keys)| !keys.is_empty()) {
         let key = keys.keys().next().cloned().unwrap_or_default();
-        return Some(format!(
-            "sysctl {key} on host '{host}' needs a lab; against a remote host only socket options and workload parameters can vary"
-        ));
+        if host == "client" {
+            return Some(format!(
+                "sysctl {key} on host 'client' is this machine's: a study against a remote host changes only the server host's sysctls ([lab.sysctl.server] or [lab.sysctl.all]), never the coordinator's"
+            ));
+        }
+        if !host_sysctl {
+            return Some(format!(
+                "sysctl {key} on host '{host}' needs a lab, or --hosts FILE with --allow-host-sysctl to hold it on the remote agent for each run"
+            ));
+        }
+        if host != "server" && host != "all" {
+            return Some(format!(
+                "sysctl {key} on host '{host}': against a remote host only [lab.sysctl.server] and [lab.sysctl.all] apply"
+            ));
+        }
     }
     if !lab.link.is_empty() {
         return Some(
@@ -45,10 +95,20 @@ pub fn needs_lab(lab: &LabSection) -> Option<String> {
 
 impl Executor for RemoteExecutor {
     fn run(&mut self, run: &PlannedRun) -> Result<RunOutcome, RunError> {
-        if let Some(why) = needs_lab(&run.config.settings.lab) {
+        if let Some(why) = needs_lab(&run.config.settings.lab, self.sysctl_auth.is_some()) {
             return Err(RunError::Rejected(why));
         }
         let start = Instant::now();
+        let set = server_sysctls(&run.config.settings.lab);
+        // Held for the run, released (restored) when it drops, whatever the run's outcome.
+        let _hold = match (&self.sysctl_auth, set.is_empty()) {
+            (Some(auth), false) => Some(
+                SysctlHold::acquire(self.target, auth, set, SYSCTL_LEASE).map_err(|e| {
+                    RunError::Rejected(format!("holding the server host's sysctls: {e}"))
+                })?,
+            ),
+            _ => None,
+        };
         let facts = serde_json::to_value(tcplab_lab::Facts::machine()).unwrap_or_default();
         let target = self.target;
         let collected = run_workloads(&run.config.settings.workloads, |w| {
@@ -84,17 +144,37 @@ mod tests {
 
     #[test]
     fn socket_only_configurations_need_no_lab() {
-        assert_eq!(needs_lab(&lab("")), None);
+        assert_eq!(needs_lab(&lab(""), false), None);
     }
 
     #[test]
     fn sysctls_and_impairments_are_refused_with_the_reason() {
-        let why = needs_lab(&lab("[sysctl.all]\n\"net.ipv4.tcp_rmem\" = \"4096 1 2\"\n")).unwrap();
+        let all = lab("[sysctl.all]\n\"net.ipv4.tcp_rmem\" = \"4096 1 2\"\n");
+        let why = needs_lab(&all, false).unwrap();
         assert!(
-            why.contains("net.ipv4.tcp_rmem") && why.contains("needs a lab"),
+            why.contains("net.ipv4.tcp_rmem") && why.contains("--allow-host-sysctl"),
             "{why}"
         );
-        let why = needs_lab(&lab("[link]\ndelay = \"10ms\"\n")).unwrap();
+        assert_eq!(needs_lab(&all, true), None);
+        let client = lab("[sysctl.client]\n\"net.ipv4.tcp_tw_reuse\" = 2\n");
+        let why = needs_lab(&client, true).unwrap();
+        assert!(why.contains("coordinator"), "{why}");
+        let why = needs_lab(&lab("[link]\ndelay = \"10ms\"\n"), true).unwrap();
         assert!(why.contains("impairments"), "{why}");
+    }
+
+    #[test]
+    fn the_server_host_gets_the_all_and_server_tables_server_last() {
+        let l = lab(
+            "[sysctl.all]\n\"net.core.somaxconn\" = 1024\n\"net.ipv4.tcp_rmem\" = \"1 2 3\"\n\
+             [sysctl.server]\n\"net.ipv4.tcp_rmem\" = \"4 5 6\"\n",
+        );
+        assert_eq!(
+            server_sysctls(&l),
+            vec![
+                ("net.core.somaxconn".to_string(), "1024".to_string()),
+                ("net.ipv4.tcp_rmem".to_string(), "4 5 6".to_string()),
+            ]
+        );
     }
 }

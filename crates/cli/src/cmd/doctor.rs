@@ -96,15 +96,18 @@ impl DoctorArgs {
                 };
                 battery::run(&target, &plan, battery::path_of(Some(lab)), &progress)?
             }
-            (None, Some(to)) => battery::run(
-                &Target::Remote(remote(to)?),
-                &plan,
-                battery::path_of(None),
-                &progress,
-            )?,
-            (None, None) => anyhow::bail!(
-                "say where: --to ADDRESS (a host running `tcplab serve`), --lab NAME, or --topology T [--delay ... --rate ...]"
-            ),
+            (None, _) => match self.path.remote()? {
+                // `remote` lives to the end of the battery: its agent, if launched, with it.
+                Some(remote) => battery::run(
+                    &Target::Remote(remote.addr),
+                    &plan,
+                    battery::path_of(None),
+                    &progress,
+                )?,
+                None => anyhow::bail!(
+                    "say where: --to ADDRESS (a host running `tcplab serve`), --hosts FILE --to NAME, --lab NAME, or --topology T [--delay ... --rate ...]"
+                ),
+            },
         };
         let diagnosis = tcplab_doctor::diagnosis(&battery);
         if self.json {

@@ -9,7 +9,7 @@ use super::impair::ImpairArgs;
 /// Where to run.
 #[derive(Debug, Args, Clone)]
 pub struct PathArgs {
-    /// A host running `tcplab serve`, ADDRESS[:PORT].
+    /// A host running `tcplab serve`, ADDRESS[:PORT]; with --hosts FILE, a host's name in it.
     #[arg(long, conflicts_with_all = ["lab", "topology"])]
     pub to: Option<String>,
     /// An existing lab.
@@ -18,9 +18,13 @@ pub struct PathArgs {
     /// Build a lab of this topology for the run (removed afterwards): pair, path, dumbbell, star.
     #[arg(long)]
     pub topology: Option<String>,
-    /// Clients/servers of a dumbbell, hosts of a star.
-    #[arg(long, default_value_t = 2)]
-    pub hosts: usize,
+    /// Clients/servers of a dumbbell, hosts of a star; or a hosts file (docs/fleet.md) whose
+    /// host --to names, its agent launched as the file says and stopped at the end.
+    #[arg(long, value_name = "N|FILE", default_value = "2")]
+    pub hosts: super::remote::HostsArg,
+    /// An option for OpenSSH's client when --hosts FILE launches over ssh (repeatable).
+    #[arg(long = "ssh-option", value_name = "OPT", allow_hyphen_values = true)]
+    pub ssh_options: Vec<String>,
     /// HOST:KEY=VALUE sysctls for the built lab; repeatable.
     #[arg(long = "sysctl", value_name = "HOST:KEY=VALUE")]
     pub sysctls: Vec<String>,
@@ -40,6 +44,22 @@ pub struct PathArgs {
 }
 
 impl PathArgs {
+    /// The remote agent of `--to` (with `--hosts FILE`, launched), or None for a lab. A hosts
+    /// file with --topology or --lab is refused: it names real hosts, not a lab's.
+    pub fn remote(&self) -> anyhow::Result<Option<super::remote::Remote>> {
+        if self.hosts.file().is_some() && (self.topology.is_some() || self.lab.is_some()) {
+            anyhow::bail!(
+                "--hosts FILE names real hosts: drop --topology/--lab, or give --hosts a count for the lab"
+            );
+        }
+        super::remote::resolve(&super::remote::HostsChoice {
+            hosts: self.hosts.file(),
+            to: self.to.as_deref(),
+            ssh_options: &self.ssh_options,
+            allow_sysctl: false,
+        })
+    }
+
     /// The lab to build, when --topology (or impairments alone, meaning a path) is given.
     pub fn spec(&self, name: &str) -> anyhow::Result<Option<LabSpec>> {
         let topology = match (&self.topology, self.impair.any()) {
@@ -54,7 +74,7 @@ impl PathArgs {
         Ok(Some(LabSpec::builtin(&BuiltinOptions {
             name: name.to_string(),
             topology,
-            hosts: self.hosts,
+            hosts: self.hosts.count(),
             offloads: self.offloads()?,
             sysctls,
             link: if self.impair.any() {
@@ -85,7 +105,10 @@ impl PathArgs {
             None if self.impair.any() => Topology::Path,
             None => Topology::Pair,
         };
-        let mut text = format!("[lab]\ntopology = \"{topology}\"\nhosts = {}\n", self.hosts);
+        let mut text = format!(
+            "[lab]\ntopology = \"{topology}\"\nhosts = {}\n",
+            self.hosts.count()
+        );
         let o = self.offloads()?;
         if o != Offloads::default() {
             text.push_str(&format!(

@@ -1,7 +1,6 @@
 //! `tcplab sweep`, `tcplab run` and `tcplab report`: studies from scenario files, stored in one
 //! SQLite file per study, and the reports made from that file.
 
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -44,10 +43,30 @@ pub struct SweepArgs {
     /// Write the HTML report here (default: the database's path with .html).
     #[arg(long)]
     html: Option<PathBuf>,
-    /// Run every configuration against a host running `tcplab serve` (ADDRESS[:PORT]) instead of
-    /// labs: only socket options and workload parameters may vary.
-    #[arg(long, value_name = "ADDRESS")]
+    /// Run every configuration against a host running `tcplab serve` (ADDRESS[:PORT]), or with
+    /// --hosts the host of that name, instead of labs: only socket options, workload
+    /// parameters and (with --allow-host-sysctl) the server host's sysctls may vary.
+    #[arg(long, value_name = "ADDRESS|NAME")]
     to: Option<String>,
+    #[command(flatten)]
+    fleet: FleetFlags,
+}
+
+/// The flags of a study against a host of a hosts file.
+#[derive(Debug, Args)]
+pub struct FleetFlags {
+    /// A hosts file (docs/fleet.md): --to names one of its hosts, whose agent is launched as
+    /// the file says (ssh, srun, or already running) and stopped at the end.
+    #[arg(long, value_name = "FILE")]
+    hosts: Option<PathBuf>,
+    /// An option for OpenSSH's client when --hosts launches over ssh (repeatable).
+    #[arg(long = "ssh-option", value_name = "OPT", allow_hyphen_values = true)]
+    ssh_options: Vec<String>,
+    /// Let configurations change the server host's sysctls ([lab.sysctl.server], [lab.sysctl.all]):
+    /// its agent journals the old values and restores them after each run, and on its own
+    /// when this process vanishes (a lease).
+    #[arg(long)]
+    allow_host_sysctl: bool,
 }
 
 /// Arguments of `tcplab run`.
@@ -65,8 +84,10 @@ pub struct RunArgs {
     #[arg(long)]
     quick: bool,
     /// Run against a host running `tcplab serve` instead of a lab (see `sweep --to`).
-    #[arg(long, value_name = "ADDRESS")]
+    #[arg(long, value_name = "ADDRESS|NAME")]
     to: Option<String>,
+    #[command(flatten)]
+    fleet: FleetFlags,
 }
 
 /// Arguments of `tcplab report`.
@@ -93,18 +114,38 @@ fn load_plan(file: &Path, seed: Option<u64>, quick: bool) -> anyhow::Result<Plan
     Ok(Plan::new(&scenario, PlanOptions { seed, quick })?)
 }
 
-/// The remote address of `--to`, after checking that no configuration needs a lab.
-fn remote_target(to: Option<&str>, plan: &Plan) -> anyhow::Result<Option<SocketAddr>> {
-    let Some(to) = to else {
+/// The remote agent of `--to` (and `--hosts`), after checking that no configuration needs a
+/// lab; its credentials become the process's.
+fn remote_target(
+    to: Option<&str>,
+    fleet: &FleetFlags,
+    plan: &Plan,
+) -> anyhow::Result<Option<super::remote::Remote>> {
+    if to.is_none() && fleet.hosts.is_none() {
+        if fleet.allow_host_sysctl {
+            anyhow::bail!(
+                "--allow-host-sysctl: only with --to or --hosts (a lab's sysctls need no permission)"
+            );
+        }
         return Ok(None);
-    };
-    let addr = super::doctor::remote(to)?;
+    }
+    if fleet.allow_host_sysctl && fleet.hosts.is_none() {
+        anyhow::bail!(
+            "--allow-host-sysctl: needs --hosts FILE (the agent must be started with --allow-sysctl; with --to ADDRESS alone, start it so and use --hosts with that host as already running)"
+        );
+    }
     for c in &plan.configurations {
-        if let Some(why) = tcplab_study::remote::needs_lab(&c.settings.lab) {
+        if let Some(why) = tcplab_study::remote::needs_lab(&c.settings.lab, fleet.allow_host_sysctl)
+        {
             anyhow::bail!("--to: configuration {} ({}): {why}", c.id, c.label);
         }
     }
-    Ok(Some(addr))
+    super::remote::resolve(&super::remote::HostsChoice {
+        hosts: fleet.hosts.as_deref(),
+        to,
+        ssh_options: &fleet.ssh_options,
+        allow_sysctl: fleet.allow_host_sysctl,
+    })
 }
 
 /// Runs a plan into a store in labs, or against `remote`; Ctrl-C/SIGTERM stop after the run in
@@ -113,14 +154,18 @@ fn execute(
     plan: &Plan,
     store: &Store,
     race: bool,
-    remote: Option<SocketAddr>,
+    remote: Option<&super::remote::Remote>,
+    host_sysctl: bool,
 ) -> anyhow::Result<SweepReport> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
     let mut executor: Box<dyn Executor> = match remote {
-        Some(addr) => Box::new(RemoteExecutor::new(addr)),
+        Some(r) if host_sysctl => {
+            Box::new(RemoteExecutor::new(r.addr).with_host_sysctls(r.auth.clone()))
+        }
+        Some(r) => Box::new(RemoteExecutor::new(r.addr)),
         None => {
             tcplab_lab::require_root("running a study in labs")?;
             Box::new(LabExecutor::new(
@@ -191,8 +236,21 @@ impl SweepArgs {
 
     fn run_inner(self) -> anyhow::Result<ExitCode> {
         let plan = load_plan(&self.file, self.seed, self.quick)?;
-        let remote = remote_target(self.to.as_deref(), &plan)?;
         if self.dry_run {
+            for c in &plan.configurations {
+                let remote = self.to.is_some() || self.fleet.hosts.is_some();
+                if let Some(why) = remote
+                    .then(|| {
+                        tcplab_study::remote::needs_lab(
+                            &c.settings.lab,
+                            self.fleet.allow_host_sysctl,
+                        )
+                    })
+                    .flatten()
+                {
+                    anyhow::bail!("--to: configuration {} ({}): {why}", c.id, c.label);
+                }
+            }
             print!("{}", plan.dry_run());
             return Ok(ExitCode::SUCCESS);
         }
@@ -200,6 +258,13 @@ impl SweepArgs {
             .db
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("{}.db", plan.name)));
+        if !self.resume && db.exists() {
+            anyhow::bail!(
+                "--db {}: the file exists; pass --resume to continue that study, or another --db",
+                db.display()
+            );
+        }
+        let remote = remote_target(self.to.as_deref(), &self.fleet, &plan)?;
         let store = if self.resume {
             Store::resume(&db, &plan)?
         } else {
@@ -211,7 +276,13 @@ impl SweepArgs {
             }
             Store::create(&db, &plan)?
         };
-        let report = execute(&plan, &store, self.race, remote)?;
+        let report = execute(
+            &plan,
+            &store,
+            self.race,
+            remote.as_ref(),
+            self.fleet.allow_host_sysctl,
+        )?;
         let html = self.html.unwrap_or_else(|| db.with_extension("html"));
         summarise(&store, &html, &report)?;
         Ok(ExitCode::SUCCESS)
@@ -235,7 +306,7 @@ impl RunArgs {
                 "--config {id}: no such configuration; `tcplab sweep FILE --dry-run` lists them"
             )
         })?;
-        let remote = remote_target(self.to.as_deref(), &one)?;
+        let remote = remote_target(self.to.as_deref(), &self.fleet, &one)?;
         let db = self
             .db
             .unwrap_or_else(|| PathBuf::from(format!("{}-run.db", plan.name)));
@@ -243,7 +314,13 @@ impl RunArgs {
             std::fs::remove_file(&db).with_context(|| format!("replacing {}", db.display()))?;
         }
         let store = Store::create(&db, &one)?;
-        let report = execute(&one, &store, false, remote)?;
+        let report = execute(
+            &one,
+            &store,
+            false,
+            remote.as_ref(),
+            self.fleet.allow_host_sysctl,
+        )?;
         summarise(&store, &db.with_extension("html"), &report)?;
         Ok(ExitCode::SUCCESS)
     }

@@ -14,7 +14,7 @@ use tcplab_tune::battery::{self, Target};
 use tcplab_tune::candidates::WorkloadKind;
 use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
 
-use super::doctor::{parse_budget, remote};
+use super::doctor::parse_budget;
 use super::impair::ImpairArgs;
 use super::path::PathArgs;
 use crate::output;
@@ -59,7 +59,8 @@ impl TuneArgs {
                 "--lab: tune builds a fresh lab per configuration; describe the path with --topology and the impairment flags, or race socket options against a host running `tcplab serve` with --to"
             );
         }
-        let remote = self.path.to.as_deref().map(remote).transpose()?;
+        let remote_agent = self.path.remote()?;
+        let remote = remote_agent.as_ref().map(|r| r.addr);
         if remote.is_some() && (self.path.topology.is_some() || self.path.impair.any()) {
             anyhow::bail!(
                 "--to: a remote path is measured as it is; drop --topology and the impairment flags"
@@ -372,7 +373,8 @@ fn demo_path() -> PathArgs {
         to: None,
         lab: None,
         topology: Some("path".into()),
-        hosts: 2,
+        hosts: super::remote::HostsArg::Count(2),
+        ssh_options: Vec::new(),
         sysctls: vec![
             "all:net.ipv4.tcp_rmem=4096 87380 174760".into(),
             "all:net.ipv4.tcp_wmem=4096 16384 131072".into(),

@@ -1,0 +1,219 @@
+//! What one pair's test says, reduced to what the mesh reports: the workload's headline figure,
+//! its stalls (seed 004's receive gaps above `--stall-ms`) and whether it ran whole. The full
+//! result stays in the database; this is what the matrix, the worst pairs and the collective
+//! estimate are computed from, so a 64-host mesh holds 4,032 of these, never a sample.
+
+use serde::{Deserialize, Serialize};
+use tcplab_load::Report;
+use tcplab_stats::PairStalls;
+
+/// The workloads a mesh runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MeshWorkload {
+    /// Small messages, stalls per pair (seed 004).
+    Msgs,
+    /// Request/response latency.
+    Rr,
+    /// Bulk throughput.
+    Stream,
+    /// Connect/request/response/close rate.
+    Crr,
+}
+
+impl MeshWorkload {
+    /// Its name on the command line and in the database.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Msgs => "msgs",
+            Self::Rr => "rr",
+            Self::Stream => "stream",
+            Self::Crr => "crr",
+        }
+    }
+
+    /// Parses a name; the error lists the names.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        match name {
+            "msgs" => Ok(Self::Msgs),
+            "rr" => Ok(Self::Rr),
+            "stream" => Ok(Self::Stream),
+            "crr" => Ok(Self::Crr),
+            other => Err(format!(
+                "unknown workload '{other}': a mesh runs msgs, rr, stream or crr"
+            )),
+        }
+    }
+
+    /// True for workloads whose figure a concurrent test on the same host would change by
+    /// sharing its link: they always run as a tournament.
+    pub fn is_throughput(self) -> bool {
+        matches!(self, Self::Stream | Self::Crr)
+    }
+
+    /// The headline figure's name and unit, as the matrix's caption shows it.
+    pub fn figure(self) -> &'static str {
+        match self {
+            Self::Msgs => "stalls (receive gaps above --stall-ms)",
+            Self::Rr => "p99 latency, µs",
+            Self::Stream => "throughput, Mbit/s",
+            Self::Crr => "connections/s",
+        }
+    }
+
+    /// True when a larger figure is worse.
+    pub fn higher_is_worse(self) -> bool {
+        matches!(self, Self::Msgs | Self::Rr)
+    }
+}
+
+/// One pair's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// The headline figure ([`MeshWorkload::figure`]); None when the test produced none.
+    pub value: Option<f64>,
+    /// msgs: stalled messages of those received.
+    pub stalls: Option<PairStalls>,
+    /// The workload's own time, s (what the harness's cost is measured against).
+    pub workload_s: f64,
+    /// False when the test was cut short.
+    pub complete: bool,
+    /// Why it was cut short.
+    pub incomplete_reason: Option<String>,
+    /// One line: the figures a reader wants beside the headline.
+    pub detail: String,
+}
+
+/// Reads a pair's result (the JSON `tcplab <workload> --json` prints) into [`Figures`].
+pub fn figures(result: &serde_json::Value) -> Result<Figures, String> {
+    let report: Report = serde_json::from_value(result.clone())
+        .map_err(|e| format!("the agent's result is not a tcplab result: {e}"))?;
+    let meta = report.meta();
+    let mut f = Figures {
+        value: None,
+        stalls: None,
+        workload_s: 0.0,
+        complete: meta.complete,
+        incomplete_reason: meta.incomplete_reason.clone(),
+        detail: String::new(),
+    };
+    match &report {
+        Report::Msgs(r) => {
+            if let Some(run) = r.runs.first() {
+                f.value = Some(run.stalls as f64);
+                f.workload_s = run.total_s;
+                if run.received > 0 {
+                    f.stalls = Some(PairStalls {
+                        stalled: run.stalls.min(run.received),
+                        messages: run.received,
+                    });
+                }
+                f.detail = format!(
+                    "{} of {} messages, {} µs each, {} stalls{}",
+                    run.received,
+                    run.count,
+                    num(run.per_message_us.mean),
+                    run.stalls,
+                    run.stall_every
+                        .map(|e| format!(", one every {e:.0} messages"))
+                        .unwrap_or_default()
+                );
+            }
+        }
+        Report::Rr(r) => {
+            f.value = r.summary.latency_us.p99;
+            f.workload_s = r.points.iter().map(|p| p.elapsed_s).sum();
+            f.detail = format!(
+                "{} transactions, p50 {} µs, p99 {} µs, max {} µs",
+                r.summary.transactions,
+                num(r.summary.latency_us.p50),
+                num(r.summary.latency_us.p99),
+                num(r.summary.latency_us.max)
+            );
+        }
+        Report::Stream(r) => {
+            f.value = r.summary.throughput_bps.map(|b| b / 1e6);
+            f.workload_s = r.elapsed_s;
+            f.detail = format!(
+                "{} Mbit/s, {} retransmits",
+                num(f.value),
+                r.summary.retransmits
+            );
+        }
+        Report::Crr(r) => {
+            f.value = r.summary.connections_per_s;
+            f.workload_s = r.elapsed_s;
+            f.detail = format!(
+                "{} connections/s, connect p99 {} µs",
+                num(f.value),
+                num(r.summary.connect_us.p99)
+            );
+        }
+        Report::Rrul(_) => return Err("a mesh does not run rrul".into()),
+    }
+    Ok(f)
+}
+
+/// A figure with three significant digits, or "-".
+pub fn num(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(x) if !x.is_finite() => "-".into(),
+        Some(0.0) => "0".into(),
+        Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
+        Some(x) if x.abs() >= 10.0 => format!("{x:.1}"),
+        Some(x) => format!("{x:.2}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tcplab_load::msgs::{MsgsResult, MsgsRun};
+
+    #[test]
+    fn a_msgs_result_gives_its_stalls_out_of_the_messages_received() {
+        let r = Report::Msgs(MsgsResult {
+            runs: vec![MsgsRun {
+                count: 1_000,
+                received: 1_000,
+                sent: 1_000,
+                stalls: 3,
+                total_s: 0.5,
+                ..MsgsRun::default()
+            }],
+            ..MsgsResult::default()
+        });
+        let f = figures(&serde_json::to_value(&r).unwrap()).unwrap();
+        assert_eq!(f.value, Some(3.0));
+        assert_eq!(
+            f.stalls,
+            Some(PairStalls {
+                stalled: 3,
+                messages: 1_000
+            })
+        );
+        assert_eq!(f.workload_s, 0.5);
+        assert!(f.detail.contains("3 stalls"), "{}", f.detail);
+    }
+
+    #[test]
+    fn something_else_is_an_error_not_a_panic() {
+        assert!(figures(&serde_json::json!({"workload": "nope"})).is_err());
+        assert!(figures(&serde_json::json!([1, 2])).is_err());
+    }
+
+    #[test]
+    fn workload_names_round_trip_and_unknown_ones_list_the_choices() {
+        for w in [
+            MeshWorkload::Msgs,
+            MeshWorkload::Rr,
+            MeshWorkload::Stream,
+            MeshWorkload::Crr,
+        ] {
+            assert_eq!(MeshWorkload::parse(w.name()), Ok(w));
+        }
+        let e = MeshWorkload::parse("rrul").unwrap_err();
+        assert!(e.contains("msgs, rr, stream or crr"), "{e}");
+    }
+}
