@@ -252,8 +252,12 @@ pub fn pct(p: f64) -> String {
         "0 %".into()
     } else if x >= 1.0 {
         format!("{x:.1} %")
+    } else if x >= 0.01 {
+        // Two significant digits: 0.24 %, 0.018 %.
+        let digits = (1 - x.log10().floor() as i32).max(0) as usize;
+        format!("{x:.digits$} %")
     } else {
-        format!("{x:.2e} %")
+        format!("{x:.1e} %")
     }
 }
 
@@ -311,6 +315,15 @@ mod tests {
         let c = g.collective.unwrap();
         assert!((c.probability - 0.002).abs() < 1e-12, "{c:?}");
         assert!(g.summary_text().contains("all-to-all among the 3 hosts"));
+    }
+
+    #[test]
+    fn small_probabilities_keep_two_significant_digits() {
+        assert_eq!(pct(0.0), "0 %");
+        assert_eq!(pct(0.5), "50.0 %");
+        assert_eq!(pct(0.0024), "0.24 %");
+        assert_eq!(pct(0.00018), "0.018 %");
+        assert_eq!(pct(1e-6), "1.0e-4 %");
     }
 
     #[test]

@@ -159,7 +159,7 @@ pub fn num(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
         Some(x) if !x.is_finite() => "-".into(),
-        Some(0.0) => "0".into(),
+        Some(x) if x.fract() == 0.0 && x.abs() < 1e15 => format!("{x:.0}"),
         Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
         Some(x) if x.abs() >= 10.0 => format!("{x:.1}"),
         Some(x) => format!("{x:.2}"),

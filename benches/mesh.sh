@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The n² mesh's own cost. A star lab of N hosts (namespaces on one bridge), an authenticated
+# `tcplab serve` in each, and `tcplab mesh` (the coordinator) in the first host running the msgs
+# workload between every ordered pair: N·(N−1) tests in 2·(N−1) steps of N/2 disjoint pairs.
+# Reports the wall time against the sum of the workloads' own times and against the sum over
+# steps of each step's longest test, the harness's time per test (a test's wall time as the
+# coordinator saw it, minus its workload's own time: two handshakes, the agent's setup, the
+# result's way back, the database row), and the coordinator's peak memory.
+# Goal: the harness adds under 20 ms per test; memory must not grow with samples.
+# Usage: sudo benches/mesh.sh [HOSTS] [COUNT]      (defaults 16 hosts, 100000 messages of 1 B)
+#   For the memory figure of a 64-host mesh: sudo benches/mesh.sh 64 1000
+# On a shared machine hold the lab lock: flock /tmp/tcplab-lab.lock benches/mesh.sh
+set -euo pipefail
+hosts=${1:-16}
+count=${2:-100000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
+bin="$root/target/release/tcplab"
+export TCPLAB_STATE_DIR=$(mktemp -d)
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  "$bin" lab down meshbench >/dev/null 2>&1 || true
+  "$bin" lab gc --all >/dev/null 2>&1 || true
+  rm -rf "$TCPLAB_STATE_DIR" "$work"
+}
+trap cleanup EXIT
+
+"$bin" lab up --topology star --hosts "$hosts" --name meshbench >/dev/null
+"$bin" key gen -o "$work/agent" -C bench-agent >/dev/null 2>&1
+"$bin" key gen -o "$work/coord" -C bench-coordinator >/dev/null 2>&1
+# Agents accept the coordinator and each other (an agent is the client of its pair's test).
+cat "$work/coord.pub" "$work/agent.pub" > "$work/clients"
+agent_key=$(cat "$work/agent.pub")
+: > "$work/hosts.toml"
+for i in $(seq "$hosts"); do
+  ip=$("$bin" lab exec --lab meshbench "h$i" -- ip -4 -o addr show | awk '$4 ~ /^198\.1[89]\./ {sub("/.*", "", $4); print $4; exit}')
+  "$bin" lab exec --lab meshbench "h$i" -- "$bin" serve --listen "$ip:5301" \
+    --keys "$work/clients" --key "$work/agent" 2>"$work/serve$i.log" &
+  pids+=($!)
+  printf '[[host]]\nname = "h%s"\naddress = "%s"\nserver_key = "%s"\n' "$i" "$ip" "$agent_key" >> "$work/hosts.toml"
+done
+for i in $(seq "$hosts"); do
+  for _ in $(seq 100); do grep -q "listening on" "$work/serve$i.log" 2>/dev/null && break; sleep 0.05; done
+done
+tests=$((hosts * (hosts - 1)))
+echo "mesh of $hosts hosts ($tests msgs tests of $count x 1 B), $(uname -r), $(nproc) CPUs, $(date -u +%F)"
+# `ip netns exec` execs into the namespace, so time's figure is the coordinator's own.
+/usr/bin/time -f "%M" -o "$work/rss" ip netns exec tcplab-meshbench-h1 \
+  "$bin" mesh --hosts "$work/hosts.toml" --workload msgs --count "$count" \
+  --key "$work/coord" --db "$work/mesh.db" --json > "$work/mesh.json" 2>"$work/mesh.err" || true
+python3 - "$work/mesh.json" "$work/rss" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t, g = r["timing"], r["grid"]
+rss_kib = int(open(sys.argv[2]).read().split()[-1])
+print(f"pairs: {g['done']} done, {g['failed']} failed, {g['missing']} not run")
+print(f"wall {t['wall_s']:.2f} s; workloads' own times summed {t['workload_s']:.2f} s; "
+      f"longest test per step summed {t['critical_s']:.2f} s over {t['steps']} steps")
+print(f"harness per test: {t['harness_per_test_ms']:.2f} ms (goal < 20 ms)")
+print(f"coordinator peak RSS: {rss_kib / 1024:.1f} MiB")
+c = g.get("collective")
+if c:
+    print(f"one all-to-all meets a stall: {100*c['probability']:.3g} % "
+          f"(95 % interval {100*c['low']:.3g} to {100*c['high']:.3g} %)")
+PY
