@@ -249,9 +249,82 @@ pub struct MeshArgs {
     /// Write the heatmap page here (default: the database's name with .html).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// The hosts are this lab's (`tcplab lab up`): judge each step by its emulator, so a pair
+    /// measured while the emulator fell behind is marked untrustworthy.
+    #[arg(long, value_name = "NAME")]
+    lab: Option<String>,
     /// Print the report as one JSON document.
     #[arg(long)]
     json: bool,
+}
+
+/// A lab's emulator, read before and after each step of the mesh.
+struct LabWatch {
+    state: tcplab_lab::StateDir,
+    lab: String,
+    workload: MeshWorkload,
+}
+
+impl LabWatch {
+    /// Checks the lab has an emulator to ask.
+    fn new(lab: &str, workload: MeshWorkload) -> anyhow::Result<Self> {
+        let state = tcplab_lab::StateDir::from_env();
+        tcplab_lab::emulation::query_status(&state, lab).with_context(|| {
+            format!(
+                "--lab {lab}: its emulator cannot be asked (a lab whose hosts a kernel bridge \
+                 joins has none, and needs no verdict: drop --lab)"
+            )
+        })?;
+        Ok(Self {
+            state,
+            lab: lab.to_string(),
+            workload,
+        })
+    }
+}
+
+impl tcplab_fleet::mesh::run::StepWatch for LabWatch {
+    fn before(&self) -> Option<serde_json::Value> {
+        tcplab_lab::emulation::query_status(&self.state, &self.lab)
+            .ok()
+            .and_then(|s| serde_json::to_value(s).ok())
+    }
+
+    fn verdict(
+        &self,
+        before: Option<serde_json::Value>,
+    ) -> tcplab_fleet::mesh::store::EmulatorVerdict {
+        use tcplab_lab::emulation::EmulatorStatus;
+        use tcplab_lab::emulation::{Need, judge_for, throughput_over};
+        let after = tcplab_lab::emulation::query_status(&self.state, &self.lab);
+        let before: Option<EmulatorStatus> = before.and_then(|b| serde_json::from_value(b).ok());
+        let fidelity = match (before, after) {
+            (Some(b), Ok(a)) => {
+                let need = if self.workload == MeshWorkload::Stream {
+                    throughput_over(&a.link)
+                } else {
+                    Need::Latency
+                };
+                judge_for(&b.counters, &a.counters, a.running, need)
+            }
+            (_, Err(e)) => tcplab_lab::emulation::RunFidelity {
+                trustworthy: false,
+                reasons: vec![format!(
+                    "the emulator could not be asked after the step: {e}"
+                )],
+                need: None,
+            },
+            (None, _) => tcplab_lab::emulation::RunFidelity {
+                trustworthy: false,
+                reasons: vec!["the emulator could not be asked before the step".into()],
+                need: None,
+            },
+        };
+        tcplab_fleet::mesh::store::EmulatorVerdict {
+            trustworthy: fidelity.trustworthy,
+            reasons: fidelity.reasons,
+        }
+    }
 }
 
 /// What `mesh --json` prints.
@@ -382,6 +455,11 @@ impl MeshArgs {
             })
             .collect();
         let steps = without(self.steps(names.len())?, &done);
+        let watch = self
+            .lab
+            .as_deref()
+            .map(|l| LabWatch::new(l, self.workload))
+            .transpose()?;
         let stop = stop_flag();
         let mut timing = MeshTiming::default();
         if !steps.is_empty() {
@@ -409,7 +487,10 @@ impl MeshArgs {
                 done.len(),
                 self.db.display()
             );
-            timing = run_mesh(&hosts, &steps, &runner, &store, &stop, &mut |row| {
+            let watch = watch
+                .as_ref()
+                .map(|w| w as &dyn tcplab_fleet::mesh::run::StepWatch);
+            timing = run_mesh(&hosts, &steps, &runner, &store, &stop, watch, &mut |row| {
                 seen += 1;
                 if let Some(f) = &row.failure {
                     eprintln!(

@@ -29,6 +29,8 @@ pub enum Cell {
         value: Option<f64>,
         /// False when it was cut short.
         complete: bool,
+        /// False when the lab's emulator fell behind during its step.
+        trustworthy: bool,
         /// One line of detail.
         detail: String,
     },
@@ -49,6 +51,9 @@ pub struct Grid {
     pub failed: usize,
     /// Pairs not run.
     pub missing: usize,
+    /// Pairs whose step the lab's emulator did not keep up with (their figures are the
+    /// emulator's, not the path's).
+    pub untrustworthy: usize,
     /// The worst pairs, worst first (failures first).
     pub worst: Vec<Worst>,
     /// msgs: the chance one all-to-all meets at least one stall.
@@ -90,7 +95,7 @@ pub fn grid(workload: MeshWorkload, hosts: &[String], rows: &[PairRow]) -> Grid 
                 .collect()
         })
         .collect();
-    let (mut failed, mut done) = (0, 0);
+    let (mut failed, mut done, mut untrustworthy) = (0, 0, 0);
     let mut ranked: Vec<(f64, Worst)> = Vec::new();
     let mut stalls: Vec<PairStalls> = Vec::new();
     let (mut workload_s, mut wall_s) = (0.0, 0.0);
@@ -133,11 +138,19 @@ pub fn grid(workload: MeshWorkload, hosts: &[String], rows: &[PairRow]) -> Grid 
                         f.incomplete_reason.as_deref().unwrap_or("?")
                     );
                 }
+                let trustworthy = row.emulator.as_ref().is_none_or(|e| e.trustworthy);
+                let mut detail = f.detail.clone();
+                if let Some(e) = row.emulator.as_ref().filter(|e| !e.trustworthy) {
+                    untrustworthy += 1;
+                    let _ = write!(why, " (emulator: {})", e.reasons.join("; "));
+                    let _ = write!(detail, "; untrustworthy: {}", e.reasons.join("; "));
+                }
                 ranked.push((badness, worst(why)));
                 cells[i][j] = Cell::Done {
                     value: f.value,
                     complete: f.complete,
-                    detail: f.detail.clone(),
+                    trustworthy,
+                    detail,
                 };
             }
         }
@@ -154,6 +167,7 @@ pub fn grid(workload: MeshWorkload, hosts: &[String], rows: &[PairRow]) -> Grid 
         done,
         failed,
         missing: n * n.saturating_sub(1) - done - failed,
+        untrustworthy,
         worst,
         collective,
         workload_s,
@@ -185,7 +199,7 @@ impl Grid {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} (row sends to column; x failed, . not run, * cut short)",
+            "{} (row sends to column; x failed, . not run, * cut short, ! emulator fell behind)",
             self.workload.figure()
         );
         let _ = write!(out, "{:>width$}", "");
@@ -201,8 +215,16 @@ impl Grid {
                     Cell::Missing => ".".to_string(),
                     Cell::Failed { .. } => "x".to_string(),
                     Cell::Done {
-                        value, complete, ..
-                    } => format!("{}{}", num(*value), if *complete { "" } else { "*" }),
+                        value,
+                        complete,
+                        trustworthy,
+                        ..
+                    } => format!(
+                        "{}{}{}",
+                        num(*value),
+                        if *complete { "" } else { "*" },
+                        if *trustworthy { "" } else { "!" }
+                    ),
                 };
                 let _ = write!(out, " {text:>width$}");
             }
@@ -222,6 +244,14 @@ impl Grid {
             self.failed,
             self.missing
         );
+        if self.untrustworthy > 0 {
+            let _ = writeln!(
+                out,
+                "{} pairs ran while the lab's emulator fell behind: their figures are the \
+                 emulator's, not the path's (marked !)",
+                self.untrustworthy
+            );
+        }
         if !self.worst.is_empty() {
             let _ = writeln!(out, "worst pairs:");
             for w in &self.worst {
@@ -289,6 +319,7 @@ mod tests {
             failure: None,
             started_unix_ms: 0,
             wall_s: 1.01,
+            emulator: None,
         }
     }
 

@@ -15,7 +15,8 @@ pub fn page(grid: &Grid, title: &str) -> String {
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>{t}</title><style>{STYLE}</style></head><body>\n<h1>{t}</h1>\n\
          <p>{fig}: row sends to column. Green is the best pair, red the worst; grey failed, \
-         white not run; hover a cell for its figures.</p>\n",
+         white not run; * cut short, ! the lab's emulator fell behind; hover a cell for its \
+         figures.</p>\n",
         t = esc(title),
         fig = esc(grid.workload.figure())
     );
@@ -95,6 +96,7 @@ fn table(out: &mut String, grid: &Grid) {
                 Cell::Done {
                     value,
                     complete,
+                    trustworthy,
                     detail,
                 } => {
                     let colour = value.map_or("#fff".to_string(), |v| {
@@ -107,7 +109,12 @@ fn table(out: &mut String, grid: &Grid) {
                         esc(detail),
                         if *complete { "" } else { " (cut short)" },
                         esc(&num(*value)),
-                        if *complete { "" } else { "*" }
+                        match (*complete, *trustworthy) {
+                            (true, true) => "",
+                            (false, true) => "*",
+                            (true, false) => "!",
+                            (false, false) => "*!",
+                        }
                     );
                 }
             }
@@ -195,6 +202,7 @@ mod tests {
             failure: None,
             started_unix_ms: 0,
             wall_s: 1.0,
+            emulator: None,
         }
     }
 

@@ -13,7 +13,7 @@ use tcplab_load::proto::TestSpec;
 
 use super::outcome::figures;
 use super::schedule::Step;
-use super::store::{MeshStore, PairRow, StoreError};
+use super::store::{EmulatorVerdict, MeshStore, PairRow, StoreError};
 
 /// A host of the mesh: where its agent listens and the key it proves.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +57,15 @@ impl PairRunner for AgentPairs<'_> {
     }
 }
 
+/// Watches what the tests of a step crossed (a lab's emulator): its state before the step, and
+/// its verdict over the step from that state.
+pub trait StepWatch {
+    /// The state before a step (None: it could not be read; the step is then judged so).
+    fn before(&self) -> Option<serde_json::Value>;
+    /// The verdict over the step that began at `before`.
+    fn verdict(&self, before: Option<serde_json::Value>) -> EmulatorVerdict;
+}
+
 /// What the run cost, for the harness-overhead figure.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct MeshTiming {
@@ -75,14 +84,16 @@ pub struct MeshTiming {
     pub workload_s: f64,
 }
 
-/// Runs `steps` among `hosts` with `runner`, recording every pair in `store`; `seen` is called
-/// with each row as it is recorded (progress). Stops before the next step once `stop` is set.
+/// Runs `steps` among `hosts` with `runner`, recording every pair in `store`, and with `watch`
+/// the emulator's verdict over each step on its pairs; `seen` is called with each row as it is
+/// recorded (progress). Stops before the next step once `stop` is set.
 pub fn run_mesh(
     hosts: &[MeshHost],
     steps: &[Step],
     runner: &dyn PairRunner,
     store: &MeshStore,
     stop: &AtomicBool,
+    watch: Option<&dyn StepWatch>,
     seen: &mut dyn FnMut(&PairRow),
 ) -> Result<MeshTiming, StoreError> {
     let start = Instant::now();
@@ -95,6 +106,7 @@ pub fn run_mesh(
         let (tx, rx) = mpsc::channel::<(PairRow, Option<serde_json::Value>)>();
         let mut longest = 0.0f64;
         let mut failure: Option<StoreError> = None;
+        let before = watch.map(|w| w.before());
         std::thread::scope(|scope| {
             for pair in &step.pairs {
                 let (src, dst) = (&hosts[pair.src], &hosts[pair.dst]);
@@ -124,6 +136,14 @@ pub fn run_mesh(
         if let Some(e) = failure {
             return Err(e);
         }
+        if let (Some(w), Some(before)) = (watch, before) {
+            let pairs: Vec<(String, String)> = step
+                .pairs
+                .iter()
+                .map(|p| (hosts[p.src].name.clone(), hosts[p.dst].name.clone()))
+                .collect();
+            store.set_emulator(&pairs, &w.verdict(before))?;
+        }
         timing.critical_s += longest;
     }
     timing.wall_s = start.elapsed().as_secs_f64();
@@ -151,6 +171,7 @@ fn one(
         failure: None,
         started_unix_ms,
         wall_s,
+        emulator: None,
     };
     match outcome {
         Ok(result) => match figures(&result) {
@@ -249,7 +270,7 @@ mod tests {
         let store = MeshStore::open(&path, &identity(&h), false).unwrap();
         let stop = AtomicBool::new(false);
         let mut rows = 0;
-        let t = run_mesh(&h, &steps, &mock, &store, &stop, &mut |_| rows += 1).unwrap();
+        let t = run_mesh(&h, &steps, &mock, &store, &stop, None, &mut |_| rows += 1).unwrap();
         assert_eq!((t.tests, rows), (30, 30));
         assert!(
             !mock.overlap.load(Ordering::Relaxed),
@@ -282,9 +303,54 @@ mod tests {
             .collect();
         let rest = without(tournament(6), &done);
         let mock = Mock { down: None, ..mock };
-        let t = run_mesh(&h, &rest, &mock, &store, &stop, &mut |_| {}).unwrap();
+        let t = run_mesh(&h, &rest, &mock, &store, &stop, None, &mut |_| {}).unwrap();
         assert_eq!(t.tests, 10);
         assert!(store.rows().unwrap().iter().all(|r| r.failure.is_none()));
+    }
+
+    /// An emulator that fell behind in every step after the first.
+    struct LateAfterFirst(std::sync::atomic::AtomicUsize);
+
+    impl StepWatch for LateAfterFirst {
+        fn before(&self) -> Option<serde_json::Value> {
+            Some(serde_json::json!(self.0.fetch_add(1, Ordering::Relaxed)))
+        }
+        fn verdict(&self, before: Option<serde_json::Value>) -> EmulatorVerdict {
+            let first = before == Some(serde_json::json!(0));
+            EmulatorVerdict {
+                trustworthy: first,
+                reasons: if first { vec![] } else { vec!["late".into()] },
+            }
+        }
+    }
+
+    #[test]
+    fn the_emulator_verdict_of_a_step_lands_on_its_pairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = hosts(4);
+        let store = MeshStore::open(&dir.path().join("m.db"), &identity(&h), false).unwrap();
+        let mock = Mock {
+            down: None,
+            busy: Mutex::new(BTreeSet::new()),
+            overlap: AtomicBool::new(false),
+        };
+        let steps = tournament(4);
+        let watch = LateAfterFirst(Default::default());
+        let stop = AtomicBool::new(false);
+        run_mesh(&h, &steps, &mock, &store, &stop, Some(&watch), &mut |_| {}).unwrap();
+        let rows = store.rows().unwrap();
+        let trusted: BTreeSet<(String, String)> = rows
+            .iter()
+            .filter(|r| r.emulator.as_ref().is_some_and(|e| e.trustworthy))
+            .map(|r| (r.src.clone(), r.dst.clone()))
+            .collect();
+        let first: BTreeSet<(String, String)> = steps[0]
+            .pairs
+            .iter()
+            .map(|p| (h[p.src].name.clone(), h[p.dst].name.clone()))
+            .collect();
+        assert_eq!(trusted, first);
+        assert!(rows.iter().all(|r| r.emulator.is_some()));
     }
 
     #[test]
@@ -298,7 +364,7 @@ mod tests {
             overlap: AtomicBool::new(false),
         };
         let stop = AtomicBool::new(true);
-        let t = run_mesh(&h, &tournament(4), &mock, &store, &stop, &mut |_| {}).unwrap();
+        let t = run_mesh(&h, &tournament(4), &mock, &store, &stop, None, &mut |_| {}).unwrap();
         assert_eq!(t.tests, 0);
     }
 }

@@ -38,6 +38,18 @@ pub struct PairRow {
     pub started_unix_ms: u64,
     /// The harness's wall time for it (connect to the agent, the test, the answer), s.
     pub wall_s: f64,
+    /// The lab emulator's verdict over the step the test ran in, when the hosts are a lab's.
+    #[serde(default)]
+    pub emulator: Option<EmulatorVerdict>,
+}
+
+/// Whether the lab's emulator kept its schedule while a step's tests crossed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EmulatorVerdict {
+    /// False when it fell behind what the workload needs.
+    pub trustworthy: bool,
+    /// One sentence per problem.
+    pub reasons: Vec<String>,
 }
 
 /// Errors of the mesh database; each names the file.
@@ -93,6 +105,7 @@ CREATE TABLE IF NOT EXISTS mesh_pair (
   wall_s REAL NOT NULL,
   figures TEXT,
   result TEXT,
+  emulator TEXT,
   PRIMARY KEY (src, dst)
 );
 ";
@@ -227,12 +240,30 @@ impl MeshStore {
         Ok(())
     }
 
+    /// Records the emulator's verdict over a step on the rows of its pairs.
+    pub fn set_emulator(
+        &self,
+        pairs: &[(String, String)],
+        verdict: &EmulatorVerdict,
+    ) -> Result<(), StoreError> {
+        let text = serde_json::to_string(verdict).unwrap_or_default();
+        for (src, dst) in pairs {
+            self.conn
+                .execute(
+                    "UPDATE mesh_pair SET emulator = ?3 WHERE src = ?1 AND dst = ?2",
+                    params![src, dst, text],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
     /// Every pair's row (without the full results), in (src, dst) order.
     pub fn rows(&self) -> Result<Vec<PairRow>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT src, dst, round, reason, started_unix_ms, wall_s, figures, status
+                "SELECT src, dst, round, reason, started_unix_ms, wall_s, figures, status, emulator
                  FROM mesh_pair ORDER BY src, dst",
             )
             .map_err(|e| self.err(e))?;
@@ -241,6 +272,7 @@ impl MeshStore {
                 let figures: Option<String> = r.get(6)?;
                 let status: String = r.get(7)?;
                 let reason: Option<String> = r.get(3)?;
+                let emulator: Option<String> = r.get(8)?;
                 Ok(PairRow {
                     src: r.get(0)?,
                     dst: r.get(1)?,
@@ -253,6 +285,7 @@ impl MeshStore {
                     started_unix_ms: r.get::<_, i64>(4)? as u64,
                     wall_s: r.get(5)?,
                     figures: figures.and_then(|f| serde_json::from_str(&f).ok()),
+                    emulator: emulator.and_then(|e| serde_json::from_str(&e).ok()),
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -303,6 +336,7 @@ mod tests {
             failure: failure.map(String::from),
             started_unix_ms: 1,
             wall_s: 0.1,
+            emulator: None,
         }
     }
 
