@@ -145,8 +145,10 @@ impl Server {
         self.agent.admission().counts()
     }
 
-    /// Serves tests until `stop` is set or `max_tests` connections were admitted; each
-    /// connection runs on its own thread, and all are joined before returning.
+    /// Serves tests and asks until `stop` is set or `max_tests` connections were admitted;
+    /// each connection runs on its own thread, and all are joined before returning. Once
+    /// `stop` is set, running tests are stopped (their clients get a report saying why) and
+    /// held sysctls restored, so the return is prompt.
     pub fn serve(&self, stop: &AtomicBool, max_tests: Option<u64>) -> Result<()> {
         let mut handled = 0u64;
         let agent = &self.agent;
@@ -191,6 +193,11 @@ impl Server {
                     }
                     Err(e) => return Err(LoadError::io("accepting a control connection", e)),
                 }
+            }
+            if stop.load(Ordering::Relaxed) {
+                // The scope joins every connection thread: running tests end now, and held
+                // sysctls are restored by their threads, which watch `stop` too.
+                agent.watch.stop_all(&Refusal::AgentStopping);
             }
             Ok(())
         })

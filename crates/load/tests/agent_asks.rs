@@ -326,6 +326,32 @@ fn run_from_with_a_wrong_pin_is_refused() {
     assert!(e.to_string().contains("server_key"), "{e}");
 }
 
+#[test]
+fn stopping_the_agent_ends_its_running_tests() {
+    let me = KeyPair::generate("coordinator").expect("key");
+    let mut agent = TestAgent::start(Setup::keyed(&[me.public()]));
+    let auth = Arc::new(client(&agent, &me));
+    let addr = agent.addr;
+    // 100,000 messages 1 ms apart: 100 s, unless the agent stops it.
+    let cfg = msgs::MsgsConfig {
+        count: 100_000,
+        size: 1,
+        gap_us: 1_000,
+        timeout_ms: 5_000,
+        ..msgs::MsgsConfig::default()
+    };
+    let runner = std::thread::spawn(move || {
+        auth.scoped(|| msgs::run_client(&cfg, addr, serde_json::json!({})))
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let start = Instant::now();
+    agent.shut();
+    let r = runner.join().expect("client").expect("a partial result");
+    assert!(start.elapsed() < WAIT, "{:?}", start.elapsed());
+    let why = r.meta.incomplete_reason.unwrap_or_default();
+    assert!(why.contains("the agent is stopping"), "{why}");
+}
+
 /// An agent in a namespace of its own with `--allow-sysctl` and a journal in `dir`.
 fn sysctl_agent(me: &KeyPair, dir: &tempfile::TempDir) -> TestAgent {
     TestAgent::start(Setup {

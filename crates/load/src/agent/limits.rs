@@ -251,6 +251,9 @@ pub enum Refusal {
         /// The limit.
         limit: u64,
     },
+    /// The agent is stopping (its stdin closed under `--stop-on-stdin-eof`, or a signal), so
+    /// its running tests are stopped rather than waited for.
+    AgentStopping,
 }
 
 impl Refusal {
@@ -263,6 +266,7 @@ impl Refusal {
             Self::Threads { .. } => "max-threads",
             Self::Duration { .. } | Self::RanTooLong { .. } => "max-duration",
             Self::Bytes { .. } | Self::MovedTooMuch { .. } => "max-bytes",
+            Self::AgentStopping => "stopping",
         }
     }
 }
@@ -341,6 +345,11 @@ impl fmt::Display for Refusal {
                 f,
                 "{STOPPED} the test moved more than its limit --max-bytes {}",
                 bytes(*limit)
+            ),
+            Self::AgentStopping => write!(
+                f,
+                "{STOPPED} the agent is stopping (its stdin closed under --stop-on-stdin-eof, \
+                 or it was told to stop); run the test again once it is back"
             ),
         }
     }

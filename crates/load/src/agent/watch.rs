@@ -144,6 +144,15 @@ impl Watch {
         }
     }
 
+    /// Stops every running test for `why` (the agent is going away: its tests end now, not
+    /// when they would have).
+    pub fn stop_all(&self, why: &Refusal) {
+        let tests: Vec<_> = lock(&self.tests).clone();
+        for t in tests {
+            t.stop(why.clone());
+        }
+    }
+
     /// How many tests are watched.
     pub fn len(&self) -> usize {
         lock(&self.tests).len()
