@@ -10,7 +10,7 @@ use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::agent::admit::Admission;
@@ -53,6 +53,8 @@ struct Agent {
     holds: Option<Holds>,
     /// What a leftover journal held, restored when the agent started.
     restored: Vec<(String, String)>,
+    /// Asks other than Run in progress (each holds a thread; a sysctl hold, for long).
+    asks: AtomicU32,
 }
 
 impl Server {
@@ -108,6 +110,7 @@ impl Server {
                 log: LogGate::default(),
                 holds,
                 restored,
+                asks: AtomicU32::new(0),
             },
         })
     }
@@ -291,6 +294,9 @@ impl Agent {
                 }
             }
             Request::Ask(other) => {
+                let Some(_ask_slot) = self.start_ask(&mut ctrl, ip) else {
+                    return;
+                };
                 let ctx = AskCtx {
                     config: &self.config,
                     holds: self.holds.as_ref(),
@@ -302,6 +308,39 @@ impl Agent {
                 }
             }
         }
+    }
+
+    /// Takes a place for an ask other than Run, or tells the client why not: as many may run
+    /// at once as tests may (`--max-concurrent`), besides the tests, so a client holding
+    /// sysctls or probing clocks cannot grow the agent's threads without bound.
+    fn start_ask(&self, ctrl: &mut Channel, ip: IpAddr) -> Option<AskSlot<'_>> {
+        let limit = self.config.limits.max_tests;
+        let taken = self
+            .asks
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .is_ok();
+        if taken {
+            return Some(AskSlot { agent: self });
+        }
+        self.admission().count_refusal("max-concurrent");
+        self.say(&format!(
+            "refused an ask from {ip}: {limit} asks in progress"
+        ));
+        let message = format!(
+            "too many requests in progress: besides its tests, this agent answers at most \
+             --max-concurrent {limit} asks (facts, clock, sysctl holds) at once; release a \
+             sysctl hold or retry later"
+        );
+        let _ = refuse(
+            ctrl,
+            Ctrl::Denied {
+                message,
+                auth: false,
+            },
+        );
+        None
     }
 
     /// Validates a test and takes its place under the limits, or tells the client why not.
@@ -345,6 +384,17 @@ struct HandshakeSlot<'a> {
 impl Drop for HandshakeSlot<'_> {
     fn drop(&mut self) {
         self.agent.admission().handshake_done(self.ip);
+    }
+}
+
+/// An ask's place, given back when dropped.
+struct AskSlot<'a> {
+    agent: &'a Agent,
+}
+
+impl Drop for AskSlot<'_> {
+    fn drop(&mut self) {
+        self.agent.asks.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

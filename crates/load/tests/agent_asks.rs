@@ -46,6 +46,8 @@ struct Setup {
     own_netns: bool,
     /// Runs in the agent's namespace before it binds (to leave a journal behind, say).
     before: Option<Box<dyn FnOnce() + Send>>,
+    /// `--max-concurrent`.
+    max_concurrent: u32,
 }
 
 impl Setup {
@@ -56,6 +58,7 @@ impl Setup {
             journal: None,
             own_netns: false,
             before: None,
+            max_concurrent: Limits::default().max_tests,
         }
     }
 
@@ -68,6 +71,7 @@ impl Setup {
             limits: Limits {
                 handshake_timeout: Duration::from_secs(2),
                 idle_timeout: Duration::from_secs(5),
+                max_tests: self.max_concurrent,
                 ..Limits::default()
             },
             log: true,
@@ -352,6 +356,49 @@ fn stopping_the_agent_ends_its_running_tests() {
     assert!(why.contains("the agent is stopping"), "{why}");
 }
 
+#[test]
+fn asks_in_progress_are_bounded_by_max_concurrent() {
+    let me = KeyPair::generate("coordinator").expect("key");
+    let agent = TestAgent::start(Setup {
+        max_concurrent: 1,
+        ..Setup::keyed(&[me.public()])
+    });
+    let auth = client(&agent, &me);
+    // A clock ask whose pings never come holds the one place (up to the idle timeout).
+    let held = raw_ask(&agent, &me, Ask::Clock { probes: 64 });
+    // The agent takes the place once its thread has read the ask: a moment after it is sent.
+    let e = (0..100)
+        .find_map(|_| {
+            let r = remote::facts(agent.addr, &auth, WAIT).err();
+            if r.is_none() {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r
+        })
+        .expect("no place left");
+    assert!(e.to_string().contains("--max-concurrent 1"), "{e}");
+    // Tests have places of their own.
+    let cfg = msgs::MsgsConfig {
+        count: 100,
+        timeout_ms: 5_000,
+        ..msgs::MsgsConfig::default()
+    };
+    let r = Arc::new(auth.clone())
+        .scoped(|| msgs::run_client(&cfg, agent.addr, serde_json::json!({})))
+        .expect("a test beside the ask");
+    assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
+    drop(held);
+    let end = Instant::now() + WAIT;
+    let facts = loop {
+        match remote::facts(agent.addr, &auth, WAIT) {
+            Ok(f) => break f,
+            Err(e) if Instant::now() > end => panic!("the place came back: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    assert!(facts.authenticated);
+}
+
 /// An agent in a namespace of its own with `--allow-sysctl` and a journal in `dir`.
 fn sysctl_agent(me: &KeyPair, dir: &tempfile::TempDir) -> TestAgent {
     TestAgent::start(Setup {
@@ -549,9 +596,9 @@ fn sysctl_keys_outside_net_and_bad_values_are_refused() {
     assert!(!dir.path().join("journal").exists());
 }
 
-/// A Sysctl ask by hand (the handshake with `me`, the ask sealed after it), with no renewing
-/// thread: the channel stays open until dropped.
-fn raw_sysctl(agent: &TestAgent, me: &KeyPair, set: &[(String, String)], lease_ms: u64) -> Channel {
+/// An ask by hand (the handshake with `me`, the ask sealed after it); the channel stays open
+/// until dropped, and nothing renews anything.
+fn raw_ask(agent: &TestAgent, me: &KeyPair, ask: Ask) -> Channel {
     let mut s = agent
         .within(|| TcpStream::connect(agent.addr))
         .expect("connect");
@@ -571,12 +618,19 @@ fn raw_sysctl(agent: &TestAgent, me: &KeyPair, set: &[(String, String)], lease_m
     let mut ch = Channel::new(s, transport, 1 << 20);
     let ask = Ctrl::Ask {
         version: proto::VERSION,
-        ask: Box::new(Ask::Sysctl {
-            set: set.to_vec(),
-            lease_ms,
-        }),
+        ask: Box::new(ask),
     };
     proto::write_frame(&mut ch, &ask).expect("ask");
+    ch
+}
+
+/// A Sysctl ask by hand, answered; the hold lasts until the lease runs out or `Channel` drops.
+fn raw_sysctl(agent: &TestAgent, me: &KeyPair, set: &[(String, String)], lease_ms: u64) -> Channel {
+    let ask = Ask::Sysctl {
+        set: set.to_vec(),
+        lease_ms,
+    };
+    let mut ch = raw_ask(agent, me, ask);
     match proto::read_frame(&mut ch).expect("answer") {
         Ctrl::Answer(a) => assert!(matches!(*a, Answer::Sysctl { .. }), "{a:?}"),
         other => panic!("got {other:?}"),

@@ -21,10 +21,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{LoadError, Result};
 
-/// Most keys one ask may set.
-pub const MAX_KEYS: usize = 64;
+/// Most keys one ask may set (with [`MAX_VALUE`], an ask stays well inside the 64 KiB an agent
+/// takes from a client in one message).
+pub const MAX_KEYS: usize = 32;
 /// Longest value accepted, bytes.
-pub const MAX_VALUE: usize = 1024;
+pub const MAX_VALUE: usize = 512;
 /// Shortest lease: a client renews every third of it, so shorter would be all renewing.
 pub const MIN_LEASE: Duration = Duration::from_millis(100);
 /// Longest lease: a coordinator that vanished leaves the host changed at most this long.
