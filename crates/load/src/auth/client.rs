@@ -5,7 +5,9 @@
 //! [`crate::session::Session::open`], from whatever thread a lab placement runs it on, so the
 //! CLI installs them once ([`ClientAuth::install`]) and library users who install nothing get
 //! [`ClientAuth::from_env`]: `TCPLAB_KEY` / `TCPLAB_SERVER_KEY`, or the default key file, or a
-//! key made for this process (enough for servers on loopback and lab addresses).
+//! key made for this process (enough for servers on loopback and lab addresses). An agent that
+//! runs a test toward another agent (`Ask::Run`) uses its own key on that thread only
+//! ([`ClientAuth::scoped`]), leaving the process's credentials alone.
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
