@@ -396,6 +396,50 @@ mod tests {
     }
 
     #[test]
+    fn asks_and_answers_round_trip_in_their_documented_shape() {
+        let ask = Ctrl::Ask {
+            version: VERSION,
+            ask: Box::new(Ask::Sysctl {
+                set: vec![("net.core.somaxconn".into(), "512".into())],
+                lease_ms: 3_000,
+            }),
+        };
+        let json = String::from_utf8(encode(&ask).expect("json")).expect("utf-8");
+        assert_eq!(
+            json,
+            r#"{"type":"ask","version":3,"ask":{"ask":"sysctl","set":[["net.core.somaxconn","512"]],"lease_ms":3000}}"#
+        );
+        let run = Ctrl::Ask {
+            version: VERSION,
+            ask: Box::new(Ask::Run {
+                target: "198.18.0.2:5301".parse().expect("addr"),
+                server_key: None,
+                test: Box::new(TestSpec::Msgs(MsgsConfig::default())),
+            }),
+        };
+        match decode(&encode(&run).expect("json")).expect("decode") {
+            Ctrl::Ask { ask, .. } => match *ask {
+                Ask::Run { target, test, .. } => {
+                    assert_eq!(target.port(), 5301);
+                    assert!(matches!(*test, TestSpec::Msgs(_)));
+                }
+                other => panic!("got {other:?}"),
+            },
+            other => panic!("got {other:?}"),
+        }
+        let released = encode(&Ctrl::Answer(Box::new(Answer::Released))).expect("json");
+        assert_eq!(released, br#"{"type":"answer","answer":"released"}"#);
+        assert!(matches!(
+            decode(br#"{"type":"pong","t1_ns":1,"t2_ns":-2,"t3_ns":3}"#).expect("pong"),
+            Ctrl::Pong { t2_ns: -2, .. }
+        ));
+        assert!(matches!(
+            decode(br#"{"type":"renew"}"#).expect("renew"),
+            Ctrl::Renew
+        ));
+    }
+
+    #[test]
     fn garbage_is_a_protocol_error() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let mut c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
