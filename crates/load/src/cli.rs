@@ -8,8 +8,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::error::LoadError;
 use crate::live::OnLive;
@@ -104,22 +103,15 @@ impl ServeArgs {
             server.local_addr()?,
             crate::proto::VERSION
         );
-        for line in crate::agent::args::banner(server.config()) {
+        for line in crate::agent::args::banner(server.config())
+            .into_iter()
+            .chain(crate::agent::args::restored_lines(
+                server.restored_at_start(),
+            ))
+        {
             eprintln!("tcplab serve: {line}");
         }
-        for (key, value) in server.restored_at_start() {
-            eprintln!(
-                "tcplab serve: restored {key}={value} from the journal a previous agent left"
-            );
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        if self.agent.stop_on_stdin_eof {
-            crate::agent::args::stop_on_stdin_eof(stop.clone())?;
-        }
-        if self.agent.allow_sysctl {
-            // Held sysctls go back on SIGTERM and SIGINT too, not only at a clean stop.
-            crate::agent::args::stop_on_signals(stop.clone())?;
-        }
+        let stop = self.agent.stop_flag()?;
         server.serve(&stop, self.max_tests)?;
         // Dropping the server restores whatever is still held.
         drop(server);

@@ -122,6 +122,19 @@ impl AgentArgs {
         })
     }
 
+    /// The flag the serve loop stops on: set when stdin closes (`--stop-on-stdin-eof`) and,
+    /// with `--allow-sysctl`, on SIGTERM and SIGINT too, so held sysctls go back then as well.
+    pub fn stop_flag(&self) -> Result<Arc<AtomicBool>> {
+        let stop = Arc::new(AtomicBool::new(false));
+        if self.stop_on_stdin_eof {
+            stop_on_stdin_eof(stop.clone())?;
+        }
+        if self.allow_sysctl {
+            stop_on_signals(stop.clone())?;
+        }
+        Ok(stop)
+    }
+
     /// The agent these flags describe; every problem names its flag (exit code 2).
     pub fn config(&self) -> Result<AgentConfig> {
         let key_err = |flag| move |source| LoadError::Key { flag, source };
@@ -226,6 +239,16 @@ pub fn banner(config: &AgentConfig) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// The start-up lines that say what a leftover journal held and is now restored.
+pub fn restored_lines(restored: &[(String, String)]) -> Vec<String> {
+    restored
+        .iter()
+        .map(|(key, value)| {
+            format!("restored {key}={value} from the journal a previous agent left")
+        })
+        .collect()
 }
 
 /// Sets `stop` when this process's stdin reaches EOF (or fails), from a thread that does
