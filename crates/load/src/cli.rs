@@ -303,6 +303,9 @@ pub struct RrArgs {
     /// Interval of the live lines of --ndjson, seconds.
     #[arg(short = 'i', long, value_name = "SECS", default_value = "1", value_parser = parse_interval_ms)]
     pub interval: u64,
+    /// A transaction slower than this many ms counts as a stall.
+    #[arg(long, value_name = "MS", default_value_t = 5.0)]
+    pub stall_ms: f64,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub common: ClientArgs,
@@ -327,6 +330,7 @@ impl RrArgs {
             sizes: self.sizes.clone().map(|s| s.0).unwrap_or_default(),
             opts: self.common.opts.clone(),
             timeout_ms: self.common.timeout,
+            stall_ms: self.stall_ms,
         }
     }
 

@@ -233,7 +233,7 @@ pub struct MeshArgs {
     /// stream (and rr/crr without --count): seconds per test.
     #[arg(long, value_name = "SECS", default_value_t = 2.0)]
     duration: f64,
-    /// msgs: a receive gap above this many ms is a stall.
+    /// msgs: a receive gap above this many ms is a stall; rr: a transaction slower than it.
     #[arg(long, value_name = "MS")]
     stall_ms: Option<f64>,
     /// msgs and rr only: run up to N tests at once whatever hosts they share (default: the
@@ -387,6 +387,7 @@ impl MeshArgs {
                 (c.req, c.resp) = (size, size);
                 c.count = self.count;
                 c.duration_ms = self.count.is_none().then_some(ms);
+                c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
                 TestSpec::Rr(c)
             }
             MeshWorkload::Stream => {

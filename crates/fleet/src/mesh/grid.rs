@@ -56,7 +56,7 @@ pub struct Grid {
     pub untrustworthy: usize,
     /// The worst pairs, worst first (failures first).
     pub worst: Vec<Worst>,
-    /// msgs: the chance one all-to-all meets at least one stall.
+    /// msgs and rr: the chance one all-to-all meets at least one stall.
     pub collective: Option<CollectiveStall>,
     /// Sum of the workloads' own times, s.
     pub workload_s: f64,
@@ -157,7 +157,8 @@ pub fn grid(workload: MeshWorkload, hosts: &[String], rows: &[PairRow]) -> Grid 
     }
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
     let worst = ranked.into_iter().take(WORST).map(|(_, w)| w).collect();
-    let collective = (workload == MeshWorkload::Msgs && !stalls.is_empty())
+    let latency = matches!(workload, MeshWorkload::Msgs | MeshWorkload::Rr);
+    let collective = (latency && !stalls.is_empty())
         .then(|| all_to_all_stall(&stalls).ok())
         .flatten();
     Grid {

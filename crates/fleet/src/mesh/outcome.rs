@@ -123,12 +123,20 @@ pub fn figures(result: &serde_json::Value) -> Result<Figures, String> {
         Report::Rr(r) => {
             f.value = r.summary.latency_us.p99;
             f.workload_s = r.points.iter().map(|p| p.elapsed_s).sum();
+            if r.summary.transactions > 0 {
+                f.stalls = Some(PairStalls {
+                    stalled: r.summary.stalls.min(r.summary.transactions),
+                    messages: r.summary.transactions,
+                });
+            }
             f.detail = format!(
-                "{} transactions, p50 {} µs, p99 {} µs, max {} µs",
+                "{} transactions, p50 {} µs, p99 {} µs, max {} µs, {} above {} ms",
                 r.summary.transactions,
                 num(r.summary.latency_us.p50),
                 num(r.summary.latency_us.p99),
-                num(r.summary.latency_us.max)
+                num(r.summary.latency_us.max),
+                r.summary.stalls,
+                r.config.stall_ms
             );
         }
         Report::Stream(r) => {

@@ -68,6 +68,9 @@ pub struct RrConfig {
     pub opts: SockOpts,
     /// Idle timeout of every wait, ms (`--timeout`).
     pub timeout_ms: u64,
+    /// A transaction slower than this many ms counts as a stall (`--stall-ms`), as a receive
+    /// gap does for msgs: the figure the mesh's all-to-all estimate is made of.
+    pub stall_ms: f64,
 }
 
 impl Default for RrConfig {
@@ -84,6 +87,7 @@ impl Default for RrConfig {
             sizes: Vec::new(),
             opts: SockOpts::default(),
             timeout_ms: 10_000,
+            stall_ms: 5.0,
         }
     }
 }
@@ -169,6 +173,12 @@ impl RrConfig {
         if self.timeout_ms == 0 {
             return Err(LoadError::config("timeout", "must be above 0"));
         }
+        if !(self.stall_ms.is_finite() && self.stall_ms > 0.0) {
+            return Err(LoadError::config(
+                "stall-ms",
+                "must be a positive number of ms",
+            ));
+        }
         self.opts.validate()
     }
 
@@ -225,6 +235,9 @@ pub struct RrPoint {
     pub latency_uncorrected_us: Option<Percentiles>,
     /// Raw samples beyond [`MAX_SAMPLES`] that were not kept.
     pub samples_dropped: u64,
+    /// Transactions slower than `stall_ms` (from the histogram, which sees every one).
+    #[serde(default)]
+    pub stalls: u64,
     /// Raw samples, kept for --samples.
     #[serde(skip)]
     pub samples: Vec<RrSample>,
@@ -239,6 +252,9 @@ pub struct RrSummary {
     pub latency_us: Percentiles,
     /// Completed transactions.
     pub transactions: u64,
+    /// Transactions slower than `stall_ms`.
+    #[serde(default)]
+    pub stalls: u64,
 }
 
 /// An rr result.
@@ -341,6 +357,7 @@ pub fn run_client_live(
         transactions_per_s: ratio(transactions as f64, total_s),
         latency_us: Percentiles::from_ns(&all),
         transactions,
+        stalls: points.iter().map(|p| p.stalls).sum(),
     };
     let mode = if cfg.rate.is_some() { "open" } else { "closed" }.to_string();
     Ok(RrResult {
@@ -409,8 +426,18 @@ fn run_point(
         latency_us: Percentiles::from_ns(&rec.hist),
         latency_uncorrected_us: rec.uncorrected.as_ref().map(Percentiles::from_ns),
         samples_dropped: rec.dropped,
+        stalls: slower_than(&rec.hist, cfg.stall_ms),
         samples: rec.samples,
     })
+}
+
+/// Transactions in `hist` (recorded in ns) slower than `ms`.
+fn slower_than(hist: &Histogram<u64>, ms: f64) -> u64 {
+    let limit = (ms * 1e6) as u64;
+    hist.iter_recorded()
+        .filter(|v| v.value_iterated_to() > limit)
+        .map(|v| v.count_at_value())
+        .sum()
 }
 
 /// The reporter's per-interval step: differences of the published counters.
@@ -545,5 +572,16 @@ mod tests {
             },
             "sizes",
         );
+    }
+
+    #[test]
+    fn stalls_count_the_transactions_slower_than_the_limit() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for ns in [100_000u64, 4_000_000, 4_990_000, 5_100_000, 200_000_000] {
+            h.record(ns).unwrap();
+        }
+        assert_eq!(slower_than(&h, 5.0), 2);
+        assert_eq!(slower_than(&h, 0.05), 5);
+        assert_eq!(slower_than(&h, 1_000.0), 0);
     }
 }

@@ -260,6 +260,7 @@ impl RrulConfig {
                 ..SockOpts::default()
             },
             timeout_ms: self.timeout_ms,
+            ..RrConfig::default()
         }
     }
 
