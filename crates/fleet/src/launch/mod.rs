@@ -264,9 +264,12 @@ impl Fleet {
         })
     }
 
-    /// The PID of host `name`'s agent on its host, as the launcher learned it (ssh only).
+    /// The PID of host `name`'s agent on its host, as the launcher learned it (ssh, srun).
     pub fn remote_pid(&self, name: &str) -> Option<u32> {
-        self.ssh.as_ref()?.remote_pid(name)
+        if let Some(pid) = self.ssh.as_ref().and_then(|s| s.remote_pid(name)) {
+            return Some(pid);
+        }
+        self.srun.as_ref()?.remote_pid(name)
     }
 
     /// The PID of the local process that holds host `name`'s agent (its ssh or srun), which

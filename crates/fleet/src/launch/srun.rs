@@ -149,6 +149,8 @@ pub(crate) struct SrunLaunch {
     run_dir: PathBuf,
     bin: PathBuf,
     opts: LaunchOptions,
+    /// Each host's agent's PID on its node, as its task said.
+    pids: BTreeMap<String, u32>,
     spawner: Spawner,
 }
 
@@ -210,6 +212,7 @@ impl SrunLaunch {
             run_dir,
             bin,
             opts: opts.clone(),
+            pids: BTreeMap::new(),
             spawner,
         };
         let names: Vec<String> = launch.hosts.iter().map(|h| h.name.clone()).collect();
@@ -224,6 +227,10 @@ impl SrunLaunch {
 
     pub(crate) fn has(&self, name: &str) -> bool {
         self.hosts.iter().any(|h| h.name == name)
+    }
+
+    pub(crate) fn remote_pid(&self, name: &str) -> Option<u32> {
+        self.pids.get(name).copied()
     }
 
     pub(crate) fn local_pid(&self, name: &str) -> Option<u32> {
@@ -294,7 +301,7 @@ impl SrunLaunch {
             tail: tail.clone(),
         });
         // task number -> node name, and -> port, as the lines arrive.
-        let mut node_of: BTreeMap<String, String> = BTreeMap::new();
+        let mut node_of: BTreeMap<String, (String, Option<u32>)> = BTreeMap::new();
         let mut port_of: BTreeMap<String, u16> = BTreeMap::new();
         let deadline = Instant::now() + self.opts.start_timeout;
         let problem = loop {
@@ -307,11 +314,11 @@ impl SrunLaunch {
                         continue;
                     };
                     let task = task.trim().to_string();
-                    if let Some(node) = rest
-                        .strip_prefix("tcplab-fleet: node ")
-                        .and_then(|r| r.split_whitespace().next())
-                    {
-                        node_of.insert(task, node.to_string());
+                    if let Some(said) = rest.strip_prefix("tcplab-fleet: node ") {
+                        let mut words = said.split_whitespace();
+                        let node = words.next().unwrap_or_default().to_string();
+                        let pid = words.nth(1).and_then(|p| p.parse().ok());
+                        node_of.insert(task, (node, pid));
                     } else if let Some((addr, _)) = proc::parse_listening(rest) {
                         port_of.insert(task, addr.port());
                     }
@@ -341,12 +348,16 @@ impl SrunLaunch {
         let key = self.server_key()?;
         let mut agents = Vec::new();
         for (task, port) in &port_of {
-            let node = node_of.get(task).cloned().unwrap_or_default();
+            let (node, pid) = node_of.get(task).cloned().unwrap_or_default();
             let Some(h) = self.hosts.iter().find(|h| h.name == node) else {
                 return Err(err(
                     format!("task {task} ran on {node:?}, not a host asked for"),
                     &tail,
                 ));
+            };
+            match pid {
+                Some(p) => self.pids.insert(h.name.clone(), p),
+                None => self.pids.remove(&h.name),
             };
             agents.push(Agent {
                 name: h.name.clone(),
