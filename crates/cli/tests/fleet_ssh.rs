@@ -284,3 +284,129 @@ fn sshd_listens_on_the_lab_address_and_ends_with_its_guard() {
     drop(world);
     assert!(ended_within(sshd_pid, Duration::from_secs(5)));
 }
+
+/// Set (to the hosts file's text) in the coordinator process of the SIGKILL test.
+const COORDINATOR_HOSTS: &str = "TCPLAB_TEST_SSH_HOSTS";
+
+/// The coordinator itself killed by SIGKILL (this test binary again, inside h1): its ssh
+/// children get SIGTERM from the kernel (PR_SET_PDEATHSIG), the sessions close, the agents see
+/// EOF on stdin and exit.
+#[test]
+fn a_coordinator_killed_by_sigkill_takes_its_agents_with_it() {
+    use std::io::BufRead;
+    let _serial = serial();
+    let world = World::new("kil");
+    let opts = world.options();
+    let hosts = {
+        let mut text = String::from("[defaults]\nport = 0\nuser = \"root\"\n");
+        for (i, s) in world.sshd.iter().enumerate() {
+            text.push_str(&format!(
+                "[[host]]\nname = \"h{}\"\naddress = \"{}\"\nssh = true\n",
+                i + 2,
+                s.addr.ip()
+            ));
+        }
+        text
+    };
+    let child = world
+        .lab
+        .host("h1")
+        .unwrap()
+        .command(std::env::current_exe().unwrap())
+        .args(["--exact", "ssh_coordinator", "--ignored", "--nocapture"])
+        .env(COORDINATOR_HOSTS, hosts)
+        .env("TCPLAB_TEST_SSH_REMOTE", &opts.remote_dir)
+        .env("TCPLAB_TEST_SSH_OPTIONS", opts.ssh_options.join("\n"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    /// Kills the coordinator if the test fails before it does.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut coordinator = Kill(child);
+    let stdout = coordinator.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let pids: Vec<u32> = loop {
+        let line = rx
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the coordinator prints its agents' PIDs");
+        if let Some(p) = line.strip_prefix("agents: ") {
+            break p.split_whitespace().map(|p| p.parse().unwrap()).collect();
+        }
+    };
+    assert_eq!(pids.len(), 2);
+    assert!(pids.iter().all(|p| alive(*p)), "{pids:?}");
+    let coordinator_pid = coordinator.0.id();
+    let pid = rustix::process::Pid::from_raw(i32::try_from(coordinator_pid).unwrap()).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let _ = coordinator.0.wait();
+    for p in &pids {
+        assert!(
+            ended_within(*p, Duration::from_secs(10)),
+            "agent {p} outlived its coordinator"
+        );
+    }
+    // Nobody was left to clean up: end the ssh masters the dead coordinator left (they would
+    // go on their own after ControlPersist) and their private directory.
+    let prefix = format!("tcplab-ssh-{coordinator_pid}-");
+    for dir in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        if !dir.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        for sock in std::fs::read_dir(dir.path()).unwrap().flatten() {
+            let _ = std::process::Command::new("ssh")
+                .arg("-o")
+                .arg(format!("ControlPath={}", sock.path().display()))
+                .args(["-O", "exit", "unused"])
+                .output();
+        }
+        let _ = std::fs::remove_dir_all(dir.path());
+    }
+}
+
+/// The coordinator of the SIGKILL test (ignored on its own): launches, prints its agents'
+/// PIDs, and waits to be killed.
+#[test]
+#[ignore = "run by a_coordinator_killed_by_sigkill_takes_its_agents_with_it"]
+fn ssh_coordinator() {
+    use std::io::Write;
+    let Ok(hosts) = std::env::var(COORDINATOR_HOSTS) else {
+        return;
+    };
+    let inv = Inventory::parse(&hosts, COORDINATOR_HOSTS).unwrap();
+    let opts = LaunchOptions {
+        binary: env!("CARGO_BIN_EXE_tcplab").into(),
+        remote_dir: std::env::var("TCPLAB_TEST_SSH_REMOTE").unwrap(),
+        ssh_options: std::env::var("TCPLAB_TEST_SSH_OPTIONS")
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect(),
+        ..LaunchOptions::default()
+    };
+    let fleet = launch(&inv, &opts).unwrap();
+    let pids: Vec<String> = pids(&fleet).iter().map(|p| p.to_string()).collect();
+    println!("agents: {}", pids.join(" "));
+    std::io::stdout().flush().unwrap();
+    // Killed long before this ends.
+    std::thread::sleep(Duration::from_secs(60));
+    drop(fleet);
+}
