@@ -184,9 +184,21 @@ fn ssh_launch_copies_once_runs_authenticated_tests_and_stops_clean() {
             assert_ne!(a.addr.port(), 0, "{a:?}");
         }
         msgs_to_each(&fleet);
-        let pids = pids(&fleet);
-        assert!(pids.iter().all(|p| alive(*p)), "{pids:?}");
+        let before = pids(&fleet);
+        assert!(before.iter().all(|p| alive(*p)), "{before:?}");
         assert_eq!(world.run_dirs().len(), 2, "{:?}", world.run_dirs());
+        // Restarting one host's agent (what `mesh --resume` does) ends the old one.
+        let mut fleet = fleet;
+        let old = fleet.remote_pid("h2").unwrap();
+        fleet.restart("h2").unwrap();
+        let new = fleet.remote_pid("h2").unwrap();
+        assert_ne!(old, new);
+        assert!(
+            ended_within(old, Duration::from_secs(5)),
+            "agent {old} outlived restart"
+        );
+        msgs_to_each(&fleet);
+        let pids = pids(&fleet);
         let copied = fleet.copied();
         let problems = fleet.stop();
         assert!(problems.is_empty(), "{problems:?}");

@@ -258,7 +258,7 @@ pub(crate) fn stop(child: &mut Child, grace: Duration, what: &str) -> Option<Str
 pub(crate) fn sh_quote(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=@,+[]".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=@,+".contains(&b))
     {
         return s.to_string();
     }
@@ -287,6 +287,8 @@ mod tests {
         assert_eq!(sh_quote("it's"), r"'it'\''s'");
         assert_eq!(sh_quote("a b"), "'a b'");
         assert_eq!(sh_quote(""), "''");
+        // Brackets are a glob: an IPv6 listen address is quoted.
+        assert_eq!(sh_quote("[fd00::2]:5301"), "'[fd00::2]:5301'");
     }
 
     #[test]

@@ -88,6 +88,10 @@ impl SshLaunch {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
+        let spawner = Spawner::new().map_err(|source| LaunchError::Io {
+            path: "a thread for the ssh processes".into(),
+            source,
+        })?;
         let control_dir =
             std::env::temp_dir().join(format!("tcplab-ssh-{}-{launch_id}", std::process::id()));
         // Mode 700 and created here (not found), so no other user can plant or reach a socket.
@@ -110,10 +114,6 @@ impl SshLaunch {
             accept: accept.to_vec(),
             opts: opts.clone(),
         };
-        let spawner = Spawner::new().map_err(|source| LaunchError::Io {
-            path: "a thread for the ssh processes".into(),
-            source,
-        })?;
         let mut launch = SshLaunch {
             hosts: hosts
                 .into_iter()
