@@ -55,7 +55,7 @@ impl World {
         })
         .unwrap();
         let lab = Lab::build_in(
-            StateDir::at(&dir.path().join("state")),
+            StateDir::at(dir.path().join("state")),
             spec,
             Ownership::Process,
         )
