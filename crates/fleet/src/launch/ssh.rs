@@ -14,7 +14,6 @@
 //! Stop: close the pipe (the agent sees EOF and exits), wait, kill the ssh process by PID if
 //! needed, remove the per-launch directory, `ssh -O exit` the master.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
@@ -159,18 +158,21 @@ impl SshLaunch {
                     Err(e) => errors.push(e),
                 }
             }
-            // Every agent starts at once; the waits for their lines overlap.
-            std::thread::scope(|s| {
-                let hs: Vec<_> = waiting
-                    .into_iter()
-                    .map(|(r, lines)| s.spawn(move || ctx.await_listening(r, &lines)))
-                    .collect();
-                for h in hs {
-                    if let Ok(Err(e)) = h.join() {
-                        errors.push(e);
+            // Every agent starts at once; the waits for their lines overlap, PARALLEL at a
+            // time (the lines of the later ones wait in their channels meanwhile).
+            for chunk in waiting.chunks_mut(super::PARALLEL) {
+                std::thread::scope(|s| {
+                    let hs: Vec<_> = chunk
+                        .iter_mut()
+                        .map(|(r, lines)| s.spawn(move || ctx.await_listening(r, lines)))
+                        .collect();
+                    for h in hs {
+                        if let Ok(Err(e)) = h.join() {
+                            errors.push(e);
+                        }
                     }
-                }
-            });
+                });
+            }
         }
         if let Some(e) = LaunchError::from_all(errors) {
             launch.stop();
@@ -546,7 +548,6 @@ impl Ctx {
             .arg(&r.destination);
         // "No ControlPath" or "Control socket connect" when the master is gone already: fine.
         let _ = proc::run(exit, Input::Null, Duration::from_secs(10));
-        let _ = std::io::stderr().flush();
         problems
     }
 }
