@@ -228,6 +228,7 @@ fn write_private(path: &Path, bytes: &[u8]) {
 /// One node, `localhost` at 127.0.0.1; every daemon binds that address only.
 fn slurm_conf(d: &Path) -> String {
     let d = d.display();
+    let ports = two_ports();
     format!(
         "ClusterName=tcplabtest\n\
          SlurmctldHost=localhost(127.0.0.1)\n\
@@ -255,9 +256,16 @@ fn slurm_conf(d: &Path) -> String {
          CommunicationParameters=NoInAddrAny,NoCtldInAddrAny\n\
          NodeName=localhost NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN\n\
          PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP\n",
-        ctld = free_port(),
-        slurmd = free_port(),
+        ctld = ports.0,
+        slurmd = ports.1,
     )
+}
+
+/// Two different free ports.
+fn two_ports() -> (u16, u16) {
+    let a = free_port();
+    let b = (0..100).map(|_| free_port()).find(|b| *b != a).unwrap();
+    (a, b)
 }
 
 #[test]
