@@ -422,3 +422,44 @@ fn ssh_coordinator() {
     std::thread::sleep(Duration::from_secs(60));
     drop(fleet);
 }
+
+/// A host ssh cannot reach: the error names the host, the exact command and ssh's own words,
+/// and the launch leaves nothing behind.
+#[test]
+fn an_unreachable_host_is_named_with_the_command_and_what_ssh_said() {
+    // Serial: the other tests' control directories would be counted as left.
+    let _serial = serial();
+    common_sshd::require_sshd();
+    let inv = Inventory::parse(
+        "[[host]]\nname = \"far\"\naddress = \"127.0.0.1\"\nssh = \"root@127.0.0.1\"\n",
+        "the test's hosts",
+    )
+    .unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let opts = LaunchOptions {
+        binary: env!("CARGO_BIN_EXE_tcplab").into(),
+        remote_dir: remote.path().display().to_string(),
+        // Port 1 on loopback: nothing listens, the connection is refused at once.
+        ssh_options: ["-F", "/dev/null", "-o", "Port=1"]
+            .map(String::from)
+            .to_vec(),
+        ..LaunchOptions::default()
+    };
+    let e = launch(&inv, &opts).expect_err("unreachable").to_string();
+    eprintln!("{e}");
+    assert!(e.starts_with("host far: reaching the host failed"), "{e}");
+    assert!(e.contains("`ssh root@127.0.0.1 true`"), "{e}");
+    assert!(
+        e.contains("-o Port=1") && e.contains("root@127.0.0.1"),
+        "{e}"
+    );
+    assert!(e.to_lowercase().contains("refused"), "{e}");
+    let prefix = format!("tcplab-ssh-{}-", std::process::id());
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|d| d.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|d| d.path())
+        .collect();
+    assert!(left.is_empty(), "control directories left: {left:?}");
+}

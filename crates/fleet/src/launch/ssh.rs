@@ -332,10 +332,13 @@ impl Ctx {
             proc::run(c, input, timeout).map_err(|p| err(format!("{what}: {p}"), String::new()))?;
         if !ran.status.success() {
             let hint = if ran.status.code() == Some(255) {
-                " (ssh could not connect or authenticate: check that `ssh DESTINATION true` \
-                 works without a password, and the ssh options)"
+                format!(
+                    " (ssh could not connect or authenticate: check that `ssh {} true` works \
+                     without a password, with the same ssh options)",
+                    r.destination
+                )
             } else {
-                ""
+                String::new()
             };
             return Err(err(
                 format!("{what} failed ({}){hint}", ran.status),
