@@ -44,6 +44,10 @@ pub struct LaunchArgs {
     /// Seconds an agent may take to start.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub start_timeout: u64,
+    /// srun hosts: a directory every node sees at the same path, for the tcplab binary and the
+    /// launch's key files (default: ~/.cache/tcplab).
+    #[arg(long, value_name = "DIR")]
+    pub shared_dir: Option<PathBuf>,
 }
 
 impl LaunchArgs {
@@ -56,6 +60,7 @@ impl LaunchArgs {
             remote_dir: self.remote_dir.clone(),
             ssh_options: self.ssh_options.clone(),
             key: self.key.clone(),
+            shared_dir: self.shared_dir.clone(),
             ..LaunchOptions::default()
         };
         let fleet = launch(&inv, &opts)
@@ -475,7 +480,11 @@ impl MeshArgs {
                 })
                 .collect();
             let runner = AgentPairs {
-                auth: &fleet.auth,
+                auth: fleet
+                    .agents
+                    .iter()
+                    .filter_map(|a| Some((a.name.clone(), fleet.auth_for(&a.name)?)))
+                    .collect(),
                 test,
                 timeout: Duration::from_secs(30),
             };

@@ -34,20 +34,25 @@ pub trait PairRunner: Sync {
 
 /// The real runner: asks the source agent to run `test` toward the destination.
 #[derive(Debug)]
-pub struct AgentPairs<'a> {
-    /// The coordinator's credentials.
-    pub auth: &'a ClientAuth,
+pub struct AgentPairs {
+    /// The coordinator's credentials per host name, each pinning that host's agent's key (a
+    /// fleet may mix pinned agents with unpinned lab ones).
+    pub auth: std::collections::BTreeMap<String, ClientAuth>,
     /// The test every pair runs.
     pub test: TestSpec,
     /// How long the coordinator waits for an agent's answer beyond the test's own bound.
     pub timeout: Duration,
 }
 
-impl PairRunner for AgentPairs<'_> {
+impl PairRunner for AgentPairs {
     fn run(&self, src: &MeshHost, dst: &MeshHost) -> Result<serde_json::Value, String> {
+        let auth = self
+            .auth
+            .get(&src.name)
+            .ok_or_else(|| format!("no credentials for host {}", src.name))?;
         tcplab_load::remote::run_from(
             src.addr,
-            self.auth,
+            auth,
             dst.addr,
             dst.key,
             self.test.clone(),
