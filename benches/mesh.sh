@@ -8,7 +8,11 @@
 # result's way back, the database row), and the coordinator's peak memory.
 # Goal: the harness adds under 20 ms per test; memory must not grow with samples.
 # Usage: sudo benches/mesh.sh [HOSTS] [COUNT]      (defaults 16 hosts, 100000 messages of 1 B)
+#   CONCURRENT=1 runs one test at a time instead of the tournament's N/2: each test's harness
+#   time then has the machine to itself (on 2 vCPUs, 8 concurrent tests also slow each other's
+#   setup and report).
 #   For the memory figure of a 64-host mesh: sudo benches/mesh.sh 64 1000
+#   KEEP=1 keeps the work directory (hosts file, agents' logs, the mesh's database and heatmap).
 # On a shared machine hold the lab lock: flock /tmp/tcplab-lab.lock benches/mesh.sh
 set -euo pipefail
 hosts=${1:-16}
@@ -24,7 +28,8 @@ cleanup() {
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   "$bin" lab down meshbench >/dev/null 2>&1 || true
   "$bin" lab gc --all >/dev/null 2>&1 || true
-  rm -rf "$TCPLAB_STATE_DIR" "$work"
+  rm -rf "$TCPLAB_STATE_DIR"
+  if [ -n "${KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -46,11 +51,12 @@ for i in $(seq "$hosts"); do
   for _ in $(seq 100); do grep -q "listening on" "$work/serve$i.log" 2>/dev/null && break; sleep 0.05; done
 done
 tests=$((hosts * (hosts - 1)))
-echo "mesh of $hosts hosts ($tests msgs tests of $count x 1 B), $(uname -r), $(nproc) CPUs, $(date -u +%F)"
+echo "mesh of $hosts hosts ($tests msgs tests of $count x 1 B, ${CONCURRENT:-tournament} at a time), $(uname -r), $(nproc) CPUs, $(date -u +%F)"
 # `ip netns exec` execs into the namespace, so time's figure is the coordinator's own.
 /usr/bin/time -f "%M" -o "$work/rss" ip netns exec tcplab-meshbench-h1 \
   "$bin" mesh --hosts "$work/hosts.toml" --workload msgs --count "$count" \
-  --key "$work/coord" --db "$work/mesh.db" --json > "$work/mesh.json" 2>"$work/mesh.err" || true
+  --key "$work/coord" --db "$work/mesh.db" ${CONCURRENT:+--concurrent "$CONCURRENT"} \
+  --json > "$work/mesh.json" 2>"$work/mesh.err" || true
 python3 - "$work/mesh.json" "$work/rss" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -61,6 +67,14 @@ print(f"wall {t['wall_s']:.2f} s; workloads' own times summed {t['workload_s']:.
       f"longest test per step summed {t['critical_s']:.2f} s over {t['steps']} steps")
 print(f"harness per test: {t['harness_per_test_ms']:.2f} ms (goal < 20 ms)")
 print(f"coordinator peak RSS: {rss_kib / 1024:.1f} MiB")
+reasons = {}
+for row in g["cells"]:
+    for cell in row:
+        if cell.get("state") == "failed":
+            why = cell["reason"]
+            reasons[why] = reasons.get(why, 0) + 1
+for why, n in sorted(reasons.items(), key=lambda x: -x[1])[:5]:
+    print(f"  failed x{n}: {why}")
 c = g.get("collective")
 if c:
     print(f"one all-to-all meets a stall: {100*c['probability']:.3g} % "

@@ -7,12 +7,10 @@ use std::sync::Arc;
 
 use crate::error::{KernelContext, LabError, Result};
 use crate::ethtool;
+use crate::neighbours::{Neighbour, end_indexes, mac_of, static_neighbours};
 use crate::netns::{self, NetNs};
 use crate::rtnl::{self, Rtnl};
 use crate::spec::{LabSpec, Offloads};
-
-/// Interface index of the first veth end; fresh namespaces only hold `lo` (index 1) below it.
-const FIRST_LINK_INDEX: u32 = 100;
 
 /// Creates every namespace of the spec, in order. On error the ones made so far are returned
 /// through `made` so the caller's guard removes them.
@@ -34,13 +32,15 @@ pub(crate) fn create_links(spec: &LabSpec, nets: &BTreeMap<String, Arc<NetNs>>) 
     for (i, link) in spec.links.iter().enumerate() {
         let a_ns = &nets[&link.a.host];
         let b_ns = &nets[&link.b.host];
-        // Distinct indexes for the two ends (see `Rtnl::add_veth`), unique in the lab.
-        let index = FIRST_LINK_INDEX + 2 * i as u32;
+        // Distinct indexes for the two ends (see `Rtnl::add_veth`), unique in the lab; the MACs
+        // follow from them, so neighbour entries can be written from the spec.
+        let (ia, ib) = end_indexes(i);
         rtnl.add_veth(
             (&link.a.ifname, a_ns.fd()),
             (&link.b.ifname, b_ns.fd()),
             spec.mtu,
-            (index, index + 1),
+            (ia, ib),
+            (mac_of(ia), mac_of(ib)),
         )
         .kernel_context(|| {
             format!(
@@ -54,6 +54,8 @@ pub(crate) fn create_links(spec: &LabSpec, nets: &BTreeMap<String, Arc<NetNs>>) 
 
 /// Configures every host in parallel, one thread per host entered into its namespace.
 pub(crate) fn configure_hosts(spec: &LabSpec, nets: &BTreeMap<String, Arc<NetNs>>) -> Result<()> {
+    let neighbours = static_neighbours(spec);
+    let neighbours = &neighbours;
     std::thread::scope(|s| {
         let handles: Vec<_> = spec
             .nodes
@@ -63,7 +65,8 @@ pub(crate) fn configure_hosts(spec: &LabSpec, nets: &BTreeMap<String, Arc<NetNs>
                 let name = node.name.as_str();
                 s.spawn(move || {
                     netns::enter(ns.fd()).kernel_context(|| format!("entering host {name}"))?;
-                    configure_host(spec, name)
+                    configure_host(spec, name)?;
+                    add_neighbours(name, neighbours.get(name).map_or(&[], Vec::as_slice))
                 })
             })
             .collect();
@@ -130,6 +133,22 @@ fn configure_host(spec: &LabSpec, host: &str) -> Result<()> {
         // A bridge has no segmentation of its own worth keeping when its ports have none; GRO on
         // the bridge would re-merge what the ports split. Best effort: not every kernel allows it.
         let _ = ethtool::set_offloads(&bridge.name, spec.offloads);
+    }
+    Ok(())
+}
+
+/// Writes `host`'s permanent neighbour entries (`crate::neighbours` says why), on a thread
+/// inside its namespace.
+fn add_neighbours(host: &str, entries: &[Neighbour]) -> Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let mut rtnl = Rtnl::open().kernel_context(|| format!("opening rtnetlink in host {host}"))?;
+    for e in entries {
+        let index =
+            rtnl::ifindex(&e.ifname).kernel_context(|| format!("finding {host}:{}", e.ifname))?;
+        rtnl.add_neighbour(index, e.ip, e.mac)
+            .kernel_context(|| format!("adding the neighbour {} to {host}:{}", e.ip, e.ifname))?;
     }
     Ok(())
 }

@@ -30,6 +30,7 @@ pub mod host;
 pub mod lab;
 pub mod lifecycle;
 pub mod names;
+pub mod neighbours;
 pub mod netns;
 pub mod rtnl;
 mod run_fidelity;

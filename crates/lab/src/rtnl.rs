@@ -9,13 +9,17 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
 use netlink_packet_core::{
-    NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage,
-    NetlinkPayload,
+    NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkHeader,
+    NetlinkMessage, NetlinkPayload,
 };
 use netlink_packet_route::address::{AddressAttribute, AddressFlags, AddressMessage};
 use netlink_packet_route::link::{
     InfoData, InfoKind, InfoVeth, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
 };
+use netlink_packet_route::neighbour::{
+    NeighbourAddress, NeighbourAttribute, NeighbourMessage, NeighbourState,
+};
+use netlink_packet_route::route::RouteType;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
@@ -70,19 +74,22 @@ impl Rtnl {
     /// `indexes` are the interface indexes to give the two ends. They must differ: when a veth
     /// end's index equals its peer's (likely in fresh namespaces, where both would be 2), the
     /// kernel's linkwatch treats carrier changes as non-urgent and delays them up to a second,
-    /// during which a bridge port stays disabled and the first packets wait.
+    /// during which a bridge port stays disabled and the first packets wait. `macs` are the
+    /// ends' link-layer addresses.
     pub fn add_veth(
         &mut self,
         (a, a_ns): (&str, BorrowedFd<'_>),
         (b, b_ns): (&str, BorrowedFd<'_>),
         mtu: u32,
         indexes: (u32, u32),
+        macs: ([u8; 6], [u8; 6]),
     ) -> io::Result<()> {
         let mut peer = LinkMessage::default();
         peer.header.index = indexes.1;
         peer.attributes = vec![
             LinkAttribute::IfName(b.into()),
             LinkAttribute::Mtu(mtu),
+            LinkAttribute::Address(macs.1.to_vec()),
             LinkAttribute::NetNsFd(b_ns.as_raw_fd()),
         ];
         let mut msg = LinkMessage::default();
@@ -90,6 +97,7 @@ impl Rtnl {
         msg.attributes = vec![
             LinkAttribute::IfName(a.into()),
             LinkAttribute::Mtu(mtu),
+            LinkAttribute::Address(macs.0.to_vec()),
             LinkAttribute::NetNsFd(a_ns.as_raw_fd()),
             LinkAttribute::LinkInfo(vec![
                 LinkInfo::Kind(InfoKind::Veth),
@@ -154,6 +162,32 @@ impl Rtnl {
         self.request(
             RouteNetlinkMessage::NewAddress(msg),
             NLM_F_CREATE | NLM_F_EXCL,
+        )
+    }
+
+    /// Adds (or replaces) a permanent neighbour entry: on interface `index`, `ip` is at `mac`.
+    pub fn add_neighbour(
+        &mut self,
+        index: u32,
+        ip: std::net::IpAddr,
+        mac: [u8; 6],
+    ) -> io::Result<()> {
+        let mut msg = NeighbourMessage::default();
+        msg.header.ifindex = index;
+        msg.header.state = NeighbourState::Permanent;
+        msg.header.kind = RouteType::Unicast;
+        let (family, dest) = match ip {
+            std::net::IpAddr::V4(v4) => (AddressFamily::Inet, NeighbourAddress::Inet(v4)),
+            std::net::IpAddr::V6(v6) => (AddressFamily::Inet6, NeighbourAddress::Inet6(v6)),
+        };
+        msg.header.family = family;
+        msg.attributes = vec![
+            NeighbourAttribute::Destination(dest),
+            NeighbourAttribute::LinkLayerAddress(mac.to_vec()),
+        ];
+        self.request(
+            RouteNetlinkMessage::NewNeighbour(msg),
+            NLM_F_CREATE | NLM_F_REPLACE,
         )
     }
 
