@@ -53,8 +53,8 @@ pub mod stall;
 pub mod summary;
 
 pub use bootstrap::Bootstrap;
-pub use collective::{CollectiveStall, PairStalls, all_to_all_stall};
 pub use ci::{CiMethod, ConfidenceInterval, mean_ci_t};
+pub use collective::{CollectiveStall, PairStalls, all_to_all_stall};
 pub use compare::{Alternative, TestKind, TestResult, holm_adjust, mann_whitney_u, welch_t_test};
 pub use describe::{Description, describe};
 pub use error::StatsError;
