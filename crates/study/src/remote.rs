@@ -70,7 +70,7 @@ pub fn needs_lab(lab: &LabSection, host_sysctl: bool) -> Option<String> {
         let key = keys.keys().next().cloned().unwrap_or_default();
         if host == "client" {
             return Some(format!(
-                "sysctl {key} on host 'client' is this machine's: a study against a remote host changes only the server host's sysctls ([lab.sysctl.server] or [lab.sysctl.all]), never the coordinator's"
+                "sysctl {key} on host 'client' needs a lab: a study against a remote host changes only the server host's sysctls ([lab.sysctl.server] or [lab.sysctl.all]), never the coordinator's own"
             ));
         }
         if !host_sysctl {
