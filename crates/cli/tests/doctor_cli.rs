@@ -196,14 +196,24 @@ impl RemotePair {
     }
 }
 
+/// The server host named in a hosts file as an agent already running (a lab address: no pin).
 #[test]
 fn doctor_against_tcplab_serve_on_another_host() {
     let _serial = serial();
     let pair = RemotePair::start("srv");
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        "[[host]]\nname = \"srv\"\naddress = \"198.18.0.101\"\nlabels = [\"lab\"]\n",
+    )
+    .unwrap();
     let out = pair.client(&[
         "doctor",
+        "--hosts",
+        hosts.to_str().unwrap(),
         "--to",
-        "198.18.0.101",
+        "srv",
         "--budget",
         "10s",
         "--json",
@@ -363,4 +373,23 @@ fn serious(out: &Output) -> Vec<String> {
         .filter(|f| f["severity"] != "info")
         .map(|f| f["id"].as_str().unwrap().to_string())
         .collect()
+}
+
+#[test]
+fn a_host_not_in_the_hosts_file_is_refused_naming_the_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts.toml");
+    std::fs::write(
+        &hosts,
+        "[[host]]\nname = \"a\"\naddress = \"198.18.0.1\"\n[[host]]\nname = \"b\"\naddress = \"198.18.0.2\"\n",
+    )
+    .unwrap();
+    for to in [Some("nope"), None] {
+        let mut args = vec!["doctor", "--hosts", hosts.to_str().unwrap()];
+        args.extend(to.map(|t| ["--to", t]).into_iter().flatten());
+        let out = run(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("its hosts: a, b"), "{err}");
+    }
 }

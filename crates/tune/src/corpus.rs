@@ -320,29 +320,7 @@ impl Record {
         if self.label.cause.starts_with("untrustworthy.emulator") {
             return None;
         }
-        let blind = self.battery_with_samples().map(|mut b| {
-            b.fidelity = None;
-            b.path = tcplab_doctor::PathInfo {
-                measured_rtt_ms: b.path.measured_rtt_ms,
-                ..tcplab_doctor::PathInfo::default()
-            };
-            for sides in b.counters.values_mut() {
-                sides.retain(|side, _| side == "client");
-            }
-            let metas = [
-                b.stream.as_mut().map(|r| &mut r.meta),
-                b.msgs.as_mut().map(|r| &mut r.meta),
-                b.msgs_sweep.as_mut().map(|r| &mut r.meta),
-                b.rr.as_mut().map(|r| &mut r.meta),
-                b.crr.as_mut().map(|r| &mut r.meta),
-            ];
-            for meta in metas.into_iter().flatten() {
-                if let Some(facts) = meta.facts.as_object_mut() {
-                    facts.remove("emulator");
-                }
-            }
-            b
-        });
+        let blind = self.battery_with_samples().map(as_if_remote);
         Some(self.outcome_of(blind))
     }
 
@@ -536,6 +514,38 @@ pub fn load_records(dir: &Path) -> Result<Vec<(PathBuf, Record)>> {
     Ok(out)
 }
 
+/// A battery as a run against a real host (`tcplab doctor --to`) would have recorded it: no
+/// emulator (its verdict, impairments and account gone from every result), no configured path
+/// (rate, RTT, loss), no lab hosts in the facts, only the client side's kernel counters.
+fn as_if_remote(mut b: Battery) -> Battery {
+    b.fidelity = None;
+    // A run against a real host knows the machine, not a lab's hosts (`Facts::machine`).
+    if let Some(f) = b.facts.as_mut() {
+        f.hosts.clear();
+    }
+    b.path = tcplab_doctor::PathInfo {
+        measured_rtt_ms: b.path.measured_rtt_ms,
+        ..tcplab_doctor::PathInfo::default()
+    };
+    for sides in b.counters.values_mut() {
+        sides.retain(|side, _| side == "client");
+    }
+    let metas = [
+        b.stream.as_mut().map(|r| &mut r.meta),
+        b.msgs.as_mut().map(|r| &mut r.meta),
+        b.msgs_sweep.as_mut().map(|r| &mut r.meta),
+        b.rr.as_mut().map(|r| &mut r.meta),
+        b.crr.as_mut().map(|r| &mut r.meta),
+    ];
+    for meta in metas.into_iter().flatten() {
+        if let Some(facts) = meta.facts.as_object_mut() {
+            facts.remove("emulator");
+            facts.remove("hosts");
+        }
+    }
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,5 +674,37 @@ mod shipped {
         for d in ["0.5ms", "50ms"] {
             assert!(delays.contains(d), "no point at delay {d}: {delays:?}");
         }
+    }
+
+    #[test]
+    fn a_blind_battery_has_no_lab_hosts_emulator_or_path() {
+        let mut facts = tcplab_lab::Facts::machine();
+        facts.hosts.insert(
+            "client".into(),
+            tcplab_lab::facts::HostFacts {
+                sysctls: Default::default(),
+                interfaces: Vec::new(),
+            },
+        );
+        let mut stream = tcplab_load::stream::StreamResult::default();
+        stream.meta.facts = serde_json::json!({"emulator": {"x": 1}, "hosts": {"client": {}}});
+        let b = Battery {
+            facts: Some(facts),
+            stream: Some(stream),
+            path: tcplab_doctor::PathInfo {
+                rate_bps: Some(1e9),
+                measured_rtt_ms: Some(20.0),
+                ..Default::default()
+            },
+            ..Battery::default()
+        };
+        let blind = as_if_remote(b);
+        assert!(blind.facts.as_ref().unwrap().hosts.is_empty());
+        let meta = &blind.stream.as_ref().unwrap().meta.facts;
+        assert!(meta.get("emulator").is_none() && meta.get("hosts").is_none());
+        assert_eq!(blind.path.rate_bps, None);
+        assert_eq!(blind.path.measured_rtt_ms, Some(20.0));
+        // So the doctor does not take a real host for two hosts of an unshaped lab.
+        assert!(!tcplab_doctor::Context::new(&blind).unshaped_lab());
     }
 }

@@ -42,6 +42,16 @@ const RELATIONS: &[Explains] = &[
         why: "the busy CPU is the finding itself",
     },
     Explains {
+        cause: "cpu_limited",
+        effect: "receiver_limited",
+        why: "the receiving application left data unread because its CPU was saturated",
+    },
+    Explains {
+        cause: "untrustworthy.cpu",
+        effect: "receiver_limited",
+        why: "the receiving application left data unread because its CPU was saturated, which is this machine's limit, not the path's",
+    },
+    Explains {
         cause: "shallow_queue",
         effect: "loss_limited",
         why: "the losses are drops at the bottleneck's full queue",
@@ -218,5 +228,25 @@ mod tests {
                 ("connection_trouble.syn_retransmits", Severity::Info),
             ]
         );
+    }
+
+    #[test]
+    fn a_saturated_cpu_explains_a_receiver_that_left_data_unread() {
+        let mut v = vec![
+            f("receiver_limited", Severity::Warning),
+            f("untrustworthy.cpu", Severity::Warning),
+        ];
+        apply(&mut v);
+        let r = v.iter().find(|x| x.id == "receiver_limited").unwrap();
+        assert_eq!(r.severity, Severity::Info);
+        assert_eq!(r.explained_by.as_deref(), Some("untrustworthy.cpu"));
+        let mut v = vec![
+            f("receiver_limited", Severity::Warning),
+            f("cpu_limited", Severity::Warning),
+            f("untrustworthy.cpu", Severity::Warning),
+        ];
+        apply(&mut v);
+        let r = v.iter().find(|x| x.id == "receiver_limited").unwrap();
+        assert_eq!(r.explained_by.as_deref(), Some("cpu_limited"));
     }
 }
