@@ -255,81 +255,13 @@ pub struct MeshArgs {
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
     /// The hosts are this lab's (`tcplab lab up`): judge each step by its emulator, so a pair
-    /// measured while the emulator fell behind is marked untrustworthy.
+    /// measured while the emulator fell behind is marked untrustworthy (default: the emulated
+    /// lab whose hosts hold every address of the hosts file, if one is up).
     #[arg(long, value_name = "NAME")]
     lab: Option<String>,
     /// Print the report as one JSON document.
     #[arg(long)]
     json: bool,
-}
-
-/// A lab's emulator, read before and after each step of the mesh.
-struct LabWatch {
-    state: tcplab_lab::StateDir,
-    lab: String,
-    workload: MeshWorkload,
-}
-
-impl LabWatch {
-    /// Checks the lab has an emulator to ask.
-    fn new(lab: &str, workload: MeshWorkload) -> anyhow::Result<Self> {
-        let state = tcplab_lab::StateDir::from_env();
-        tcplab_lab::emulation::query_status(&state, lab).with_context(|| {
-            format!(
-                "--lab {lab}: its emulator cannot be asked (a lab whose hosts a kernel bridge \
-                 joins has none, and needs no verdict: drop --lab)"
-            )
-        })?;
-        Ok(Self {
-            state,
-            lab: lab.to_string(),
-            workload,
-        })
-    }
-}
-
-impl tcplab_fleet::mesh::run::StepWatch for LabWatch {
-    fn before(&self) -> Option<serde_json::Value> {
-        tcplab_lab::emulation::query_status(&self.state, &self.lab)
-            .ok()
-            .and_then(|s| serde_json::to_value(s).ok())
-    }
-
-    fn verdict(
-        &self,
-        before: Option<serde_json::Value>,
-    ) -> tcplab_fleet::mesh::store::EmulatorVerdict {
-        use tcplab_lab::emulation::EmulatorStatus;
-        use tcplab_lab::emulation::{Need, judge_for, throughput_over};
-        let after = tcplab_lab::emulation::query_status(&self.state, &self.lab);
-        let before: Option<EmulatorStatus> = before.and_then(|b| serde_json::from_value(b).ok());
-        let fidelity = match (before, after) {
-            (Some(b), Ok(a)) => {
-                let need = if self.workload == MeshWorkload::Stream {
-                    throughput_over(&a.link)
-                } else {
-                    Need::Latency
-                };
-                judge_for(&b.counters, &a.counters, a.running, need)
-            }
-            (_, Err(e)) => tcplab_lab::emulation::RunFidelity {
-                trustworthy: false,
-                reasons: vec![format!(
-                    "the emulator could not be asked after the step: {e}"
-                )],
-                need: None,
-            },
-            (None, _) => tcplab_lab::emulation::RunFidelity {
-                trustworthy: false,
-                reasons: vec!["the emulator could not be asked before the step".into()],
-                need: None,
-            },
-        };
-        tcplab_fleet::mesh::store::EmulatorVerdict {
-            trustworthy: fidelity.trustworthy,
-            reasons: fidelity.reasons,
-        }
-    }
 }
 
 /// What `mesh --json` prints.
@@ -461,11 +393,8 @@ impl MeshArgs {
             })
             .collect();
         let steps = without(self.steps(names.len())?, &done);
-        let watch = self
-            .lab
-            .as_deref()
-            .map(|l| LabWatch::new(l, self.workload))
-            .transpose()?;
+        let addresses: Vec<std::net::IpAddr> = inv.hosts.iter().map(|h| h.address).collect();
+        let watch = super::mesh_lab::watch(self.lab.as_deref(), &addresses, self.workload)?;
         let stop = stop_flag();
         let mut timing = MeshTiming::default();
         if !steps.is_empty() {

@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod impair;
 pub mod key;
 pub mod lab;
+pub mod mesh_lab;
 pub mod path;
 pub mod remote;
 pub mod study;
