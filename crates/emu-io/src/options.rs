@@ -19,7 +19,7 @@ pub enum RxRingKind {
     /// default: 0.79-0.88x of the kernel bridge against 0.81-0.92x for V2 in the same
     /// interleaved runs, because veth must copy TCP's cloned skbs before XDP
     /// (`skb_pp_cow_data`) and copy mode copies again into the UMEM: two copies, V2 one
-    /// (BENCH.md, session 4).
+    /// (BENCH.md, "AF_XDP on veth").
     Xdp,
 }
 
@@ -33,12 +33,12 @@ pub enum TxKind {
     /// One `sendmmsg` per batch from where the frame lies (a slab slot, or the RX ring itself
     /// when a frame is due on arrival): one copy. Default: equal throughput within the noise
     /// (+3 % over six interleaved pairs), lower data-direction lateness median (43-163 µs vs
-    /// 172-458 µs) and less worker CPU (BENCH.md, session 3).
+    /// 172-458 µs) and less worker CPU (BENCH.md, "`sendmmsg` egress").
     #[default]
     Sendmmsg,
     /// The TX ring of the interface's AF_XDP socket, kicked with `sendto` (copy mode: the
     /// kernel copies each frame into a new skb, 32 frames per call at most). A tie with
-    /// `Sendmmsg` (median ratio 1.01 over 34 interleaved pairs, BENCH.md session 4); needs
+    /// `Sendmmsg` (median ratio 1.01 over 34 interleaved pairs, BENCH.md, "AF_XDP on veth"); needs
     /// no XDP program, but no other AF_XDP socket on the interface.
     Xsk,
 }
@@ -81,7 +81,7 @@ pub struct IoOptions {
     /// departure. Departures closer together than `spin_ns` (a paced flow) would otherwise keep
     /// a SCHED_FIFO worker spinning, and the kernel's RT throttling would stop it for 50 ms.
     /// Default 2.5 ms; 250 µs did not consistently shorten the endpoints' CPU waits under a
-    /// paced flow (BENCH.md, session 10).
+    /// paced flow (BENCH.md, "the worker's pause").
     pub spin_budget_ns: u64,
     /// Spin only to a frame whose flow's previous frame departs at least this long from it
     /// (0 = spin to every departure); other frames leave on the hrtimer wake-up. A ping or a
@@ -92,7 +92,7 @@ pub struct IoOptions {
     /// queue behind. Flows are those of `flow_turns` (one per direction when that is off).
     /// Default 2 ms: under a paced 1 Gbit/s flow normal-priority rr's median fell from
     /// 20.30-20.35 to 20.12-20.15 ms, and SCHED_FIFO probes' to 20.07-20.10 (BENCH.md,
-    /// session 11).
+    /// "spin only to frames alone in their flow").
     pub spin_min_gap_ns: u64,
     /// Most frames moved per ring per loop turn (bounds the time one direction can starve the
     /// other and the size of one TX kick). Default 64: 0.79/0.87x of the kernel bridge against
@@ -101,22 +101,22 @@ pub struct IoOptions {
     /// Most frames per send taken from the schedule (1..=batch). A frame of another flow that
     /// falls due while a send runs the receivers' stacks waits for the whole send, so sends
     /// of frames that waited for their departure are kept short. Default 8 (BENCH.md,
-    /// session 7). The direct path (frames due on arrival) still sends up to `batch`.
+    /// "overdue frames take turns by flow"). The direct path (frames due on arrival) still sends up to `batch`.
     pub due_batch: u32,
     /// Due frames take turns by flow, each flow's frames in schedule order (`crate::due`):
     /// when the emulator is behind, a sparse flow does not wait for a burst's overdue frames.
-    /// Default true (BENCH.md, session 7); false keeps one FIFO for all flows.
+    /// Default true (BENCH.md, "overdue frames take turns by flow"); false keeps one FIFO for all flows.
     pub flow_turns: bool,
     /// One thread per direction: a worker that is awake also sends the other direction's
     /// overdue frames (taking that direction's lock only if free), so a frame whose own worker
     /// wakes late (an hrtimer wake-up queued behind a task inside the kernel, which a
     /// `PREEMPT_NONE` kernel lets finish) leaves with the next turn of the busy one. Frames
     /// due on arrival and the RX rings stay with their own worker. A helper makes one send
-    /// (`due_batch`) at a time and takes its own turn in between (BENCH.md, session 12: its
+    /// (`due_batch`) at a time and takes its own turn in between (BENCH.md, "a helper sends one batch at a time": its
     /// own frames' lateness p99 0.09-0.13 ms instead of 0.12-0.21 beside an unpaced bulk flow
     /// in the other direction). Default true: under an unpaced bulk flow the probes' rr p99
-    /// was 0.00-0.03 ms over its target with it against 0.08-0.12 without (BENCH.md, sessions
-    /// 8 and 9); false keeps each direction to its worker.
+    /// was 0.00-0.03 ms over its target with it against 0.08-0.12 without (BENCH.md, "the
+    /// awake worker sends the other direction's overdue frames"); false keeps each direction to its worker.
     pub help_due: bool,
     /// A worker that has run this long without sleeping while it holds frames for later
     /// departures sleeps [`IoOptions::yield_for_ns`] before its next turn (the other worker
@@ -125,7 +125,7 @@ pub struct IoOptions {
     /// keeps the CPU until it runs out of work, 1-5 ms at a time behind a bulk flow through a
     /// 10 ms delay. Default 200 µs (pauses of 20 µs): an rr's server thread waited 0.12-0.17 ms
     /// per transaction for a CPU under such a flow, against 1.1-1.7 ms without, and its median
-    /// fell from 21.4-22.1 to 20.2 ms (BENCH.md, session 10). Frames due on arrival (no
+    /// fell from 21.4-22.1 to 20.2 ms (BENCH.md, "the worker's pause"). Frames due on arrival (no
     /// impairment) never pause, so throughput is unchanged. 0 = never.
     pub yield_after_ns: u64,
     /// How long such a pause lasts, ns (1 µs..=1 ms).
@@ -144,7 +144,7 @@ pub struct IoOptions {
     /// 0 = never: the pause then ends a spin margin before the next departure, so under a
     /// flow paced at 1 Gbit/s (a frame every 12 µs) it never happens. Default 60 µs: the
     /// normal-priority rr threads' CPU wait per transaction under that flow halved (100-136
-    /// against 178-310 µs, BENCH.md session 17); at most 100 µs (the late limit).
+    /// against 178-310 µs, BENCH.md, "a lone pause may make a bulk frame up to 60 µs late"); at most 100 µs (the late limit).
     pub lone_pause_late_ns: u64,
     /// V3 only: block retire timeout in ms.
     pub v3_retire_ms: u32,
@@ -166,8 +166,8 @@ pub struct IoOptions {
     /// few ACKs and the scheduler can run it on an idle CPU (`crate::policy`). A worker
     /// holding a frame for a later departure is SCHED_FIFO again before it sleeps to it.
     /// Default 10 ms: one unimpaired iperf3 flow was ahead with it in 24 of 36 alternating
-    /// rounds, at 0.90x the kernel bridge against 0.88x (geometric means; BENCH.md, session
-    /// 16). 0 = always SCHED_FIFO; ignored without `rt_priority`. At most 10 s.
+    /// rounds, at 0.90x the kernel bridge against 0.88x (geometric means; BENCH.md,
+    /// "a light worker runs SCHED_OTHER"). 0 = always SCHED_FIFO; ignored without `rt_priority`. At most 10 s.
     pub light_other_after_ns: u64,
     /// Egress path (always [`TxKind::Sendmmsg`] when `gso` is on).
     pub tx: TxKind,
