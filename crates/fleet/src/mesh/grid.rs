@@ -234,34 +234,32 @@ impl Grid {
         out
     }
 
-    /// The summary lines under the matrix: counts, worst pairs, the collective estimate.
-    pub fn summary_text(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
+    /// How many pairs ran, failed and are missing, in one line.
+    pub fn counts_line(&self) -> String {
+        format!(
             "{} pairs: {} done, {} failed, {} not run",
             self.done + self.failed + self.missing,
             self.done,
             self.failed,
             self.missing
-        );
-        if self.untrustworthy > 0 {
-            let _ = writeln!(
-                out,
+        )
+    }
+
+    /// The line about pairs the lab's emulator did not keep up with, if any.
+    pub fn untrustworthy_line(&self) -> Option<String> {
+        (self.untrustworthy > 0).then(|| {
+            format!(
                 "{} pairs ran while the lab's emulator fell behind: their figures are the \
                  emulator's, not the path's (marked !)",
                 self.untrustworthy
-            );
-        }
-        if !self.worst.is_empty() {
-            let _ = writeln!(out, "worst pairs:");
-            for w in &self.worst {
-                let _ = writeln!(out, "  {} -> {}: {}", w.src, w.dst, w.why);
-            }
-        }
-        if let Some(c) = &self.collective {
-            let _ = writeln!(
-                out,
+            )
+        })
+    }
+
+    /// The all-to-all stall estimate as a sentence, if there is one.
+    pub fn collective_line(&self) -> Option<String> {
+        self.collective.as_ref().map(|c| {
+            format!(
                 "one all-to-all among the {} hosts meets at least one stall with probability {} \
                  (95 % interval {} to {}; {} stalls over {} pairs, pairs taken as independent)",
                 self.hosts.len(),
@@ -270,7 +268,25 @@ impl Grid {
                 pct(c.high),
                 c.stalls,
                 c.pairs
-            );
+            )
+        })
+    }
+
+    /// The summary lines under the matrix: counts, worst pairs, the collective estimate.
+    pub fn summary_text(&self) -> String {
+        let mut out = self.counts_line();
+        out.push('\n');
+        if let Some(line) = self.untrustworthy_line() {
+            let _ = writeln!(out, "{line}");
+        }
+        if !self.worst.is_empty() {
+            let _ = writeln!(out, "worst pairs:");
+            for w in &self.worst {
+                let _ = writeln!(out, "  {} -> {}: {}", w.src, w.dst, w.why);
+            }
+        }
+        if let Some(line) = self.collective_line() {
+            let _ = writeln!(out, "{line}");
         }
         out
     }

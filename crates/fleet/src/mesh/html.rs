@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::grid::{Cell, Grid, pct, unit};
+use tcplab_report::html::escape as esc;
+
+use super::grid::{Cell, Grid, unit};
 use super::outcome::{MeshWorkload, num};
 
 /// The page for `grid`, titled `title`.
@@ -21,14 +23,10 @@ pub fn page(grid: &Grid, title: &str) -> String {
         fig = esc(grid.workload.figure())
     );
     table(&mut out, grid);
-    let _ = writeln!(
-        out,
-        "<p>{} pairs: {} done, {} failed, {} not run.</p>",
-        grid.done + grid.failed + grid.missing,
-        grid.done,
-        grid.failed,
-        grid.missing
-    );
+    let _ = writeln!(out, "<p>{}.</p>", esc(&grid.counts_line()));
+    if let Some(line) = grid.untrustworthy_line() {
+        let _ = writeln!(out, "<p>{}.</p>", esc(&line));
+    }
     if !grid.worst.is_empty() {
         out.push_str("<h2>Worst pairs</h2>\n<ol>\n");
         for w in &grid.worst {
@@ -42,19 +40,8 @@ pub fn page(grid: &Grid, title: &str) -> String {
         }
         out.push_str("</ol>\n");
     }
-    if let Some(c) = &grid.collective {
-        let _ = writeln!(
-            out,
-            "<h2>One all-to-all</h2>\n<p>Probability that one all-to-all among the {} hosts \
-             meets at least one stall: <b>{}</b> (95&nbsp;% interval {} to {}; {} stalls over {} \
-             pairs, pairs taken as independent).</p>",
-            grid.hosts.len(),
-            pct(c.probability),
-            pct(c.low),
-            pct(c.high),
-            c.stalls,
-            c.pairs
-        );
+    if let Some(line) = grid.collective_line() {
+        let _ = writeln!(out, "<h2>One all-to-all</h2>\n<p>{}.</p>", esc(&line));
     }
     out.push_str("</body></html>\n");
     out
@@ -161,22 +148,6 @@ fn badness(w: MeshWorkload, v: f64, lo: f64, hi: f64) -> f64 {
 fn colour(t: f64) -> String {
     let hue = 120.0 * (1.0 - t);
     format!("hsl({hue:.0},70%,70%)")
-}
-
-/// Escapes text for HTML content and attributes.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -209,6 +209,16 @@ mod tests {
         overlap: AtomicBool,
     }
 
+    impl Mock {
+        fn with_down(down: Option<&str>) -> Mock {
+            Mock {
+                down: down.map(String::from),
+                busy: Mutex::new(BTreeSet::new()),
+                overlap: AtomicBool::new(false),
+            }
+        }
+    }
+
     impl PairRunner for Mock {
         fn run(&self, src: &MeshHost, dst: &MeshHost) -> Result<serde_json::Value, String> {
             if self.down.as_deref() == Some(&src.name) || self.down.as_deref() == Some(&dst.name) {
@@ -267,11 +277,7 @@ mod tests {
         let path = dir.path().join("m.db");
         let h = hosts(6);
         let steps = tournament(6);
-        let mock = Mock {
-            down: Some("h2".into()),
-            busy: Mutex::new(BTreeSet::new()),
-            overlap: AtomicBool::new(false),
-        };
+        let mock = Mock::with_down(Some("h2"));
         let store = MeshStore::open(&path, &identity(&h), false).unwrap();
         let stop = AtomicBool::new(false);
         let mut rows = 0;
@@ -334,11 +340,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let h = hosts(4);
         let store = MeshStore::open(&dir.path().join("m.db"), &identity(&h), false).unwrap();
-        let mock = Mock {
-            down: None,
-            busy: Mutex::new(BTreeSet::new()),
-            overlap: AtomicBool::new(false),
-        };
+        let mock = Mock::with_down(None);
         let steps = tournament(4);
         let watch = LateAfterFirst(Default::default());
         let stop = AtomicBool::new(false);
@@ -363,11 +365,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let h = hosts(4);
         let store = MeshStore::open(&dir.path().join("m.db"), &identity(&h), false).unwrap();
-        let mock = Mock {
-            down: None,
-            busy: Mutex::new(BTreeSet::new()),
-            overlap: AtomicBool::new(false),
-        };
+        let mock = Mock::with_down(None);
         let stop = AtomicBool::new(true);
         let t = run_mesh(&h, &tournament(4), &mock, &store, &stop, None, &mut |_| {}).unwrap();
         assert_eq!(t.tests, 0);
