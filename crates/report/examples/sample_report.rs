@@ -127,6 +127,8 @@ fn stall_trace(noise: &mut Noise) -> Vec<MessageDelays> {
                     (i, base + stall)
                 })
                 .collect(),
+            times_s: (0..20_000u64).map(|i| i as f64 * 1e-3).collect(),
+            stall_us: Some(1_000.0),
         })
         .collect()
 }
@@ -145,9 +147,9 @@ fn intervals(noise: &mut Noise) -> Vec<IntervalSeries> {
                 let ramp = (t as f64 / 4.0).min(1.0);
                 IntervalSample {
                     t_s: t as f64,
-                    throughput_mbps: Some(mbps * ramp * (1.0 + 0.03 * noise.next())),
+                    throughput_bps: Some(mbps * 1e6 * ramp * (1.0 + 0.03 * noise.next())),
                     cwnd_segments: Some(cwnd * ramp),
-                    rtt_ms: Some(20.0 + 2.0 * ramp + noise.next().abs()),
+                    rtt_us: Some(1e3 * (20.0 + 2.0 * ramp + noise.next().abs())),
                     retransmits: Some(if t % 9 == 0 { 3.0 } else { 0.0 }),
                 }
             })

@@ -44,7 +44,7 @@ pub mod table;
 
 pub use error::ReportError;
 pub use model::{
-    ConfigurationResult, IntervalSample, IntervalSeries, MessageDelays, ObjectiveSpec, ReportInput,
-    SweepPlotSpec,
+    ConfigurationResult, IntervalSample, IntervalSeries, LatencyUnderLoad, MessageDelays,
+    ObjectiveSpec, ReportInput, SweepPlotSpec, TimeLine,
 };
 pub use table::{Table, TableRow};

@@ -59,31 +59,40 @@ impl ConfigurationResult {
     }
 }
 
-/// Per-message one-way delays of one run: the stall scatter's data (sfperf, "every 41st packet").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Per-message delays of one run: the stall scatter's data (sfperf, "every 41st packet"), for
+/// msgs (one-way delay) and rr (response time).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct MessageDelays {
-    /// Legend entry (usually the configuration label, plus the repetition).
+    /// Legend entry: the configuration's label, plus which run this is ("· rep 2").
     pub label: String,
     /// (sequence number, delay in microseconds).
     pub points: Vec<(u64, f64)>,
+    /// When each message of `points` was sent, seconds since the run's start (same order and
+    /// length as `points`); empty when unknown, and the scatter's x axis is then the sequence.
+    #[serde(default)]
+    pub times_s: Vec<f64>,
+    /// Delays above this many microseconds are stalls: drawn with their own marker, counted in
+    /// the legend. `None`: no stall threshold is known for this run.
+    #[serde(default)]
+    pub stall_us: Option<f64>,
 }
 
-/// One interval's counters of a stream (from the interval reports and `tcp_info`).
-/// Every metric is optional: a sampler that did not read it leaves it out.
+/// One interval's counters of a stream (from the interval reports and `tcp_info`), in base
+/// units. Every metric is optional: a sampler that did not read it leaves it out.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct IntervalSample {
     /// End of the interval, seconds since the start of the run.
     pub t_s: f64,
-    /// Goodput over the interval, Mbit/s.
+    /// Goodput over the interval, bit/s.
     #[serde(default)]
-    pub throughput_mbps: Option<f64>,
+    pub throughput_bps: Option<f64>,
     /// Congestion window, segments.
     #[serde(default)]
     pub cwnd_segments: Option<f64>,
-    /// Smoothed RTT, milliseconds.
+    /// Smoothed RTT, microseconds.
     #[serde(default)]
-    pub rtt_ms: Option<f64>,
-    /// Retransmitted segments during the interval.
+    pub rtt_us: Option<f64>,
+    /// Segments retransmitted during the interval.
     #[serde(default)]
     pub retransmits: Option<f64>,
 }
@@ -95,6 +104,34 @@ pub struct IntervalSeries {
     pub label: String,
     /// Intervals in time order.
     pub intervals: Vec<IntervalSample>,
+}
+
+/// One line of a time plot: (seconds since the run's start, value in base units).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TimeLine {
+    /// Legend entry ("flow 1", "total").
+    pub label: String,
+    /// Points in time order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One latency-under-load run (rrul): the bulk flows' throughput and the probes' latency on
+/// one time axis, as flent's RRUL plot shows them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LatencyUnderLoad {
+    /// Which run this is (configuration label and repetition).
+    pub label: String,
+    /// Throughput of the bulk flows over time, bit/s: one line per flow and direction, and
+    /// their total when there is more than one.
+    pub throughput: Vec<TimeLine>,
+    /// Probe latency over time: (send time in s since the start, round-trip time in µs).
+    pub probes: Vec<(f64, f64)>,
+    /// The probes' median latency before the load started, µs (the idle latency).
+    #[serde(default)]
+    pub idle_latency_us: Option<f64>,
+    /// When the load ran: (start, end), seconds since the run's start.
+    #[serde(default)]
+    pub load_s: Option<(f64, f64)>,
 }
 
 /// One "objective vs a numeric factor" plot: x is `factor`, one line per combination of the
@@ -144,6 +181,13 @@ pub struct ReportInput {
     /// Interval counters for the time-series plots.
     #[serde(default)]
     pub intervals: Vec<IntervalSeries>,
+    /// Latency-under-load runs, one plot each.
+    #[serde(default)]
+    pub latency_under_load: Vec<LatencyUnderLoad>,
+    /// How the runs behind the per-run plots were chosen ("the repetition closest to its
+    /// configuration's median"), shown under those plots.
+    #[serde(default)]
+    pub runs_shown: Option<String>,
     /// Free sentences for the reader ("this kernel's default tcp_rmem max is 6 MB, not 2008's 4 MB").
     #[serde(default)]
     pub notes: Vec<String>,
@@ -169,6 +213,8 @@ impl ReportInput {
             sweep_plots: Vec::new(),
             message_delays: Vec::new(),
             intervals: Vec::new(),
+            latency_under_load: Vec::new(),
+            runs_shown: None,
             notes: Vec::new(),
         }
     }

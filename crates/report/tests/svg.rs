@@ -118,6 +118,7 @@ fn empty_and_degenerate_data_never_panic() {
         &[MessageDelays {
             label: "nothing".into(),
             points: vec![],
+            ..MessageDelays::default()
         }],
         Some(true),
     )

@@ -169,6 +169,7 @@ fn add_series(
             input.message_delays.push(MessageDelays {
                 label: label.clone(),
                 points: delays,
+                ..MessageDelays::default()
             });
         }
         if let Some(intervals) = stream_intervals(&sections) {
@@ -215,14 +216,14 @@ fn stream_intervals(sections: &[tcplab_load::samples::Section]) -> Option<Vec<In
         };
         let e = by_index.entry(i as u64).or_insert(IntervalSample {
             t_s: t1,
-            throughput_mbps: Some(0.0),
+            throughput_bps: Some(0.0),
             ..IntervalSample::default()
         });
         if t1 > t0 {
-            e.throughput_mbps = Some(e.throughput_mbps.unwrap_or(0.0) + b * 8.0 / (t1 - t0) / 1e6);
+            e.throughput_bps = Some(e.throughput_bps.unwrap_or(0.0) + b * 8.0 / (t1 - t0));
         }
         e.cwnd_segments = e.cwnd_segments.or(get(cwnd));
-        e.rtt_ms = e.rtt_ms.or(get(rtt).map(|us| us / 1e3));
+        e.rtt_us = e.rtt_us.or(get(rtt));
     }
     (!by_index.is_empty()).then(|| by_index.into_values().collect())
 }

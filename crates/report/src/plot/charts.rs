@@ -218,9 +218,9 @@ impl TimeMetric {
     /// The value of this metric in one interval.
     pub fn of(self, s: &IntervalSample) -> Option<f64> {
         match self {
-            TimeMetric::Throughput => s.throughput_mbps,
+            TimeMetric::Throughput => s.throughput_bps.map(|b| b / 1e6),
             TimeMetric::Cwnd => s.cwnd_segments,
-            TimeMetric::Rtt => s.rtt_ms,
+            TimeMetric::Rtt => s.rtt_us.map(|us| us / 1e3),
             TimeMetric::Retransmits => s.retransmits,
         }
     }

@@ -56,15 +56,16 @@ pub fn wan_input() -> ReportInput {
         points: (0..500u64)
             .map(|i| (i, if i % 41 == 40 { 8_000.0 } else { 30.0 }))
             .collect(),
+        ..MessageDelays::default()
     }];
     input.intervals = vec![IntervalSeries {
         label: "tuned 20ms".into(),
         intervals: (1..=5)
             .map(|t| IntervalSample {
                 t_s: f64::from(t),
-                throughput_mbps: Some(900.0),
+                throughput_bps: Some(900e6),
                 cwnd_segments: Some(1500.0),
-                rtt_ms: Some(21.0),
+                rtt_us: Some(21_000.0),
                 retransmits: None,
             })
             .collect(),
