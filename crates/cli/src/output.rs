@@ -58,6 +58,43 @@ pub fn finish(json: bool, result: anyhow::Result<ExitCode>) -> ExitCode {
     result.unwrap_or_else(|e| fail(json, &e))
 }
 
+/// How tables and prose are laid out on stdout: the terminal's width when stdout is a
+/// terminal (100 columns otherwise), colour only on a terminal and never with `NO_COLOR`.
+pub fn stdout_layout() -> tcplab_report::text::Layout {
+    use std::io::IsTerminal;
+    let stdout = std::io::stdout();
+    let tty = stdout.is_terminal();
+    tcplab_report::text::Layout {
+        width: if tty { terminal_width(&stdout) } else { 100 },
+        color: tty && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+/// The width of stderr when it is a terminal, else 100 columns (progress and findings).
+pub fn stderr_width() -> usize {
+    use std::io::IsTerminal;
+    let stderr = std::io::stderr();
+    if stderr.is_terminal() {
+        terminal_width(&stderr)
+    } else {
+        100
+    }
+}
+
+/// The terminal's columns, or 100 when it does not say (a serial console reports 0).
+fn terminal_width(fd: impl rustix::fd::AsFd) -> usize {
+    rustix::termios::tcgetwinsize(fd)
+        .ok()
+        .map(|w| usize::from(w.ws_col))
+        .filter(|w| *w >= 40)
+        .unwrap_or(100)
+}
+
+/// `text` wrapped to `width`, continuation lines indented by two spaces.
+pub fn wrapped(text: &str, width: usize) -> String {
+    tcplab_report::text::wrap_str(text, width, "  ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::one_line;

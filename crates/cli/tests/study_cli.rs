@@ -245,3 +245,166 @@ fn demo_produces_its_report_within_a_small_budget() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// The binary as any user: `report` only reads databases, so these tests need neither root
+/// nor a lab.
+fn tcplab_user(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tcplab"))
+        .env("TCPLAB_STATE_DIR", dir.join("state"))
+        .env("NO_COLOR", "1")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The mock executor with `kernel` among each run's facts, as a lab's facts would say.
+struct KernelFacts {
+    inner: tcplab_study::mock::MockExecutor,
+    kernel: &'static str,
+}
+
+impl tcplab_study::runner::Executor for KernelFacts {
+    fn run(
+        &mut self,
+        run: &tcplab_study::plan::PlannedRun,
+    ) -> Result<tcplab_study::runner::RunOutcome, tcplab_study::RunError> {
+        let mut outcome = self.inner.run(run)?;
+        outcome.facts["kernel"] = serde_json::json!(self.kernel);
+        Ok(outcome)
+    }
+}
+
+/// A study database written through the study crate with the mock executor: bbr and cubic at
+/// the given mean throughputs (bit/s, ±1% noise), 4 runs each.
+fn mock_study(path: &Path, goal: &str, (bbr, cubic): (f64, f64), kernel: &'static str) {
+    use tcplab_study::{Plan, PlanOptions, ScenarioFile, Store, SweepOptions, sweep};
+    let text = format!(
+        "name = \"wan\"\nrepetitions = 4\nseed = 3\nobjective = {{ metric = \"throughput_bps\", goal = \"{goal}\" }}\n[lab]\ntopology = \"pair\"\n[[workload]]\nkind = \"stream\"\nduration = \"1s\"\n[[factor]]\nname = \"socket.congestion\"\nvalues = [\"bbr\", \"cubic\"]\n"
+    );
+    let plan = Plan::new(
+        &ScenarioFile::parse("wan.toml", &text).unwrap(),
+        PlanOptions::default(),
+    )
+    .unwrap();
+    let store = Store::create(path, &plan).unwrap();
+    let mean = Box::new(move |c: &tcplab_study::plan::Configuration| {
+        match tcplab_study::mock::factor(c, "socket.congestion") {
+            Some("bbr") => Ok(bbr),
+            _ => Ok(cubic),
+        }
+    });
+    let inner = tcplab_study::mock::MockExecutor::new("throughput_bps", mean, 0.01, 11);
+    let mut exec = KernelFacts { inner, kernel };
+    sweep(&plan, &store, &mut exec, SweepOptions::default()).unwrap();
+}
+
+#[test]
+fn report_puts_two_studies_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    mock_study(
+        dir.path().join("before.db").as_path(),
+        "maximise",
+        (500e6, 350e6),
+        "6.1.0",
+    );
+    mock_study(
+        dir.path().join("after.db").as_path(),
+        "maximise",
+        (600e6, 350e6),
+        "6.8.0",
+    );
+    let (before, after) = (at("before.db"), at("after.db"));
+
+    let out = tcplab_user(dir.path(), &["report", &before, &after]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("after vs before: 1 of 2 configurations faster"),
+        "{text}"
+    );
+    assert!(text.contains("1.20x faster"), "{text}");
+    assert!(text.contains("throughput (Mbit/s)"), "{text}");
+    assert!(
+        text.contains("kernel: before 6.1.0 · after 6.8.0"),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+
+    let page = at("compare.html");
+    let out = tcplab_user(dir.path(), &["report", &before, &after, "--html", &page]);
+    assert!(out.status.success());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("class=\"legend\""),
+        "the plot"
+    );
+    assert!(html.contains("id=\"verdict\"") && html.contains("Facts that differ"));
+
+    let out = tcplab_user(dir.path(), &["report", &before, &after, "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["objective"]["metric"], "throughput_bps");
+    assert_eq!(doc["studies"][1]["name"], "after");
+
+    // One database: the study's own report, as before.
+    let out = tcplab_user(dir.path(), &["report", &before]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(" vs "));
+}
+
+#[test]
+fn report_refuses_what_it_cannot_compare_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    mock_study(
+        dir.path().join("a.db").as_path(),
+        "maximise",
+        (900e6, 700e6),
+        "6.1.0",
+    );
+    mock_study(
+        dir.path().join("min.db").as_path(),
+        "minimise",
+        (900e6, 700e6),
+        "6.1.0",
+    );
+    std::fs::write(dir.path().join("notes.db"), "not a database, just words\n").unwrap();
+    let cases: [(Vec<String>, &str); 4] = [
+        (
+            vec![at("a.db"), at("missing.db")],
+            "missing.db: no such study database",
+        ),
+        (
+            vec![at("a.db"), at("notes.db")],
+            "notes.db: not a tcplab study database",
+        ),
+        (
+            vec![at("a.db"), at("min.db")],
+            "objective minimise throughput_bps differs from",
+        ),
+        (
+            vec![at("a.db"), at("a.db"), "--csv".into(), at("x.csv")],
+            "--csv: the runs are exported one study at a time",
+        ),
+    ];
+    for (args, wanted) in cases {
+        let mut argv = vec!["report"];
+        argv.extend(args.iter().map(String::as_str));
+        let out = tcplab_user(dir.path(), &argv);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {err}");
+        assert!(err.contains(wanted), "{argv:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    }
+    let out = tcplab_user(dir.path(), &["report", &at("a.db"), &at("min.db")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("a.db's maximise throughput_bps"),
+        "both files: {err}"
+    );
+}

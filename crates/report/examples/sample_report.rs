@@ -106,6 +106,8 @@ fn sample_input() -> ReportInput {
     input.notes = vec!["Sample data made by examples/sample_report.rs, not a measurement.".into()];
     input.message_delays = stall_trace(&mut noise);
     input.intervals = intervals(&mut noise);
+    // The labels a study's report gets: only the factors that vary, abbreviated.
+    input.shorten_labels();
     input
 }
 

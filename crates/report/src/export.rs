@@ -20,23 +20,23 @@ impl Table {
         Ok(out)
     }
 
-    /// CSV: a header line, then one line per row. Factor columns come after `label`; missing
+    /// CSV: a header line, then one line per row. `label` is the short label of the terminal
+    /// and HTML tables; the factor columns after it hold the full settings; the objective's
+    /// figures are in its base unit, named in their headers (`mean_bps`, `sd_bps`); missing
     /// figures are empty cells; full precision (shortest round-trip form) for every number.
     pub fn to_csv(&self) -> String {
+        let unit = tcplab_stats::units::Unit::parse(&self.objective.unit).name_suffix();
         let mut header: Vec<String> = vec!["rank".into(), "group".into(), "label".into()];
         header.extend(self.factor_names.iter().cloned());
+        header.extend(["baseline", "n"].map(String::from));
         header.extend(
             [
-                "baseline",
-                "n",
-                "mean",
-                "sd",
-                "best",
-                "worst",
-                "median",
-                "p90",
-                "ci_lower",
-                "ci_upper",
+                "mean", "sd", "best", "worst", "median", "p90", "ci_lower", "ci_upper",
+            ]
+            .map(|h| format!("{h}{unit}")),
+        );
+        header.extend(
+            [
                 "speed_up",
                 "speed_up_lower",
                 "speed_up_upper",

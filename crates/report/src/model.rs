@@ -219,3 +219,52 @@ impl ReportInput {
         }
     }
 }
+
+impl ReportInput {
+    /// Gives every configuration its short label ([`crate::label::short_labels`] over the
+    /// factors, in `factor_order`), and renames the baseline, the ranking's entries and every
+    /// series that began with an old label, so one label names a configuration everywhere.
+    /// Returns the key from short labels back to the full settings.
+    pub fn shorten_labels(&mut self) -> crate::label::Key {
+        let factors: Vec<&BTreeMap<String, String>> =
+            self.configurations.iter().map(|c| &c.factors).collect();
+        let (labels, key) = crate::label::short_labels(&factors, &self.factor_order);
+        let renames: Vec<(String, String)> = self
+            .configurations
+            .iter_mut()
+            .zip(labels)
+            .map(|(c, new)| (std::mem::replace(&mut c.label, new.clone()), new))
+            .collect();
+        // Longest old label first, so "a=1" does not rename what "a=10" began.
+        let mut by_length = renames.clone();
+        by_length.sort_by_key(|(old, _)| std::cmp::Reverse(old.len()));
+        let rename = |label: &mut String| {
+            if let Some((old, new)) = by_length
+                .iter()
+                .find(|(old, _)| label.starts_with(old.as_str()))
+            {
+                *label = format!("{new}{}", &label[old.len()..]);
+            }
+        };
+        if let Some(b) = self.baseline.as_mut() {
+            if let Some((_, new)) = renames.iter().find(|(old, _)| old == b) {
+                *b = new.clone();
+            }
+        }
+        if let Some(r) = self.ranking.as_mut() {
+            for e in &mut r.entries {
+                if let Some((_, new)) = renames.iter().find(|(old, _)| *old == e.name) {
+                    e.name = new.clone();
+                }
+            }
+        }
+        self.message_delays
+            .iter_mut()
+            .for_each(|d| rename(&mut d.label));
+        self.intervals.iter_mut().for_each(|s| rename(&mut s.label));
+        self.latency_under_load
+            .iter_mut()
+            .for_each(|l| rename(&mut l.label));
+        key
+    }
+}

@@ -49,7 +49,7 @@ fn full_report_has_every_section() {
     // Five settings reach the 940 Mbit/s cap (every tuned one, and default at 1 ms: 2 Mbit
     // per ms of RTT is 2000 Mbit/s) with identical samples, so five share group 1.
     assert!(
-        verdict.starts_with("Consistently fast: buffers: "),
+        verdict.starts_with("Consistently fast: buffers=default rtt=1ms — throughput 936.9"),
         "{verdict}"
     );
     assert!(
@@ -57,7 +57,7 @@ fn full_report_has_every_section() {
         "{verdict}"
     );
     assert!(
-        verdict.contains("Speed-up over the baseline (buffers: default rtt: 20ms)"),
+        verdict.contains("Speed-up over the baseline (buffers=default rtt=20ms)"),
         "{verdict}"
     );
     // One table row per configuration, plus the header row.
@@ -77,7 +77,7 @@ fn full_report_has_every_section() {
     assert_eq!(svgs, 8);
     by_id(&doc, "sweep-rtt");
     by_id(&doc, "delay-scatter");
-    by_id(&doc, "time-throughput-mbit-s");
+    by_id(&doc, "time-throughput");
     // Scenario verbatim (escaped), facts flattened.
     assert!(text_of(by_id(&doc, "scenario")).contains("# <&>"));
     let facts = text_of(by_id(&doc, "facts"));
@@ -107,7 +107,7 @@ fn minimal_report_renders() {
     let doc = parse(&page);
     assert!(
         text_of(by_id(&doc, "verdict"))
-            .starts_with("Consistently fast: only — time 0.300 ± - seconds (n = 1, rank 1 of 1)")
+            .starts_with("Consistently fast: only — time 300 ± - ms (n = 1, rank 1 of 1)")
     );
     assert!(text_of(by_id(&doc, "facts")).contains("No facts were recorded."));
     assert!(text_of(by_id(&doc, "scenario")).contains("(not recorded)"));

@@ -21,7 +21,7 @@ fn sweep_plot_has_title_axes_legend_and_log_ticks() {
         &[
             "throughput vs rtt",
             "rtt (ms)",
-            "throughput (Mbit/s), mean and 95% CI",
+            "throughput, mean and 95% CI (Mbit/s)",
             "buffers=default",
             "buffers=tuned",
         ],
@@ -58,9 +58,9 @@ fn delay_scatter_and_cdf() {
     assert_texts(
         &svg,
         &[
-            "Per-message delay vs sequence number",
-            "message sequence number",
-            "one-way delay (µs)",
+            "Per-message latency",
+            "message (sequence number)",
+            "latency (ms)",
             "nodelay=0",
         ],
     );
@@ -69,7 +69,7 @@ fn delay_scatter_and_cdf() {
     let cdf = plot::delay_cdf(&input.message_delays).unwrap();
     assert_texts(
         &cdf,
-        &["CDF of per-message delay", "fraction ≤ x", "nodelay=0"],
+        &["CDF of per-message latency", "values ≤ x (%)", "nodelay=0"],
     );
 }
 
@@ -105,7 +105,14 @@ fn time_series_per_metric() {
     for metric in [TimeMetric::Throughput, TimeMetric::Cwnd, TimeMetric::Rtt] {
         assert!(metric.present_in(&input.intervals));
         let svg = plot::time_series(&input.intervals, metric).unwrap();
-        assert_texts(&svg, &["time (s)", metric.label(), "tuned 20ms"]);
+        assert_texts(&svg, &["time (s)", "buffers=tuned rtt=20ms"]);
+        let texts = svg_texts(&svg);
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.starts_with(metric.label()) && t.ends_with(')')),
+            "{texts:?}"
+        );
     }
     assert!(!TimeMetric::Retransmits.present_in(&input.intervals));
 }
@@ -171,4 +178,71 @@ fn text_is_escaped() {
     })
     .unwrap();
     assert_texts(&svg, &["a <b> & \"c\"", "x & y", "<y>", "s<1>"]);
+}
+
+#[test]
+fn stalls_are_marked_and_counted_over_time() {
+    let delays = MessageDelays {
+        label: "cc=bbr · rep 2".into(),
+        points: (0..400u64)
+            .map(|i| (i, if i % 41 == 40 { 19_800.0 } else { 35.0 }))
+            .collect(),
+        times_s: (0..400).map(|i| f64::from(i) * 0.01).collect(),
+        stall_us: Some(1_000.0),
+    };
+    let svg = plot::delay_scatter(&[delays], None).unwrap();
+    // Nine stalls among 400 messages, counted in their own legend entry; time on x.
+    assert_texts(
+        &svg,
+        &[
+            "time (s)",
+            "cc=bbr · rep 2",
+            "cc=bbr · rep 2: 9 stalls > 1 ms",
+        ],
+    );
+    assert_eq!(svg.matches("class=\"legend\"").count(), 2);
+    assert_eq!(svg.matches("class=\"axis-label\"").count(), 2);
+}
+
+#[test]
+fn latency_under_load_shares_one_time_axis() {
+    use tcplab_report::{LatencyUnderLoad, TimeLine};
+    let run = LatencyUnderLoad {
+        label: "doctor · rrul".into(),
+        throughput: vec![TimeLine {
+            label: "flow 1 ↑".into(),
+            points: (0..50).map(|i| (f64::from(i) * 0.1 + 1.0, 900e6)).collect(),
+        }],
+        probes: (0..70)
+            .map(|i| {
+                let t = f64::from(i) * 0.1;
+                (
+                    t,
+                    if (1.0..6.0).contains(&t) {
+                        45_000.0
+                    } else {
+                        30_000.0
+                    },
+                )
+            })
+            .collect(),
+        idle_latency_us: Some(30_000.0),
+        load_s: Some((1.0, 6.0)),
+    };
+    let svg = plot::latency_under_load(&run).unwrap();
+    assert_texts(
+        &svg,
+        &[
+            "Latency under load: doctor · rrul",
+            "throughput (Mbit/s)",
+            "latency (ms)",
+            "time (s)",
+            "flow 1 ↑",
+            "probe latency",
+            "idle latency 30 ms",
+            "load running",
+        ],
+    );
+    // One x description for both panels, a y description each.
+    assert_eq!(svg.matches("class=\"axis-label\"").count(), 3);
 }

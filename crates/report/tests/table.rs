@@ -4,6 +4,7 @@
 //! x̄ ± t(0.975, 2)·s/√3 = x̄ ± 4.302653·s/√3 (0.3 ± 0.248 and 1.0 ± 0.497); the speed-up
 //! estimate is 1.0 / 0.3 = 3.33.
 
+use tcplab_report::text::Layout;
 use tcplab_report::{ConfigurationResult, ObjectiveSpec, ReportError, ReportInput, Table};
 use tcplab_stats::{Bootstrap, Objective};
 
@@ -15,7 +16,7 @@ fn time() -> ObjectiveSpec {
     }
 }
 
-/// sfperf's two knobs: the patched setting and the unpatched baseline.
+/// sfperf's two knobs: the patched setting and the unpatched baseline, with short labels.
 fn sfperf(baseline: bool) -> ReportInput {
     let configs = vec![
         ConfigurationResult::new("s10 f0", &[("s", "10"), ("f", "0")], vec![0.8, 1.0, 1.2]),
@@ -27,6 +28,7 @@ fn sfperf(baseline: bool) -> ReportInput {
     if baseline {
         input.baseline = Some("s10 f0".into());
     }
+    input.shorten_labels();
     input
 }
 
@@ -35,13 +37,13 @@ fn sfperf_text_table_without_baseline() {
     let table = Table::from_input(&sfperf(false)).unwrap();
     let method = table.method.clone().unwrap();
     assert!(method.contains("90th percentile"), "{method}");
-    let expected = format!(
-        "sfperf\n\
-         objective: minimise time (seconds); 95% CI of the mean (Student t)\n\
-         s:  3 f: 1  time: 0.300 +/- 0.100  best: 0.200  worst: 0.400 seconds  95% CI: [0.052, 0.548]  n: 3  group: 1  rank: 1\n\
-         s: 10 f: 0  time: 1.000 +/- 0.200  best: 0.800  worst: 1.200 seconds  95% CI: [0.503, 1.497]  n: 3  group: 2  rank: 2\n\
-         ranking: {method}\n"
-    );
+    let expected = "sfperf\n\
+         objective: minimise time (s); 95% CI of the mean (Student t)\n\
+         rank  grp  configuration       time (s)   best  worst          95% CI  n\n   \
+         1    1  s=3 f=1        0.300 ± 0.100  0.200  0.400  [0.052, 0.548]  3\n   \
+         2    2  s=10 f=0       1.000 ± 0.200  0.800  1.200  [0.503, 1.497]  3\n\
+         ranking: minimise; ordered by the pessimistic 90th percentile; settings not significantly different\n  \
+         from their group's leader (two-sided Welch t-test, Holm-adjusted, alpha = 0.05) share its group\n";
     assert_eq!(table.to_text(), expected);
 }
 
@@ -49,7 +51,7 @@ fn sfperf_text_table_without_baseline() {
 fn sfperf_text_table_with_baseline_speed_up() {
     let table = Table::from_input(&sfperf(true)).unwrap();
     let best = table.best().unwrap();
-    assert_eq!(best.label, "s3 f1");
+    assert_eq!(best.label, "s=3 f=1");
     let (x, lo, hi) = (
         best.speed_up.unwrap(),
         best.speed_up_lower.unwrap(),
@@ -63,22 +65,66 @@ fn sfperf_text_table_with_baseline_speed_up() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[1],
-        "objective: minimise time (seconds); 95% CI of the mean (Student t); speed-up vs baseline s: 10 f: 0 (bootstrap CI)"
+        "objective: minimise time (s); 95% CI of the mean (Student t); speed-up vs the baseline, s=10 f=0"
     );
-    let pad = speed.len() - "baseline".len();
-    assert_eq!(
-        lines[2],
-        format!(
-            "s:  3 f: 1  time: 0.300 +/- 0.100  best: 0.200  worst: 0.400 seconds  95% CI: [0.052, 0.548]  speed-up: {speed}  n: 3  group: 1  rank: 1"
-        )
+    assert_eq!(lines[2], "  (bootstrap CI)");
+    assert!(lines[4].ends_with(&format!("  {speed}  3")), "{}", lines[4]);
+    assert!(
+        lines[5].contains("  s=10 f=0 (baseline)  1.000 ± 0.200")
+            && lines[5].ends_with("baseline  3"),
+        "{}",
+        lines[5]
     );
-    assert_eq!(
-        lines[3],
-        format!(
-            "s: 10 f: 0  time: 1.000 +/- 0.200  best: 0.800  worst: 1.200 seconds  95% CI: [0.503, 1.497]  speed-up: {}baseline  n: 3  group: 2  rank: 2",
-            " ".repeat(pad)
-        )
+}
+
+/// The widths a table is asked to fit, and what goes first when it cannot.
+#[test]
+fn text_tables_fit_their_width_dropping_the_least_needed_columns() {
+    let table = Table::from_input(&sfperf(true)).unwrap();
+    for width in [40, 60, 80, 100, 140] {
+        let text = table.to_text_with(&Layout {
+            width,
+            color: false,
+        });
+        for l in text.lines() {
+            assert!(
+                l.chars().count() <= width,
+                "{width}: {l:?} is {} wide",
+                l.chars().count()
+            );
+        }
+        // The configuration and the objective always stay.
+        assert!(
+            text.contains("s=3 f=1") && text.contains("0.300 ± 0.100"),
+            "{text}"
+        );
+    }
+    let narrow = table.to_text_with(&Layout {
+        width: 60,
+        color: false,
+    });
+    assert!(
+        !narrow.contains("best") && !narrow.contains("worst"),
+        "{narrow}"
     );
+    let wide = table.to_text_with(&Layout {
+        width: 140,
+        color: false,
+    });
+    assert!(wide.contains("best") && wide.contains("speed-up"), "{wide}");
+}
+
+#[test]
+fn colour_only_on_request() {
+    let table = Table::from_input(&sfperf(true)).unwrap();
+    assert!(!table.to_text().contains('\x1b'));
+    let tty = table.to_text_with(&Layout {
+        width: 100,
+        color: true,
+    });
+    // Group 1 in green, the header bold.
+    assert!(tty.contains("\x1b[32m   1    1  s=3 f=1"), "{tty:?}");
+    assert!(tty.contains("\x1b[1mrank"), "{tty:?}");
 }
 
 #[test]
@@ -86,11 +132,11 @@ fn sfperf_markdown() {
     let table = Table::from_input(&sfperf(false)).unwrap();
     let expected = format!(
         "**sfperf**\n\n\
-         objective: minimise time (seconds); 95% CI of the mean (Student t)\n\n\
-         | rank | group | s | f | n | time (seconds) mean ± sd | best | worst | 95% CI of mean |\n\
-         | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |\n\
-         | 1 | 1 | 3 | 1 | 3 | 0.300 ± 0.100 | 0.200 | 0.400 | [0.052, 0.548] |\n\
-         | 2 | 2 | 10 | 0 | 3 | 1.000 ± 0.200 | 0.800 | 1.200 | [0.503, 1.497] |\n\
+         objective: minimise time (s); 95% CI of the mean (Student t)\n\n\
+         | rank | group | configuration | n | time (s) mean ± sd | best | worst | 95% CI of mean |\n\
+         | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n\
+         | 1 | 1 | s=3 f=1 | 3 | 0.300 ± 0.100 | 0.200 | 0.400 | [0.052, 0.548] |\n\
+         | 2 | 2 | s=10 f=0 | 3 | 1.000 ± 0.200 | 0.800 | 1.200 | [0.503, 1.497] |\n\
          \nRanking: {}.\n",
         table.method.clone().unwrap()
     );
@@ -104,10 +150,10 @@ fn csv_and_json_carry_full_precision() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "rank,group,label,s,f,baseline,n,mean,sd,best,worst,median,p90,ci_lower,ci_upper,speed_up,speed_up_lower,speed_up_upper,status,reason"
+        "rank,group,label,s,f,baseline,n,mean_s,sd_s,best_s,worst_s,median_s,p90_s,ci_lower_s,ci_upper_s,speed_up,speed_up_lower,speed_up_upper,status,reason"
     );
     assert!(
-        lines[1].starts_with("1,1,s3 f1,3,1,false,3,0.3"),
+        lines[1].starts_with("1,1,s=3 f=1,3,1,false,3,0.3"),
         "{}",
         lines[1]
     );
@@ -119,7 +165,7 @@ fn csv_and_json_carry_full_precision() {
     );
     assert_eq!(lines.len(), 3);
     let json: serde_json::Value = serde_json::from_str(&table.to_json().unwrap()).unwrap();
-    assert_eq!(json["rows"][0]["label"], "s3 f1");
+    assert_eq!(json["rows"][0]["label"], "s=3 f=1");
     assert_eq!(json["rows"][1]["mean"], 1.0);
     assert_eq!(json["rows"][1]["group"], 2);
     assert_eq!(json["objective"]["goal"], "minimise");
@@ -128,7 +174,7 @@ fn csv_and_json_carry_full_precision() {
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["label"].to_string())
         .collect();
-    assert_eq!(labels, ["\"s3 f1\"", "\"s10 f0\""]);
+    assert_eq!(labels, ["\"s=3 f=1\"", "\"s=10 f=0\""]);
 }
 
 #[test]
@@ -137,8 +183,8 @@ fn one_configuration_one_sample_prints_dashes_not_nan() {
     let table = Table::from_input(&ReportInput::new("one", time(), configs)).unwrap();
     let text = table.to_text();
     assert_eq!(
-        text.lines().nth(2).unwrap(),
-        "only  time: 0.250 +/- -  best: 0.250  worst: 0.250 seconds  95% CI: -  n: 1  group: 1  rank: 1"
+        text.lines().nth(3).unwrap(),
+        "   1    1  only             250 ± -   250    250       -  1"
     );
     let all = format!("{text}{}{}", table.to_markdown(), table.to_csv());
     assert!(!all.contains("NaN") && !all.contains("inf"), "{all}");
@@ -150,17 +196,35 @@ fn failed_and_dropped_configurations_are_listed_with_their_reason() {
     let mut failed = ConfigurationResult::new("s9 f9", &[("s", "9"), ("f", "9")], vec![]);
     failed.failed = Some("sysctl tcp_delack_strategy: no such file".into());
     input.configurations.push(failed);
-    input.configurations[0].dropped = Some("worse than s3 f1 after 3 runs (Welch p = 0.01)".into());
+    input.configurations[0].dropped =
+        Some("worse than s=3 f=1 after 3 runs (Welch p = 0.01)".into());
+    input.shorten_labels();
     let table = Table::from_input(&input).unwrap();
     let text = table.to_text();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[3].ends_with("rank: 2  dropped: worse than s3 f1 after 3 runs (Welch p = 0.01)"));
+    // The rows say what happened; the reasons follow the table, one per line.
+    assert!(lines[4].ends_with("3  dropped"), "{text}");
+    assert!(
+        lines[5].contains("s=9 f=9") && lines[5].ends_with("0  failed"),
+        "{text}"
+    );
     assert_eq!(
-        lines[4],
-        "s:  9 f: 9  failed: sysctl tcp_delack_strategy: no such file"
+        lines[6],
+        "s=10 f=0: dropped: worse than s=3 f=1 after 3 runs (Welch p = 0.01)"
+    );
+    assert_eq!(
+        lines[7],
+        "s=9 f=9: failed: sysctl tcp_delack_strategy: no such file"
     );
     let md = table.to_markdown();
-    assert!(md.contains("| - | - | 9 | 9 | 0 | - | - | - | - | failed: sysctl tcp_delack_strategy: no such file |"), "{md}");
+    assert!(
+        md.contains("| - | - | s=9 f=9 | 0 | - | - | - | - | failed |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- `s=9 f=9`: failed: sysctl tcp_delack_strategy: no such file"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -182,11 +246,16 @@ fn maximising_orders_best_first_and_flips_best_and_worst() {
     // Means 937.5 and 101.25 (sd 6.455 and 8.539): three significant digits of the smaller.
     assert!(
         text.contains(
-            "\ntuned    throughput: 938 +/- 6  best: 945  worst: 930 Mbit/s  95% CI: [927, 948]"
+            "\n   1    1  tuned                      938 ± 6   945    930  [927, 948]  4\n"
         ),
         "{text}"
     );
-    assert!(text.contains("\ndefault  throughput: 101 +/- 9  best: 110  worst:  90 Mbit/s"));
+    assert!(
+        text.contains(
+            "\n   2    2  default                    101 ± 9   110     90   [88, 115]  4\n"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -195,15 +264,15 @@ fn bad_input_is_an_error_naming_the_field() {
     input.baseline = Some("nope".into());
     let e = Table::from_input(&input).unwrap_err();
     assert!(matches!(e, ReportError::UnknownBaseline { .. }));
-    assert!(e.to_string().contains("s10 f0, s3 f1"), "{e}");
+    assert!(e.to_string().contains("s=10 f=0, s=3 f=1"), "{e}");
 
     let mut input = sfperf(false);
     input.configurations[1].samples[0] = f64::NAN;
     let e = Table::from_input(&input).unwrap_err().to_string();
-    assert!(e.starts_with("configuration \"s3 f1\""), "{e}");
+    assert!(e.starts_with("configuration \"s=3 f=1\""), "{e}");
 
     let mut input = sfperf(false);
-    input.configurations[1].label = "s10 f0".into();
+    input.configurations[1].label = "s=10 f=0".into();
     assert!(matches!(
         Table::from_input(&input),
         Err(ReportError::DuplicateLabel { .. })
@@ -216,6 +285,6 @@ fn no_configurations_gives_an_empty_table() {
     assert!(table.rows.is_empty());
     assert_eq!(
         table.to_text(),
-        "empty\nobjective: minimise time (seconds); 95% CI of the mean (Student t)\n"
+        "empty\nobjective: minimise time (s); 95% CI of the mean (Student t)\n"
     );
 }

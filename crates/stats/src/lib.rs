@@ -51,6 +51,7 @@ pub mod rank;
 pub mod speedup;
 pub mod stall;
 pub mod summary;
+pub mod units;
 
 pub use bootstrap::Bootstrap;
 pub use ci::{CiMethod, ConfidenceInterval, mean_ci_t};

@@ -22,7 +22,7 @@ use crate::summary::{mean, median};
 use serde::{Deserialize, Serialize};
 
 /// Racing parameters.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RaceConfig {
     /// Which direction is better.
     pub objective: Objective,
@@ -32,6 +32,10 @@ pub struct RaceConfig {
     pub alpha: f64,
     /// The one-sided test used.
     pub test: TestKind,
+    /// Base unit of the samples ("bit/s", "s"), so the reasons read "213 Mbit/s"; empty
+    /// prints bare numbers.
+    #[serde(default)]
+    pub unit: String,
 }
 
 impl RaceConfig {
@@ -42,6 +46,7 @@ impl RaceConfig {
             min_n: 5,
             alpha: 0.05,
             test: TestKind::Welch,
+            unit: String::new(),
         }
     }
 }
@@ -184,8 +189,8 @@ fn challenger_verdict(ctx: &Context<'_>, config: &RaceConfig) -> RaceVerdict {
         "{cn} {cv}{rel} vs the best's {bv}; one-sided {test} ({stat}), \
          Holm-adjusted p = {p} {cmp} alpha = {alpha}; n = {n} vs {nb}",
         cn = centre_name(config.test),
-        cv = crate::fmt::sig4(ctx.cand_centre),
-        bv = crate::fmt::sig4(ctx.best_centre),
+        cv = figure(ctx.cand_centre, &config.unit),
+        bv = figure(ctx.best_centre, &config.unit),
         test = config.test.name(),
         p = crate::fmt::p_value(ctx.p_adjusted),
         alpha = config.alpha,
@@ -202,6 +207,16 @@ fn challenger_verdict(ctx: &Context<'_>, config: &RaceConfig) -> RaceVerdict {
         p_value: Some(ctx.test.p_value),
         p_adjusted: Some(ctx.p_adjusted),
         reason,
+    }
+}
+
+/// A centre for a reason sentence: with its unit at a readable scale, or four significant
+/// digits when the unit is unknown.
+fn figure(x: f64, unit: &str) -> String {
+    if unit.is_empty() {
+        crate::fmt::sig4(x)
+    } else {
+        crate::units::human(x, &crate::units::Unit::parse(unit))
     }
 }
 

@@ -368,6 +368,7 @@ pub fn run_workload(
                     Some(p.duration.ns() / 1_000_000)
                 },
                 bytes: p.bytes,
+                interval_ms: p.interval_ms(),
                 opts,
                 ..Default::default()
             };

@@ -481,6 +481,7 @@ impl RaceState {
             min_n: plan.race.min_reps,
             alpha: plan.race.alpha,
             test: plan.race.test,
+            unit: crate::to_report::unit_of(&plan.objective.metric).to_string(),
         };
         let verdict = match race_round(&samples, &config) {
             Ok(v) => v,

@@ -97,6 +97,45 @@ fn ten_seconds() -> DurationText {
     DurationText::from_ns(10_000_000_000)
 }
 
+/// How often a study's stream records its interval reports and tcp_info samples when the
+/// scenario does not say, ms. The report's time plots need it: at 1 s a 3 s run is three
+/// points and slow start, a loss's sawtooth or a queue filling average away; at 100 ms the
+/// sampler wakes ten times a second per side, which costs the flows nothing measurable, and a
+/// 60 s single-flow run keeps about 1,200 interval rows (docs/scenarios.md). `tcplab stream`'s
+/// own `--interval` stays 1 s: a terminal reads one line a second.
+pub const DEFAULT_INTERVAL_MS: u64 = 100;
+
+/// The intervals the stream sampler takes, ms (`tcplab_load::stream::StreamConfig::validate`).
+pub const INTERVAL_RANGE_MS: std::ops::RangeInclusive<u64> = 10..=60_000;
+
+/// Reads and checks `interval`: a duration the sampler takes, in whole milliseconds. Errors
+/// name the field and the fix, since the scenario's error points at the workload table.
+fn interval<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DurationText>, D::Error> {
+    let text = String::deserialize(d)?;
+    check_interval(&text)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// The checks of [`interval`], on the text as written.
+pub fn check_interval(text: &str) -> Result<DurationText, String> {
+    let fix = "write e.g. interval = \"100ms\"";
+    let d = DurationText::parse(text).map_err(|e| format!("`interval` = {text:?}: {e}; {fix}"))?;
+    let (lo, hi) = (INTERVAL_RANGE_MS.start(), INTERVAL_RANGE_MS.end());
+    if d.ns() % 1_000_000 != 0 {
+        return Err(format!(
+            "`interval` = {text:?} is not a whole number of milliseconds (the sampler counts in ms); {fix}"
+        ));
+    }
+    if !INTERVAL_RANGE_MS.contains(&(d.ns() / 1_000_000)) {
+        return Err(format!(
+            "`interval` = {text:?} is outside {lo}ms..={}s, the range the stream sampler takes; {fix}",
+            hi / 1000
+        ));
+    }
+    Ok(d)
+}
+
 /// `kind = "stream"`: bulk throughput.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -113,6 +152,24 @@ pub struct StreamParams {
     /// Send this many bytes per flow instead of a duration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    /// How often interval reports and tcp_info samples are taken; unset:
+    /// [`DEFAULT_INTERVAL_MS`]. Left out of the serialised form when unset, so scenarios
+    /// written before it existed keep their hash (and resume).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "interval"
+    )]
+    pub interval: Option<DurationText>,
+}
+
+impl StreamParams {
+    /// The sampling interval in ms: as written, else [`DEFAULT_INTERVAL_MS`].
+    pub fn interval_ms(&self) -> u64 {
+        self.interval
+            .as_ref()
+            .map_or(DEFAULT_INTERVAL_MS, |d| d.ns() / 1_000_000)
+    }
 }
 
 /// `kind = "msgs"`: a timed series of small messages (sfperf).
@@ -247,6 +304,7 @@ pub fn keys_of(kind: &str) -> Option<&'static [&'static str]> {
         "duration",
         "direction",
         "bytes",
+        "interval",
         "nodelay",
         "cork",
         "quickack",
@@ -490,6 +548,44 @@ mod tests {
         let e = parse("kind = 'msgs'\nsizee = 3\n").unwrap_err();
         assert!(e.contains("unknown field `sizee`"), "{e}");
         assert!(e.contains("`size`") && e.contains("`nodelay`"), "{e}");
+    }
+
+    #[test]
+    fn stream_interval_defaults_to_100ms_and_is_checked() {
+        let interval = |text: &str| match parse(text).map(|w| w.kind) {
+            Ok(WorkloadKind::Stream(p)) => Ok(p.interval_ms()),
+            Ok(_) => panic!("kind"),
+            Err(e) => Err(e),
+        };
+        assert_eq!(interval("kind = 'stream'\n"), Ok(DEFAULT_INTERVAL_MS));
+        assert_eq!(interval("kind = 'stream'\ninterval = '20ms'\n"), Ok(20));
+        assert_eq!(interval("kind = 'stream'\ninterval = '1s'\n"), Ok(1000));
+        for (bad, says) in [
+            ("5ms", "outside 10ms..=60s"),
+            ("61s", "outside 10ms..=60s"),
+            ("10500us", "whole number of milliseconds"),
+            ("fast", "`interval` = \"fast\""),
+        ] {
+            let e = interval(&format!("kind = 'stream'\ninterval = '{bad}'\n")).unwrap_err();
+            assert!(
+                e.contains(says) && e.contains("interval = \"100ms\""),
+                "{bad}: {e}"
+            );
+        }
+        let e = parse("kind = 'msgs'\ninterval = '100ms'\n").unwrap_err();
+        assert!(e.contains("unknown field `interval`"), "stream only: {e}");
+    }
+
+    #[test]
+    fn an_unset_interval_leaves_the_table_as_it_was() {
+        let w = parse("kind = 'stream'\nduration = '3s'\n").unwrap();
+        assert!(
+            !w.to_table().unwrap().contains_key("interval"),
+            "scenario hashes stay"
+        );
+        let w = parse("kind = 'stream'\ninterval = '50ms'\n").unwrap();
+        assert_eq!(w.to_table().unwrap()["interval"].as_str(), Some("50ms"));
+        assert_eq!(Workload::from_table(w.to_table().unwrap()).unwrap(), w);
     }
 
     #[test]

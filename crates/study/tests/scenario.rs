@@ -366,3 +366,16 @@ fn only_keeps_one_configuration_in_order() {
     );
     assert!(p.only(3).is_none());
 }
+
+#[test]
+fn a_stream_interval_out_of_range_names_the_field_and_the_fix() {
+    let text = BASE
+        .replace("kind = \"msgs\"", "kind = \"stream\"")
+        .replace("count = 1000\nsize = 1", "interval = \"5ms\"");
+    let d = err(&text).first().cloned().unwrap();
+    assert!(d.line.is_some(), "{d}");
+    assert!(
+        d.message.contains("`interval` = \"5ms\"") && d.message.contains("interval = \"100ms\""),
+        "{d}"
+    );
+}

@@ -95,6 +95,11 @@ pub struct Plan {
     pub trap_count: u64,
     /// What the application does.
     pub knobs: Knobs,
+    /// Interval of the stream's and the latency-under-load flows' reports and tcp_info
+    /// samples, ms: the time resolution of the report's plots of them (at 1 s a 2 s load phase
+    /// is two points). The rules read medians and shares of these samples, which a finer
+    /// interval estimates from more of them.
+    pub interval_ms: u64,
 }
 
 /// Shortest idle phase of the latency-under-load run, ms: enough probes (one per 10 ms) for a
@@ -165,6 +170,7 @@ impl Plan {
             msgs_sweep: Duration::from_secs_f64(secs * 0.15),
             trap_count: 0,
             knobs: Knobs::default(),
+            interval_ms: tcplab_study::workload::DEFAULT_INTERVAL_MS,
         }
     }
 }
@@ -204,6 +210,7 @@ pub fn run(
         omit_ms: 1_000.min(plan.stream.as_millis() as u64 / 4),
         opts: plan.knobs.stream_opts.clone(),
         read_rate_bps: plan.knobs.stream_read_rate_bps,
+        interval_ms: plan.interval_ms,
         ..Default::default()
     };
     if let Some(w) = plan.knobs.stream_write_size {
@@ -303,6 +310,7 @@ pub fn run(
         during_ms: load_ms,
         after_ms: idle_ms,
         drain_ms: idle_ms.max(RRUL_DRAIN_MIN_MS),
+        interval_ms: plan.interval_ms.min(load_ms),
         opts,
         ..Default::default()
     };

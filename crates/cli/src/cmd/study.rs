@@ -93,15 +93,19 @@ pub struct RunArgs {
 /// Arguments of `tcplab report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A study database written by `tcplab sweep` or `tcplab run`.
-    db: PathBuf,
-    /// Write the self-contained HTML report (tables, plots, facts, scenario) here.
+    /// A study database written by `tcplab sweep` or `tcplab run`; two to eight put the studies
+    /// side by side (before/after a change of kernel, host or code), the first the reference.
+    #[arg(required = true, num_args = 1..=8, value_name = "DB")]
+    db: Vec<PathBuf>,
+    /// Write the self-contained HTML report (tables, plots, facts, scenario) here; with several
+    /// databases, the comparison page.
     #[arg(long)]
     html: Option<PathBuf>,
-    /// Write every run as CSV here.
+    /// Write every run as CSV here (one database only: the runs are per study).
     #[arg(long)]
     csv: Option<PathBuf>,
-    /// Print the whole study as one JSON document instead of the table.
+    /// Print the whole study as one JSON document instead of the table; with several
+    /// databases, the comparison (docs/results.md).
     #[arg(long)]
     json: bool,
     /// Print the table as Markdown.
@@ -192,10 +196,11 @@ fn execute(
 fn summarise(store: &Store, html: &Path, report: &SweepReport) -> anyhow::Result<()> {
     let input = tcplab_study::to_report::report_input(store)?;
     let table = tcplab_report::Table::from_input(&input)?;
-    print!("{}", table.to_text());
+    print!("{}", table.to_text_with(&output::stdout_layout()));
     let page = tcplab_report::html::render_with_table(&input, &table)?;
     std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
-    println!(
+    let width = output::stdout_layout().width;
+    let counts = format!(
         "{} runs executed ({} already stored, {} skipped, {} failed): {}",
         report.executed,
         report.already_done,
@@ -203,20 +208,9 @@ fn summarise(store: &Store, html: &Path, report: &SweepReport) -> anyhow::Result
         report.failed,
         report.overhead().line()
     );
-    // The table shows settings, not ids: name each configuration by its label too.
-    let configs = store.configurations()?;
-    let label = |id: &usize| {
-        configs
-            .iter()
-            .find(|c| c.id == *id)
-            .map_or_else(String::new, |c| format!(" ({})", c.label))
-    };
-    for (id, reason) in &report.dropped {
-        println!("dropped configuration {id}{}: {reason}", label(id));
-    }
-    for (id, reason) in &report.failed_configs {
-        println!("configuration {id}{} failed: {reason}", label(id));
-    }
+    // Racing's and the failures' reasons are under the table, by label; `sweep --dry-run`
+    // lists the configurations' ids for `tcplab run --config ID`.
+    println!("{}", output::wrapped(&counts, width));
     println!(
         "database: {}\nreport:   {}",
         store.path().display(),
@@ -334,10 +328,13 @@ impl ReportArgs {
     }
 
     fn run_inner(self) -> anyhow::Result<ExitCode> {
-        if !self.db.exists() {
-            anyhow::bail!("{}: no such study database", self.db.display());
+        let [db] = self.db.as_slice() else {
+            return self.compare();
+        };
+        if !db.exists() {
+            anyhow::bail!("{}: no such study database", db.display());
         }
-        let store = Store::open(&self.db)?;
+        let store = Store::open(db)?;
         if self.json {
             tcplab_study::export::write_json(&store, &mut std::io::stdout().lock())?;
             return Ok(ExitCode::SUCCESS);
@@ -347,7 +344,7 @@ impl ReportArgs {
         if self.markdown {
             print!("{}", table.to_markdown());
         } else {
-            print!("{}", table.to_text());
+            print!("{}", table.to_text_with(&output::stdout_layout()));
         }
         if let Some(path) = &self.html {
             let page = tcplab_report::html::render_with_table(&input, &table)?;
@@ -361,5 +358,102 @@ impl ReportArgs {
             println!("runs: {}", path.display());
         }
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// `tcplab report A.db B.db ...`: the studies side by side, each named by its file stem.
+    fn compare(&self) -> anyhow::Result<ExitCode> {
+        if self.csv.is_some() {
+            anyhow::bail!(
+                "--csv: the runs are exported one study at a time (`tcplab report A.db --csv a.csv`); with several databases use --json for the comparison"
+            );
+        }
+        let names = study_names(&self.db)?;
+        let mut studies = Vec::with_capacity(self.db.len());
+        for (path, name) in self.db.iter().zip(names) {
+            studies.push((name, study_input(path)?));
+        }
+        // Checked here too, so the error names the files rather than their stems.
+        let files: Vec<String> = self.db.iter().map(|p| p.display().to_string()).collect();
+        let named: Vec<(&str, &tcplab_report::ObjectiveSpec)> = files
+            .iter()
+            .zip(&studies)
+            .map(|(f, (_, input))| (f.as_str(), &input.objective))
+            .collect();
+        tcplab_report::compare::check_objectives(&named)?;
+        let comparison = tcplab_report::compare::compare(&studies)?;
+        if self.json {
+            println!("{}", comparison.to_json()?);
+            return Ok(ExitCode::SUCCESS);
+        }
+        if self.markdown {
+            print!("{}", comparison.to_markdown());
+        } else {
+            print!("{}", comparison.to_text_with(&output::stdout_layout()));
+        }
+        if let Some(path) = &self.html {
+            std::fs::write(path, comparison.to_html()?)
+                .with_context(|| format!("writing {}", path.display()))?;
+            println!("report: {}", path.display());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// One study's report input, with the errors of `tcplab report` (a missing file, a file that
+/// is not a study) saying what to give instead.
+fn study_input(path: &Path) -> anyhow::Result<tcplab_report::ReportInput> {
+    if !path.exists() {
+        anyhow::bail!(
+            "{}: no such study database; give the .db file that `tcplab sweep` or `tcplab run` wrote",
+            path.display()
+        );
+    }
+    let store = Store::open(path).map_err(|e| match e {
+        tcplab_study::StoreError::Foreign { path, reason } => anyhow::anyhow!(
+            "{}: not a tcplab study database ({reason}); give the .db file that `tcplab sweep` or `tcplab run` wrote",
+            path.display()
+        ),
+        other => other.into(),
+    })?;
+    Ok(tcplab_study::to_report::report_input(&store)?)
+}
+
+/// Each study's name in the comparison: its file stem, or `dir/stem` when stems repeat
+/// (`before/study.db`, `after/study.db`); the same file twice is refused.
+fn study_names(paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
+    let unique = |names: &[String]| {
+        names
+            .iter()
+            .enumerate()
+            .all(|(i, n)| !names[..i].contains(n))
+    };
+    let stem = |p: &Path| {
+        p.file_stem().map_or_else(
+            || p.display().to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        )
+    };
+    let stems: Vec<String> = paths.iter().map(|p| stem(p)).collect();
+    if unique(&stems) {
+        return Ok(stems);
+    }
+    let with_dir: Vec<String> = paths
+        .iter()
+        .map(|p| match p.parent().and_then(Path::file_name) {
+            Some(dir) => format!("{}/{}", dir.to_string_lossy(), stem(p)),
+            None => stem(p),
+        })
+        .collect();
+    if unique(&with_dir) {
+        return Ok(with_dir);
+    }
+    let full: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    match full
+        .iter()
+        .enumerate()
+        .find(|(i, f)| full[..*i].contains(f))
+    {
+        Some((_, twice)) => anyhow::bail!("{twice}: given twice; compare different studies"),
+        None => Ok(full),
     }
 }

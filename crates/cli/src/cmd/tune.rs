@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use tcplab_stats::fmt::sig4;
+use tcplab_stats::units::{Unit, human, metric_title};
 use tcplab_tune::battery::{self, Target};
 use tcplab_tune::candidates::WorkloadKind;
 use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
@@ -74,9 +74,13 @@ impl TuneArgs {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("--dir {}", self.dir.display()))?;
         let quiet = self.json;
+        let err_width = output::stderr_width();
         let say = |m: &str| {
             if !quiet {
-                eprintln!("tcplab tune: {m}");
+                eprintln!(
+                    "{}",
+                    output::wrapped(&format!("tcplab tune: {m}"), err_width)
+                );
             }
         };
         let diagnosis = if self.no_doctor {
@@ -89,7 +93,7 @@ impl TuneArgs {
         } else if let Some(addr) = remote {
             diagnose_remote(addr, budget.mul_f64(0.2), &say)?
         } else {
-            diagnose(&self.path, budget.mul_f64(0.2), &say)?
+            diagnose(&self.path, budget.mul_f64(0.2), &say)?.0
         };
         let outcome = run_tune(
             &self.path,
@@ -126,12 +130,13 @@ fn read_findings(path: &Path) -> anyhow::Result<Vec<tcplab_doctor::Finding>> {
         .with_context(|| format!("--findings {}: no findings array", path.display()))
 }
 
-/// A short battery on a lab built from the flags: the findings and the client's sysctls.
+/// A short battery on a lab built from the flags: the findings and the client's sysctls, and
+/// the battery itself (with its raw samples, for a report that shows the evidence).
 fn diagnose(
     path: &PathArgs,
     budget: std::time::Duration,
     say: &dyn Fn(&str),
-) -> anyhow::Result<Diagnosis> {
+) -> anyhow::Result<(Diagnosis, tcplab_doctor::Battery)> {
     let path = PathArgs {
         topology: Some(path.topology.clone().unwrap_or_else(|| {
             if path.impair.any() {
@@ -171,7 +176,7 @@ fn diagnose(
         .and_then(|f| f.hosts.get(&client))
         .map(|h| h.sysctls.clone())
         .unwrap_or_default();
-    Ok(Diagnosis { findings, sysctls })
+    Ok((Diagnosis { findings, sysctls }, b))
 }
 
 /// The battery against a remote `tcplab serve`: the findings and this machine's sysctls (the
@@ -242,28 +247,40 @@ fn run_tune(
     Ok(tune(&opts, &stop, say)?)
 }
 
-/// The table, the verification and the lines to apply.
+/// The table (laid out for the terminal), the verification and the lines to apply.
 fn print_outcome(o: &TuneOutcome) {
-    print!("{}", o.table);
+    let layout = output::stdout_layout();
+    match o
+        .report_input
+        .as_ref()
+        .map(tcplab_report::Table::from_input)
+    {
+        Some(Ok(table)) => print!("{}", table.to_text_with(&layout)),
+        _ => print!("{}", o.table),
+    }
+    let say = |line: String| println!("{}", output::wrapped(&line, layout.width));
     match (&o.winner_label, &o.verification) {
         (Some(w), Some(v)) => {
-            let unit = tcplab_study::to_report::unit_of(&v.metric);
-            println!(
-                "winner: {w}\nverified on {} fresh repetitions each: {} mean {} {unit} vs baseline {} {unit}; speed-up {:.2}x (95% CI {:.2}-{:.2})",
+            let unit = Unit::parse(tcplab_study::to_report::unit_of(&v.metric));
+            say(format!("winner: {w}"));
+            say(format!(
+                "verified on {} fresh repetitions each: {} {} vs the baseline's {}; speed-up {:.2}x (95% CI {:.2}-{:.2})",
                 v.n,
-                v.metric,
-                sig4(v.winner_mean),
-                sig4(v.baseline_mean),
+                metric_title(&v.metric),
+                human(v.winner_mean, &unit),
+                human(v.baseline_mean, &unit),
                 v.speed_up.estimate,
                 v.speed_up.lower,
                 v.speed_up.upper
-            )
+            ));
         }
-        (Some(w), None) if o.winner.is_empty() => {
-            println!("the baseline ({w}) is as fast as any candidate: keep the current settings")
-        }
-        (Some(w), None) => println!("winner: {w} (not verified: too few successful runs)"),
-        (None, _) => println!("no configuration completed"),
+        (Some(w), None) if o.winner.is_empty() => say(format!(
+            "the baseline ({w}) is as fast as any candidate: keep the current settings"
+        )),
+        (Some(w), None) => say(format!(
+            "winner: {w} (not verified: too few successful runs)"
+        )),
+        (None, _) => say("no configuration completed".to_string()),
     }
     for scope in ["namespace", "host", "application"] {
         let lines: Vec<_> = o.apply.iter().filter(|a| a.scope == scope).collect();
@@ -318,13 +335,24 @@ impl DemoArgs {
             offloads: self.offloads.clone(),
             ..demo_path()
         };
+        let width = output::stdout_layout().width;
         println!(
-            "tcplab demo: an emulated WAN path (client ─ emulator ─ server, 1 Gbit/s, 30 ms RTT, 0.01% loss) whose hosts \
-             still use 2008's socket buffer limits (tcp_rmem/tcp_wmem max 174760/131072 bytes, as Scientific Linux 4 shipped); \
-             doctor finds what limits TCP there, tune races the fixes and verifies the winner."
+            "{}",
+            output::wrapped(
+                "tcplab demo: an emulated WAN path (client ─ emulator ─ server, 1 Gbit/s, 30 ms RTT, 0.01% loss) whose hosts \
+                 still use 2008's socket buffer limits (tcp_rmem/tcp_wmem max 174760/131072 bytes, as Scientific Linux 4 shipped); \
+                 doctor finds what limits TCP there, tune races the fixes and verifies the winner.",
+                width
+            )
         );
-        let say = |m: &str| eprintln!("tcplab demo: {m}");
-        let diagnosis = diagnose(&path, budget.mul_f64(0.3), &say)?;
+        let err_width = output::stderr_width();
+        let say = |m: &str| {
+            eprintln!(
+                "{}",
+                output::wrapped(&format!("tcplab demo: {m}"), err_width)
+            )
+        };
+        let (diagnosis, battery) = diagnose(&path, budget.mul_f64(0.3), &say)?;
         let findings = diagnosis.findings.clone();
         let mut outcome = run_tune(
             &path,
@@ -339,6 +367,17 @@ impl DemoArgs {
         let report = self.dir.join("demo-report.html");
         if let Some(input) = outcome.report_input.as_mut() {
             input.title = "tcplab demo: bulk throughput on an emulated 30 ms, 1 Gbit/s WAN".into();
+            // The doctor's evidence after tune's own runs: its stream's intervals, its msgs and
+            // rr delays with their stalls, its latency under load.
+            let evidence = tcplab_tune::evidence::battery_series(&battery);
+            if !evidence.is_empty() {
+                evidence.append_to(input);
+                let doctor = "Plots labelled “doctor · …” show the doctor's battery, run once on the same path before the race.";
+                input.runs_shown = Some(match input.runs_shown.take() {
+                    Some(s) => format!("{s} {doctor}"),
+                    None => doctor.to_string(),
+                });
+            }
             for f in &findings {
                 input.notes.push(format!(
                     "doctor [{}] {}: {}",

@@ -12,7 +12,7 @@ use tcplab_stats::quantile;
 /// Half the height of a box, in category units.
 const HALF: f64 = 0.3;
 /// Longest category label shown in full.
-const MAX_LABEL_CHARS: usize = 44;
+const MAX_LABEL_CHARS: usize = 46;
 
 /// Data of a box plot: one (label, samples) pair per box, drawn top-down in this order.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +53,8 @@ pub fn box_plot(plot: &BoxPlot) -> Result<String, ReportError> {
         what: plot.title.clone(),
         message,
     })?;
-    Ok(super::finish(buf, &plot.title))
+    let tags = [(plot.value_label.clone(), "axis-label")];
+    Ok(super::tag_texts(&super::finish(buf, &plot.title), &tags))
 }
 
 fn draw(buf: &mut String, plot: &BoxPlot, boxes: &[(String, Vec<f64>)]) -> DrawResult {
@@ -74,7 +75,7 @@ fn draw(buf: &mut String, plot: &BoxPlot, boxes: &[(String, Vec<f64>)]) -> DrawR
     let mut chart = ChartBuilder::on(&area)
         .margin(16)
         .x_label_area_size(64)
-        .y_label_area_size((label_chars as u32 * 9 + 24).clamp(80, 330))
+        .y_label_area_size((label_chars as u32 * 9 + 30).clamp(80, 440))
         .build_cartesian_2d(xr.0..xr.1, -0.5..(n as f64 - 0.5))
         .d()?;
     chart
@@ -180,7 +181,7 @@ fn stats(values: &[f64]) -> Option<Stats> {
 }
 
 /// The label of the box at category position `y` (top box first), "" between boxes.
-fn category_label(labels: &[String], y: f64) -> String {
+pub(crate) fn category_label(labels: &[String], y: f64) -> String {
     let r = y.round();
     if (y - r).abs() > 1e-6 || r < 0.0 {
         return String::new();

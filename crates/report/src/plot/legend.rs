@@ -1,5 +1,7 @@
-//! Markers and the legend panel at the right of every x/y plot. The legend is drawn by hand
-//! (not plotters' overlay box) so it never hides data and long labels get their own room.
+//! Markers and the legend of every x/y plot: a panel at the right when the labels are short,
+//! two columns under the chart when they are long (a configuration label and its run), so a
+//! label is shown whole rather than cut to look like its neighbour. Drawn by hand (not
+//! plotters' overlay box) so it never hides data.
 
 use super::{DrawResult, Mark, OrDraw, color, font_px};
 use plotters::coord::Shift;
@@ -7,10 +9,48 @@ use plotters::coord::ranged1d::Ranged;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-/// Longest legend label shown in full; longer ones are cut with an ellipsis.
-const MAX_LABEL_CHARS: usize = 34;
+/// Longest label the panel at the right holds; a longer one moves the legend under the chart.
+const MAX_RIGHT_CHARS: usize = 30;
+/// Longest label shown in full under the chart; longer ones are cut with an ellipsis.
+const MAX_BELOW_CHARS: usize = 50;
+/// Columns of the legend under the chart.
+const BELOW_COLUMNS: usize = 2;
 /// Vertical distance between legend entries, px.
 const ROW: i32 = 24;
+
+/// Where the legend goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// A panel this many px wide at the right of the chart.
+    Right(u32),
+    /// Rows under the chart, in [`BELOW_COLUMNS`] columns; the value is its height in px.
+    Below(u32),
+}
+
+impl Placement {
+    /// The placement for these labels: at the right when they are all short.
+    pub(crate) fn for_labels<'a>(labels: impl Iterator<Item = &'a str>) -> Placement {
+        let labels: Vec<&str> = labels.filter(|l| !l.is_empty()).collect();
+        let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+        if longest <= MAX_RIGHT_CHARS {
+            return Placement::Right(if longest == 0 {
+                24
+            } else {
+                (60 + longest as u32 * 17 / 2).clamp(120, 340)
+            });
+        }
+        let rows = labels.len().div_ceil(BELOW_COLUMNS) as u32;
+        Placement::Below(rows * ROW as u32 + 20)
+    }
+
+    /// The longest label this placement shows whole.
+    pub(crate) fn max_chars(self) -> usize {
+        match self {
+            Placement::Right(_) => MAX_RIGHT_CHARS,
+            Placement::Below(_) => MAX_BELOW_CHARS,
+        }
+    }
+}
 
 /// One legend entry.
 pub(crate) struct Entry {
@@ -20,55 +60,75 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn new(index: usize, label: &str, mark: Mark) -> Entry {
-        let label = if label.chars().count() > MAX_LABEL_CHARS {
-            let cut: String = label.chars().take(MAX_LABEL_CHARS - 1).collect();
+    pub(crate) fn new(index: usize, label: &str, mark: Mark, max_chars: usize) -> Entry {
+        let label = if label.chars().count() > max_chars {
+            let cut: String = label.chars().take(max_chars - 1).collect();
             format!("{cut}…")
         } else {
             label.to_string()
         };
         Entry { index, label, mark }
     }
-}
 
-/// Width of the legend panel: room for the longest label at ~8.5 px a character, or a narrow
-/// margin when there is nothing to list.
-pub(crate) fn width(entries: &[Entry]) -> u32 {
-    let chars = entries
-        .iter()
-        .map(|e| e.label.chars().count())
-        .max()
-        .unwrap_or(0);
-    if chars == 0 {
-        return 24;
+    /// The text drawn for this entry (cut to its placement's longest).
+    pub(crate) fn text(&self) -> String {
+        self.label.clone()
     }
-    (60 + chars as u32 * 17 / 2).clamp(120, 340)
 }
 
-/// Draws the entries top-down; those that do not fit are summarised as "… and N more".
-pub(crate) fn draw(area: &DrawingArea<SVGBackend<'_>, Shift>, entries: &[Entry]) -> DrawResult {
-    let (_, h) = area.dim_in_pixel();
-    let fits = ((h as i32 - 40) / ROW).max(1) as usize;
+/// Draws the entries top-down in `columns` columns; those that do not fit are summarised as
+/// "… and N more".
+pub(crate) fn draw(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    entries: &[Entry],
+    columns: usize,
+) -> DrawResult {
+    let (w, h) = area.dim_in_pixel();
+    let columns = columns.max(1);
+    let column_w = (w as usize / columns) as i32;
+    let fits = ((h as i32 - 16) / ROW).max(1) as usize * columns;
     let font = ("sans-serif", font_px(15.0))
         .into_font()
         .color(&BLACK)
         .pos(Pos::new(HPos::Left, VPos::Center));
-    for (row, e) in entries.iter().enumerate() {
+    let rows = fits.div_ceil(columns);
+    for (k, e) in entries.iter().enumerate() {
+        let (col, row) = (k / rows, k % rows);
+        let x = col as i32 * column_w;
         let y = 24 + row as i32 * ROW;
-        if row + 1 == fits && entries.len() > fits {
-            let rest = format!("… and {} more", entries.len() - row);
-            area.draw(&Text::new(rest, (8, y), font.clone())).d()?;
+        if k + 1 == fits && entries.len() > fits {
+            let rest = format!("… and {} more", entries.len() - k);
+            area.draw(&Text::new(rest, (x + 8, y), font.clone())).d()?;
             break;
         }
         let c = color(e.index);
-        if e.mark != Mark::Points {
-            area.draw(&PathElement::new(vec![(6, y), (38, y)], c.stroke_width(2)))
-                .d()?;
+        let at = |dx: i32| (x + dx, y);
+        match e.mark {
+            Mark::Band => {
+                let shade = super::WINDOW.mix(0.35).filled();
+                area.draw(&Rectangle::new([at(6), (x + 38, y + 7)], shade))
+                    .d()?;
+            }
+            Mark::Dashed => {
+                for x0 in [6, 20, 34] {
+                    area.draw(&PathElement::new(
+                        vec![at(x0), at(x0 + 6)],
+                        c.stroke_width(2),
+                    ))
+                    .d()?;
+                }
+            }
+            Mark::Line | Mark::Points | Mark::Marked | Mark::LineAndPoints => {
+                if !matches!(e.mark, Mark::Points | Mark::Marked) {
+                    area.draw(&PathElement::new(vec![at(6), at(38)], c.stroke_width(2)))
+                        .d()?;
+                }
+                if e.mark != Mark::Line {
+                    draw_marker(area, e.index, 5, at(22))?;
+                }
+            }
         }
-        if e.mark != Mark::Line {
-            draw_marker(area, e.index, 5, (22, y))?;
-        }
-        area.draw(&Text::new(e.label.clone(), (46, y), font.clone()))
+        area.draw(&Text::new(e.label.clone(), at(46), font.clone()))
             .d()?;
     }
     Ok(())

@@ -10,13 +10,12 @@
 
 pub mod boxplot;
 mod charts;
-mod legend;
+pub(crate) mod legend;
+mod time;
 
 pub use boxplot::{BoxPlot, box_plot};
-pub use charts::{
-    TimeMetric, delay_cdf, delay_scatter, objective_cdf, parse_number, sweep_plot, sweep_plots,
-    time_series,
-};
+pub use charts::{objective_cdf, parse_number, sweep_plot, sweep_plots};
+pub use time::{TimeMetric, delay_cdf, delay_scatter, latency_under_load, time_series};
 
 use crate::error::ReportError;
 use crate::num::compact;
@@ -83,6 +82,12 @@ pub enum Mark {
     Points,
     /// A line with a marker at every point.
     LineAndPoints,
+    /// Larger markers without a line (stalls among the points of a scatter).
+    Marked,
+    /// Only the series' band, as a translucent area (a time window such as "load on").
+    Band,
+    /// A dashed line (reference levels such as the idle latency).
+    Dashed,
 }
 
 /// One series of an [`XyPlot`].
@@ -124,6 +129,9 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(136, 34, 85),
 ];
 
+/// The shade of time windows ([`Mark::Band`]): neutral, so one legend entry serves every panel.
+pub(crate) const WINDOW: RGBColor = RGBColor(120, 120, 120);
+
 /// The colour of series `i`.
 pub(crate) fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
@@ -146,56 +154,133 @@ impl<T, E: std::fmt::Display> OrDraw<T> for Result<T, E> {
 /// Draws `plot` as SVG. Non-finite points, and points ≤ 0 on a log axis, are left out; a
 /// plot with nothing left says "no data" instead of failing.
 pub fn render_xy(plot: &XyPlot) -> Result<String, ReportError> {
-    let series: Vec<XySeries> = plot.series.iter().map(|s| clean(s, plot)).collect();
-    let xr = fit_range(&plot.x, series.iter().flat_map(xs));
-    let yr = fit_range(&plot.y, series.iter().flat_map(ys));
-    let empty = series
-        .iter()
-        .all(|s| s.points.is_empty() && s.band.is_empty());
-    let mut buf = String::new();
-    draw_xy(&mut buf, plot, &series, xr, yr, empty).map_err(|message| ReportError::Draw {
-        what: plot.title.clone(),
-        message,
-    })?;
-    Ok(finish(buf, &plot.title))
+    render_panels(
+        &plot.title,
+        &plot.x,
+        &[Panel {
+            y: plot.y.clone(),
+            series: plot.series.clone(),
+        }],
+    )
 }
 
-fn draw_xy(
+/// One of several charts stacked on a shared x axis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    /// This panel's vertical axis.
+    pub y: Axis,
+    /// Its series; their colours continue from the panel above, one legend for all.
+    pub series: Vec<XySeries>,
+}
+
+/// Draws `panels` stacked top to bottom on one x axis (flent's RRUL: throughput above,
+/// latency below, same seconds), with one legend at the right for every series.
+pub fn render_panels(title: &str, x: &Axis, panels: &[Panel]) -> Result<String, ReportError> {
+    let cleaned: Vec<Vec<XySeries>> = panels
+        .iter()
+        .map(|p| p.series.iter().map(|s| clean(s, x, &p.y)).collect())
+        .collect();
+    let xr = fit_range(x, cleaned.iter().flatten().flat_map(xs));
+    let placement =
+        legend::Placement::for_labels(cleaned.iter().flatten().map(|s| s.label.as_str()));
+    // A series without a label (a second panel's copy of a window) gets no legend entry.
+    let entries: Vec<legend::Entry> = cleaned
+        .iter()
+        .flatten()
+        .enumerate()
+        .filter(|(_, s)| !s.label.is_empty())
+        .map(|(i, s)| legend::Entry::new(i, &s.label, s.mark, placement.max_chars()))
+        .collect();
+    let mut tags: Vec<(String, &str)> = entries.iter().map(|e| (e.text(), "legend")).collect();
+    tags.push((x.label.clone(), "axis-label"));
+    tags.extend(panels.iter().map(|p| (p.y.label.clone(), "axis-label")));
+    let mut buf = String::new();
+    let legend = (placement, entries.as_slice());
+    draw_panels(&mut buf, title, x, panels, &cleaned, xr, legend).map_err(|message| {
+        ReportError::Draw {
+            what: title.to_string(),
+            message,
+        }
+    })?;
+    Ok(tag_texts(&finish(buf, title), &tags))
+}
+
+fn draw_panels(
     buf: &mut String,
-    plot: &XyPlot,
-    series: &[XySeries],
+    title: &str,
+    x: &Axis,
+    panels: &[Panel],
+    series: &[Vec<XySeries>],
     xr: (f64, f64),
-    yr: (f64, f64),
-    empty: bool,
+    (placement, entries): (legend::Placement, &[legend::Entry]),
 ) -> DrawResult {
-    let root = SVGBackend::with_string(buf, SIZE).into_drawing_area();
+    let mut size = (
+        SIZE.0,
+        SIZE.1 + (panels.len() as u32).saturating_sub(1) * SIZE.1 * 2 / 3,
+    );
+    if let legend::Placement::Below(h) = placement {
+        size.1 += h;
+    }
+    let root = SVGBackend::with_string(buf, size).into_drawing_area();
     root.fill(&WHITE).d()?;
     let body = root
         .titled(
-            &plot.title,
+            title,
             ("sans-serif", font_px(21.0)).into_font().color(&BLACK),
         )
         .d()?;
-    let entries: Vec<legend::Entry> = series
-        .iter()
-        .enumerate()
-        .map(|(i, s)| legend::Entry::new(i, &s.label, s.mark))
-        .collect();
-    let legend_w = legend::width(&entries);
-    let (area, legend_area) = body.split_horizontally(SIZE.0 - legend_w);
-    use Scale::{Linear, Log};
-    let (x, y) = (xr.0..xr.1, yr.0..yr.1);
-    match (plot.x.scale, plot.y.scale) {
-        (Linear, Linear) => draw_axes_and_series(&area, x, y, plot, series)?,
-        (Log, Linear) => draw_axes_and_series(&area, x.log_scale(), y, plot, series)?,
-        (Linear, Log) => draw_axes_and_series(&area, x, y.log_scale(), plot, series)?,
-        (Log, Log) => draw_axes_and_series(&area, x.log_scale(), y.log_scale(), plot, series)?,
+    let body_h = body.dim_in_pixel().1;
+    let (area, legend_area, columns) = match placement {
+        legend::Placement::Right(w) => {
+            let (a, l) = body.split_horizontally(size.0 - w);
+            (a, l, 1)
+        }
+        legend::Placement::Below(h) => {
+            let (a, l) = body.split_vertically(body_h.saturating_sub(h));
+            (a, l, 2)
+        }
+    };
+    let rows = area.split_evenly((panels.len().max(1), 1));
+    let mut first = 0;
+    for (k, ((panel, list), region)) in panels.iter().zip(series).zip(&rows).enumerate() {
+        let yr = fit_range(&panel.y, list.iter().flat_map(ys));
+        let last = k + 1 == panels.len();
+        let ctx = PanelCtx {
+            x,
+            y: &panel.y,
+            series: list,
+            first_colour: first,
+            x_desc: last,
+        };
+        use Scale::{Linear, Log};
+        let (xs, ys) = (xr.0..xr.1, yr.0..yr.1);
+        match (x.scale, panel.y.scale) {
+            (Linear, Linear) => draw_axes_and_series(region, xs, ys, &ctx)?,
+            (Log, Linear) => draw_axes_and_series(region, xs.log_scale(), ys, &ctx)?,
+            (Linear, Log) => draw_axes_and_series(region, xs, ys.log_scale(), &ctx)?,
+            (Log, Log) => draw_axes_and_series(region, xs.log_scale(), ys.log_scale(), &ctx)?,
+        }
+        if list
+            .iter()
+            .all(|s| s.points.is_empty() && s.band.is_empty())
+        {
+            no_data(region)?;
+        }
+        first += list.len();
     }
-    if empty {
-        no_data(&area)?;
-    }
-    legend::draw(&legend_area, &entries)?;
+    legend::draw(&legend_area, entries, columns)?;
     root.present().d()
+}
+
+/// What one panel's chart needs besides its coordinates.
+struct PanelCtx<'a> {
+    x: &'a Axis,
+    y: &'a Axis,
+    series: &'a [XySeries],
+    /// Palette index of the first series (panels continue each other's colours).
+    first_colour: usize,
+    /// Only the bottom panel names the shared x axis.
+    x_desc: bool,
 }
 
 /// Builds the chart on `area` with the given coordinate specs and draws mesh, bands, series.
@@ -203,8 +288,7 @@ fn draw_axes_and_series<XS, YS>(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     xs: XS,
     ys: YS,
-    plot: &XyPlot,
-    series: &[XySeries],
+    ctx: &PanelCtx<'_>,
 ) -> DrawResult
 where
     XS: AsRangedCoord<Value = f64>,
@@ -214,20 +298,22 @@ where
 {
     let mut chart = ChartBuilder::on(area)
         .margin(12)
-        .x_label_area_size(64)
+        .x_label_area_size(if ctx.x_desc { 64 } else { 36 })
         .y_label_area_size(96)
         .build_cartesian_2d(xs, ys)
         .d()?;
     let label_font = ("sans-serif", font_px(15.0)).into_font().color(&BLACK);
     let desc_font = ("sans-serif", font_px(17.0)).into_font().color(&BLACK);
-    chart
-        .configure_mesh()
-        .x_desc(plot.x.label.as_str())
-        .y_desc(plot.y.label.as_str())
+    let (x_scale, y_scale) = (ctx.x.scale, ctx.y.scale);
+    let mut mesh = chart.configure_mesh();
+    if ctx.x_desc {
+        mesh.x_desc(ctx.x.label.as_str());
+    }
+    mesh.y_desc(ctx.y.label.as_str())
         .label_style(label_font)
         .axis_desc_style(desc_font)
-        .x_label_formatter(&|v| tick_label(*v, plot.x.scale))
-        .y_label_formatter(&|v| tick_label(*v, plot.y.scale))
+        .x_label_formatter(&|v| tick_label(*v, x_scale))
+        .y_label_formatter(&|v| tick_label(*v, y_scale))
         .x_labels(10)
         .y_labels(8)
         .bold_line_style(RGBColor(200, 200, 200))
@@ -235,26 +321,45 @@ where
         .axis_style(BLACK)
         .draw()
         .d()?;
-    for (i, s) in series.iter().enumerate() {
+    for (k, s) in ctx.series.iter().enumerate() {
+        let i = ctx.first_colour + k;
         if s.band.len() >= 2 {
             let mut outline: Vec<(f64, f64)> = s.band.iter().map(|&(x, _, hi)| (x, hi)).collect();
             outline.extend(s.band.iter().rev().map(|&(x, lo, _)| (x, lo)));
+            let fill = if s.mark == Mark::Band {
+                WINDOW.mix(0.18).filled()
+            } else {
+                color(i).mix(0.18).filled()
+            };
             chart
-                .draw_series(std::iter::once(Polygon::new(
-                    outline,
-                    color(i).mix(0.18).filled(),
-                )))
+                .draw_series(std::iter::once(Polygon::new(outline, fill)))
                 .d()?;
         }
-        if matches!(s.mark, Mark::Line | Mark::LineAndPoints) {
-            let style = color(i).stroke_width(2);
-            chart
-                .draw_series(LineSeries::new(s.points.iter().copied(), style))
-                .d()?;
+        match s.mark {
+            Mark::Line | Mark::LineAndPoints => {
+                chart
+                    .draw_series(LineSeries::new(
+                        s.points.iter().copied(),
+                        color(i).stroke_width(2),
+                    ))
+                    .d()?;
+            }
+            Mark::Dashed => {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        s.points.iter().copied(),
+                        8,
+                        6,
+                        color(i).stroke_width(2),
+                    ))
+                    .d()?;
+            }
+            Mark::Points | Mark::Marked | Mark::Band => {}
         }
         let size = match s.mark {
-            Mark::Line => continue,
+            Mark::Line | Mark::Band | Mark::Dashed => continue,
             Mark::Points => 2,
+            Mark::Marked => 4,
             Mark::LineAndPoints => 5,
         };
         legend::draw_markers(&mut chart, i, size, &s.points)?;
@@ -278,7 +383,7 @@ fn tick_label(v: f64, scale: Scale) -> String {
 }
 
 /// "no data" in the middle of an empty chart.
-fn no_data(area: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
+pub(crate) fn no_data(area: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
     let (w, h) = area.dim_in_pixel();
     let style = ("sans-serif", font_px(18.0)).into_font().color(&BLACK).pos(
         plotters::style::text_anchor::Pos::new(
@@ -291,9 +396,9 @@ fn no_data(area: &DrawingArea<SVGBackend<'_>, Shift>) -> DrawResult {
 }
 
 /// The series without non-finite values and without values a log axis cannot show.
-fn clean(s: &XySeries, plot: &XyPlot) -> XySeries {
-    let ok_x = |x: f64| x.is_finite() && (plot.x.scale == Scale::Linear || x > 0.0);
-    let ok_y = |y: f64| y.is_finite() && (plot.y.scale == Scale::Linear || y > 0.0);
+fn clean(s: &XySeries, x: &Axis, y: &Axis) -> XySeries {
+    let ok_x = |v: f64| v.is_finite() && (x.scale == Scale::Linear || v > 0.0);
+    let ok_y = |v: f64| v.is_finite() && (y.scale == Scale::Linear || v > 0.0);
     XySeries {
         label: s.label.clone(),
         points: s
@@ -365,6 +470,33 @@ pub(crate) fn fit_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f64,
             (lo, hi + pad)
         }
     }
+}
+
+/// Adds `class="…"` to each `<text>` element whose content is one of `tags`' texts (legend
+/// entries, axis descriptions), so a browser test or a stylesheet can find what a reader reads.
+pub(crate) fn tag_texts(svg: &str, tags: &[(String, &str)]) -> String {
+    let escaped: Vec<(String, &str)> = tags
+        .iter()
+        .map(|(t, c)| (crate::html::escape(t), *c))
+        .collect();
+    let mut out = String::with_capacity(svg.len() + 64 * tags.len());
+    let mut rest = svg;
+    while let Some(start) = rest.find("<text") {
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let (Some(open_end), Some(close)) = (rest.find('>'), rest.find("</text>")) else {
+            break;
+        };
+        let content = rest.get(open_end + 1..close).unwrap_or("").trim();
+        let unescaped_match = |t: &String| t == content || crate::html::escape(content) == *t;
+        match escaped.iter().find(|(t, _)| unescaped_match(t)) {
+            Some((_, class)) => out.push_str(&format!("<text class=\"{class}\"")),
+            None => out.push_str("<text"),
+        }
+        rest = &rest["<text".len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Adds a `<title>` (tooltips, screen readers) to plotters' output.

@@ -6,10 +6,14 @@
 
 mod text;
 
+pub(crate) use text::{Column, GAP, align_pm, cut, fit, md_escape, pad};
+
 use crate::error::ReportError;
+use crate::label::Key;
 use crate::model::{ConfigurationResult, ObjectiveSpec, ReportInput};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use tcplab_stats::units::{Display, Unit};
 use tcplab_stats::{Description, Objective, RankConfig, Ranking, Samples, describe, rank};
 
 /// One configuration's figures, flattened for tables and CSV. `None` means "not defined"
@@ -73,6 +77,10 @@ pub struct Table {
     pub method: Option<String>,
     /// Rows: ranked ones by rank, then unranked, then failed.
     pub rows: Vec<TableRow>,
+    /// From the short labels back to the full settings (trivial when the labels are not the
+    /// short ones of [`crate::label::short_labels`]).
+    #[serde(default)]
+    pub key: Key,
 }
 
 impl Table {
@@ -107,6 +115,7 @@ impl Table {
         rows.sort_by_key(|r| (r.rank.is_none(), r.rank));
         rows.extend(failed);
         Ok(Table {
+            key: key_of(input),
             title: input.title.clone(),
             objective: input.objective.clone(),
             level: input.bootstrap.level,
@@ -122,23 +131,35 @@ impl Table {
         self.rows.iter().find(|r| r.rank == Some(1))
     }
 
-    /// The row's factors as "name: value" pairs in column order, or its label when the study
-    /// has no factors.
-    pub fn setting_name(&self, row: &TableRow) -> String {
-        if self.factor_names.is_empty() {
-            return row.label.clone();
-        }
-        self.factor_names
-            .iter()
-            .map(|f| format!("{f}: {}", row.factors.get(f).map_or("-", String::as_str)))
-            .collect::<Vec<_>>()
-            .join(" ")
+    /// How the objective's figures are shown: the unit its largest mean reads best in.
+    pub fn display(&self) -> Display {
+        Unit::parse(&self.objective.unit).display_for(self.rows.iter().filter_map(|r| r.mean))
     }
 
-    /// Decimals for the objective's figures: three significant digits of the smallest mean.
-    pub(crate) fn decimals(&self) -> usize {
-        crate::num::auto_decimals(self.rows.iter().filter_map(|r| r.mean))
+    /// The objective's name for people ("throughput" for `throughput_bps`).
+    pub fn title_name(&self) -> String {
+        tcplab_stats::units::metric_title(&self.objective.name)
     }
+
+    /// Decimals for the objective's figures: three significant digits of the smallest mean
+    /// in the display unit.
+    pub(crate) fn decimals(&self) -> usize {
+        let d = self.display();
+        crate::num::auto_decimals(self.rows.iter().filter_map(|r| r.mean).map(|m| d.scale(m)))
+    }
+}
+
+/// The key of the input's labels when they are the short labels of its factors.
+fn key_of(input: &ReportInput) -> Key {
+    let factors: Vec<&BTreeMap<String, String>> =
+        input.configurations.iter().map(|c| &c.factors).collect();
+    let (labels, key) = crate::label::short_labels(&factors, &input.factor_order);
+    let same = input
+        .configurations
+        .iter()
+        .zip(&labels)
+        .all(|(c, l)| &c.label == l);
+    if same { key } else { Key::default() }
 }
 
 fn check_unique_labels(configs: &[ConfigurationResult]) -> Result<(), ReportError> {

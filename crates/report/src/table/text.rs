@@ -1,89 +1,115 @@
-//! Formatting of a [`Table`]: the sfperf-style terminal block, and a grid of cells shared by
-//! Markdown and HTML.
+//! Formatting of a [`Table`]: the terminal table, and a grid of cells shared by Markdown and
+//! HTML.
 //!
-//! sfperf printed `s:  3 f: 1  time:    0.28 +/-   0.10 best:   0.19 worst:   0.75 seconds`;
-//! the terminal line keeps that order and reading, then adds the CI of the mean, the speed-up
-//! over the baseline with its CI, n, the significance group and the rank.
+//! The terminal table has one aligned row per configuration under a header row, the objective
+//! in the unit its magnitude asks for (`throughput (Mbit/s)`), and fits the layout's width
+//! (100 columns unless the terminal says otherwise): when it would not, the columns a reader
+//! misses least go first (best, worst, group, CI), then the labels are cut; whatever is cut
+//! stays in the notes and the key below the table, where racing's reasons also go.
 
 use super::{Table, TableRow};
 use crate::num::{compact, fixed};
+use crate::text::{Layout, Style, wrap};
 use tcplab_stats::Objective;
 
-/// One piece of a terminal line: a literal prefix and a value padded to its column's width.
-struct Segment {
-    prefix: String,
-    value: String,
-    right: bool,
-    /// False for free text at the end of a line (reasons): it neither pads nor widens a column.
-    pad: bool,
+/// One column of a terminal table (this one, and the comparison of studies in
+/// [`crate::compare`], which fits its columns the same way).
+pub(crate) struct Column {
+    pub(crate) header: String,
+    pub(crate) cells: Vec<String>,
+    pub(crate) right: bool,
+    /// Columns with the lowest priority are dropped first when the table is too wide; the
+    /// configuration and the objective (priority 10) are never dropped.
+    pub(crate) priority: u8,
+    /// A caption over a run of columns (the study a comparison's columns belong to); empty
+    /// for none.
+    pub(crate) group: String,
 }
 
-impl Segment {
-    fn num(prefix: impl Into<String>, value: String) -> Segment {
-        Segment {
-            prefix: prefix.into(),
-            value,
-            right: true,
-            pad: true,
-        }
-    }
-
-    fn text(prefix: impl Into<String>, value: String) -> Segment {
-        Segment {
-            prefix: prefix.into(),
-            value,
-            right: false,
-            pad: true,
-        }
-    }
-
-    fn reason(prefix: &str, value: String) -> Segment {
-        Segment {
-            prefix: prefix.to_string(),
-            value,
-            right: false,
-            pad: false,
-        }
+impl Column {
+    pub(crate) fn width(&self) -> usize {
+        self.cells
+            .iter()
+            .chain(std::iter::once(&self.header))
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0)
     }
 }
+
+/// Space between columns.
+pub(crate) const GAP: &str = "  ";
+/// The configuration column is never cut below this many characters.
+const MIN_LABEL: usize = 16;
 
 impl Table {
-    /// The terminal table: a heading, one sfperf-style line per configuration in rank order,
-    /// and the ranking method. Columns are aligned; missing figures print as "-".
+    /// The terminal table at 100 columns without colour (pipes, files, logs).
     pub fn to_text(&self) -> String {
-        let lines: Vec<Vec<Segment>> = self.rows.iter().map(|r| self.segments(r)).collect();
-        let widths = column_widths(&lines);
-        let mut out = format!("{}\n{}\n", self.title, self.heading());
-        for line in &lines {
-            let mut s = String::new();
-            for (seg, width) in line.iter().zip(&widths) {
-                s.push_str(&seg.prefix);
-                if !seg.pad {
-                    s.push_str(&seg.value);
-                } else if seg.right {
-                    s.push_str(&format!("{:>width$}", seg.value));
-                } else {
-                    s.push_str(&format!("{:<width$}", seg.value));
-                }
-            }
-            out.push_str(s.trim_end());
+        self.to_text_with(&Layout::default())
+    }
+
+    /// The terminal table laid out for `layout`: title, objective, the aligned rows, then the
+    /// racing and failure reasons, the key from labels to settings, and the ranking method.
+    pub fn to_text_with(&self, layout: &Layout) -> String {
+        let width = layout.width.max(40);
+        let mut out = String::new();
+        out.push_str(&layout.paint(&self.title, Style::Bold));
+        out.push('\n');
+        for l in wrap(&self.heading(), width, "  ") {
+            out.push_str(&l);
             out.push('\n');
         }
+        if self.rows.is_empty() {
+            return out;
+        }
+        let columns = fit(self.columns(), width);
+        let widths: Vec<usize> = columns.iter().map(Column::width).collect();
+        let header: Vec<String> = columns.iter().map(|c| c.header.clone()).collect();
+        let line = |cells: &[String]| -> String {
+            let parts: Vec<String> = cells
+                .iter()
+                .zip(&columns)
+                .zip(&widths)
+                .map(|((cell, col), w)| pad(cell, *w, col.right))
+                .collect();
+            parts.join(GAP).trim_end().to_string()
+        };
+        out.push_str(&layout.paint(&line(&header), Style::Bold));
+        out.push('\n');
+        for (i, row) in self.rows.iter().enumerate() {
+            let cells: Vec<String> = columns.iter().map(|c| c.cells[i].clone()).collect();
+            out.push_str(&layout.paint(&line(&cells), row_style(row)));
+            out.push('\n');
+        }
+        for (label, reason) in self.reasons() {
+            for l in wrap(&format!("{label}: {reason}"), width, "    ") {
+                out.push_str(&layout.paint(&l, Style::Dim));
+                out.push('\n');
+            }
+        }
+        if !self.key.is_trivial() {
+            out.push_str("key:\n");
+            for l in self.key.lines(width - 2) {
+                out.push_str(&format!("  {l}\n"));
+            }
+        }
         if let Some(m) = &self.method {
-            out.push_str(&format!("ranking: {m}\n"));
+            for l in wrap(&format!("ranking: {m}"), width, "  ") {
+                out.push_str(&l);
+                out.push('\n');
+            }
         }
         out
     }
 
-    /// GitHub-flavoured Markdown: the heading sentence, then a pipe table of [`Table::grid`].
+    /// GitHub-flavoured Markdown: the heading sentence, a pipe table of [`Table::grid`], the
+    /// reasons and the key.
     pub fn to_markdown(&self) -> String {
         let (headers, rows) = self.grid();
         let mut out = format!("**{}**\n\n{}\n\n", md_escape(&self.title), self.heading());
         out.push_str(&format!("| {} |\n", headers.join(" | ")));
-        let aligns: Vec<&str> = headers
-            .iter()
-            .enumerate()
-            .map(|(i, _)| {
+        let aligns: Vec<&str> = (0..headers.len())
+            .map(|i| {
                 if self.is_numeric_column(i) {
                     "---:"
                 } else {
@@ -95,6 +121,23 @@ impl Table {
         for row in rows {
             let cells: Vec<String> = row.iter().map(|c| md_escape(c)).collect();
             out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+        let reasons = self.reasons();
+        if !reasons.is_empty() {
+            out.push('\n');
+            for (label, reason) in reasons {
+                out.push_str(&format!(
+                    "- `{}`: {}\n",
+                    md_escape(&label),
+                    md_escape(&reason)
+                ));
+            }
+        }
+        if !self.key.is_trivial() {
+            out.push_str("\nKey:\n\n");
+            for l in self.key.lines(usize::MAX / 2) {
+                out.push_str(&format!("- {}\n", md_escape(&l)));
+            }
         }
         if let Some(m) = &self.method {
             out.push_str(&format!("\nRanking: {m}.\n"));
@@ -109,35 +152,31 @@ impl Table {
             Objective::Maximise => "maximise",
         };
         let mut s = format!(
-            "objective: {goal} {} ({}); {}% CI of the mean (Student t)",
-            self.objective.name,
-            self.objective.unit,
+            "objective: {goal} {}{}; {}% CI of the mean (Student t)",
+            self.title_name(),
+            self.display().suffix(),
             self.percent()
         );
         if let Some(b) = self.baseline_row() {
             s.push_str(&format!(
-                "; speed-up vs baseline {} (bootstrap CI)",
-                self.setting_name(b)
+                "; speed-up vs the baseline, {} (bootstrap CI)",
+                b.label
             ));
         }
         s
     }
 
-    /// Column headers and cell texts, for Markdown and HTML. The speed-up column appears only
-    /// with a baseline, the status column only when a configuration was dropped or failed.
+    /// Column headers and cell texts, for Markdown and HTML: rank, group, configuration, n,
+    /// the objective (in its display unit), best, worst, the CI, the speed-up (with a
+    /// baseline) and the status (when a configuration was dropped or failed; the reason is
+    /// in [`Table::reasons`]).
     pub fn grid(&self) -> (Vec<String>, Vec<Vec<String>>) {
-        let dec = self.decimals();
-        let mut headers = vec!["rank".to_string(), "group".to_string()];
-        if self.factor_names.is_empty() {
-            headers.push("configuration".to_string());
-        } else {
-            headers.extend(self.factor_names.iter().cloned());
-        }
-        headers.push("n".to_string());
-        headers.push(format!(
-            "{} ({}) mean ± sd",
-            self.objective.name, self.objective.unit
-        ));
+        let d = self.display();
+        let title = self.title_name();
+        let mut headers: Vec<String> = ["rank", "group", "configuration", "n"]
+            .map(String::from)
+            .to_vec();
+        headers.push(format!("{title}{} mean ± sd", d.suffix()));
         headers.extend(["best".to_string(), "worst".to_string()]);
         headers.push(format!("{}% CI of mean", self.percent()));
         if self.baseline.is_some() {
@@ -151,25 +190,21 @@ impl Table {
             .rows
             .iter()
             .map(|r| {
-                let mut cells = vec![opt_usize(r.rank), opt_usize(r.group)];
-                if self.factor_names.is_empty() {
-                    cells.push(r.label.clone());
-                } else {
-                    cells.extend(self.factor_values(r));
-                }
-                cells.push(r.n.to_string());
-                cells.push(match r.mean {
-                    Some(_) => format!("{} ± {}", fixed(r.mean, dec), fixed(r.sd, dec)),
-                    None => "-".to_string(),
-                });
-                cells.push(fixed(r.best, dec));
-                cells.push(fixed(r.worst, dec));
-                cells.push(ci_text(r.ci_lower, r.ci_upper, dec));
+                let mut cells = vec![
+                    opt_usize(r.rank),
+                    opt_usize(r.group),
+                    self.marked_label(r),
+                    r.n.to_string(),
+                    self.mean_sd(r, " ± "),
+                    self.figure(r.best),
+                    self.figure(r.worst),
+                    self.ci(r),
+                ];
                 if self.baseline.is_some() {
                     cells.push(speed_up_text(r));
                 }
                 if with_status {
-                    cells.push(status_text(r));
+                    cells.push(r.status.clone());
                 }
                 cells
             })
@@ -177,78 +212,113 @@ impl Table {
         (headers, rows)
     }
 
-    /// True for the grid columns that hold numbers (right-aligned, never wrapped): rank,
-    /// group, n, the figures and the speed-up.
+    /// True for the grid columns that hold numbers (right-aligned, never wrapped).
     pub(crate) fn is_numeric_column(&self, index: usize) -> bool {
-        let names = self.factor_names.len().max(1);
-        let first_figure = 2 + names;
-        let figures = if self.baseline.is_some() { 6 } else { 5 };
-        index < 2 || (first_figure..first_figure + figures).contains(&index)
+        let last_figure = if self.baseline.is_some() { 8 } else { 7 };
+        index < 2 || (3..=last_figure).contains(&index)
     }
 
-    fn segments(&self, row: &TableRow) -> Vec<Segment> {
-        let mut segs = Vec::new();
-        if self.factor_names.is_empty() {
-            segs.push(Segment::text("", row.label.clone()));
-        } else {
-            for (i, (name, value)) in self
-                .factor_names
-                .iter()
-                .zip(self.factor_values(row))
-                .enumerate()
-            {
-                let sep = if i == 0 { "" } else { " " };
-                let prefix = format!("{sep}{name}: ");
-                if self.numeric_factor(name) {
-                    segs.push(Segment::num(prefix, value));
-                } else {
-                    segs.push(Segment::text(prefix, value));
-                }
-            }
-        }
-        if row.status == "failed" {
-            let reason = row.reason.clone().unwrap_or_default();
-            segs.push(Segment::reason("  failed: ", reason));
-            return segs;
-        }
-        let dec = self.decimals();
-        segs.push(Segment::num(
-            format!("  {}: ", self.objective.name),
-            fixed(row.mean, dec),
-        ));
-        segs.push(Segment::num(" +/- ", fixed(row.sd, dec)));
-        segs.push(Segment::num("  best: ", fixed(row.best, dec)));
-        segs.push(Segment::num("  worst: ", fixed(row.worst, dec)));
-        segs.push(Segment::text(" ", self.objective.unit.clone()));
-        segs.push(Segment::num(
-            format!("  {}% CI: ", self.percent()),
-            ci_text(row.ci_lower, row.ci_upper, dec),
-        ));
-        if self.baseline.is_some() {
-            segs.push(Segment::num("  speed-up: ", speed_up_text(row)));
-        }
-        segs.push(Segment::num("  n: ", row.n.to_string()));
-        segs.push(Segment::num("  group: ", opt_usize(row.group)));
-        segs.push(Segment::num("  rank: ", opt_usize(row.rank)));
-        if let Some(reason) = &row.reason {
-            segs.push(Segment::reason("  dropped: ", reason.clone()));
-        }
-        segs
-    }
-
-    fn factor_values(&self, row: &TableRow) -> Vec<String> {
-        self.factor_names
+    /// (label, "dropped: …" or "failed: …") for every row with a reason, in table order.
+    pub fn reasons(&self) -> Vec<(String, String)> {
+        self.rows
             .iter()
-            .map(|f| row.factors.get(f).cloned().unwrap_or_else(|| "-".into()))
+            .filter_map(|r| {
+                let reason = r.reason.as_ref()?;
+                Some((r.label.clone(), format!("{}: {reason}", r.status)))
+            })
             .collect()
     }
 
-    /// True when every value of factor `name` is a number (optionally with a unit).
-    fn numeric_factor(&self, name: &str) -> bool {
-        self.rows
+    /// The label, with " (baseline)" after the baseline's.
+    pub fn marked_label(&self, row: &TableRow) -> String {
+        if row.baseline {
+            format!("{} (baseline)", row.label)
+        } else {
+            row.label.clone()
+        }
+    }
+
+    /// The terminal table's columns, before fitting.
+    fn columns(&self) -> Vec<Column> {
+        let d = self.display();
+        let col = |header: &str, cells: Vec<String>, right: bool, priority: u8| Column {
+            header: header.to_string(),
+            cells,
+            right,
+            priority,
+            group: String::new(),
+        };
+        let each = |f: &dyn Fn(&TableRow) -> String| self.rows.iter().map(f).collect::<Vec<_>>();
+        let mut cols = vec![
+            col("rank", each(&|r| opt_usize(r.rank)), true, 9),
+            col("grp", each(&|r| opt_usize(r.group)), true, 5),
+            col("configuration", each(&|r| self.marked_label(r)), false, 10),
+            col(
+                &format!("{}{}", self.title_name(), d.suffix()),
+                self.aligned_mean_sd(),
+                true,
+                10,
+            ),
+            col("best", each(&|r| self.figure(r.best)), true, 3),
+            col("worst", each(&|r| self.figure(r.worst)), true, 4),
+            col(
+                &format!("{}% CI", self.percent()),
+                each(&|r| self.ci(r)),
+                true,
+                6,
+            ),
+        ];
+        if self.baseline.is_some() {
+            cols.push(col("speed-up", each(&speed_up_text), true, 8));
+        }
+        cols.push(col("n", each(&|r| r.n.to_string()), true, 7));
+        if self.rows.iter().any(|r| r.status != "ok") {
+            let status = each(&|r| {
+                if r.status == "ok" {
+                    String::new()
+                } else {
+                    r.status.clone()
+                }
+            });
+            cols.push(col("status", status, false, 9));
+        }
+        cols
+    }
+
+    /// "mean ± sd" cells with the means and the sds each right-aligned, so the ± line up.
+    fn aligned_mean_sd(&self) -> Vec<String> {
+        let parts: Vec<(String, String)> = self
+            .rows
             .iter()
-            .filter_map(|r| r.factors.get(name))
-            .all(|v| crate::plot::parse_number(v).is_some())
+            .map(|r| match r.mean {
+                Some(_) => (self.figure(r.mean), self.figure(r.sd)),
+                None => ("-".to_string(), String::new()),
+            })
+            .collect();
+        align_pm(parts)
+    }
+
+    /// "mean ± sd" of one row in the display unit.
+    fn mean_sd(&self, r: &TableRow, sep: &str) -> String {
+        match r.mean {
+            Some(_) => format!("{}{sep}{}", self.figure(r.mean), self.figure(r.sd)),
+            None => "-".to_string(),
+        }
+    }
+
+    /// One figure in the display unit with the table's decimals.
+    fn figure(&self, x: Option<f64>) -> String {
+        let d = self.display();
+        fixed(x.map(|v| d.scale(v)), self.decimals())
+    }
+
+    fn ci(&self, r: &TableRow) -> String {
+        match (r.ci_lower, r.ci_upper) {
+            (Some(_), Some(_)) => {
+                format!("[{}, {}]", self.figure(r.ci_lower), self.figure(r.ci_upper))
+            }
+            _ => "-".to_string(),
+        }
     }
 
     fn baseline_row(&self) -> Option<&TableRow> {
@@ -261,31 +331,82 @@ impl Table {
     }
 }
 
-/// Width of each segment column: the widest value among the lines that have that column.
-fn column_widths(lines: &[Vec<Segment>]) -> Vec<usize> {
-    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
-    (0..columns)
-        .map(|i| {
-            lines
-                .iter()
-                .filter_map(|l| l.get(i))
-                .filter(|s| s.pad)
-                .map(|s| s.value.chars().count())
-                .max()
-                .unwrap_or(0)
+/// The columns that fit in `width`: the lowest-priority ones dropped first, then the
+/// configuration column cut (with "…") down to [`MIN_LABEL`].
+pub(crate) fn fit(mut columns: Vec<Column>, width: usize) -> Vec<Column> {
+    let total = |cols: &[Column]| -> usize {
+        cols.iter().map(Column::width).sum::<usize>() + GAP.len() * cols.len().saturating_sub(1)
+    };
+    while total(&columns) > width {
+        let Some((i, _)) = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.priority < 10)
+            .min_by_key(|(_, c)| c.priority)
+        else {
+            break;
+        };
+        columns.remove(i);
+    }
+    let excess = total(&columns).saturating_sub(width);
+    if excess > 0 {
+        if let Some(label) = columns.iter_mut().find(|c| c.header == "configuration") {
+            let keep = label.width().saturating_sub(excess).max(MIN_LABEL);
+            for cell in &mut label.cells {
+                *cell = cut(cell, keep);
+            }
+        }
+    }
+    columns
+}
+
+/// (mean, sd) texts as "mean ± sd" cells with the means and the sds each right-aligned, so the
+/// ± line up down a column; a pair without sd shows the mean alone.
+pub(crate) fn align_pm(parts: Vec<(String, String)>) -> Vec<String> {
+    let mw = parts.iter().map(|p| p.0.chars().count()).max().unwrap_or(0);
+    let sw = parts.iter().map(|p| p.1.chars().count()).max().unwrap_or(0);
+    parts
+        .into_iter()
+        .map(|(m, s)| {
+            if s.is_empty() {
+                format!("{m:>mw$}")
+            } else {
+                format!("{m:>mw$} ± {s:>sw$}")
+            }
         })
         .collect()
 }
 
-fn opt_usize(x: Option<usize>) -> String {
-    x.map_or_else(|| "-".to_string(), |v| v.to_string())
+/// `s` cut to `max` characters, the last one an ellipsis when anything was cut.
+pub(crate) fn cut(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let kept: String = s.chars().take(max.saturating_sub(1)).collect();
+    format!("{kept}…")
 }
 
-fn ci_text(lower: Option<f64>, upper: Option<f64>, dec: usize) -> String {
-    match (lower, upper) {
-        (Some(l), Some(u)) => format!("[{}, {}]", fixed(Some(l), dec), fixed(Some(u), dec)),
-        _ => "-".to_string(),
+pub(crate) fn pad(s: &str, width: usize, right: bool) -> String {
+    let fill = " ".repeat(width.saturating_sub(s.chars().count()));
+    if right {
+        format!("{fill}{s}")
+    } else {
+        format!("{s}{fill}")
     }
+}
+
+/// Group 1 stands out, failed rows warn, dropped rows recede.
+fn row_style(row: &TableRow) -> Style {
+    match row.status.as_str() {
+        "failed" => Style::Bad,
+        "dropped" => Style::Dim,
+        _ if row.group == Some(1) => Style::Good,
+        _ => Style::Plain,
+    }
+}
+
+fn opt_usize(x: Option<usize>) -> String {
+    x.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
 /// "2.80x [2.10, 3.70]", "baseline", or "-" when undefined.
@@ -304,14 +425,7 @@ fn speed_up_text(row: &TableRow) -> String {
     }
 }
 
-fn status_text(row: &TableRow) -> String {
-    match &row.reason {
-        Some(r) => format!("{}: {r}", row.status),
-        None => row.status.clone(),
-    }
-}
-
 /// Escapes the characters that would break a Markdown table cell.
-fn md_escape(s: &str) -> String {
+pub(crate) fn md_escape(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }

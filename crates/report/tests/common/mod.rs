@@ -70,5 +70,6 @@ pub fn wan_input() -> ReportInput {
             })
             .collect(),
     }];
+    input.shorten_labels();
     input
 }

@@ -1,18 +1,21 @@
 //! From a study's store to the report's input: per-configuration objective samples, the
 //! baseline, racing and failures, the facts of the first run, sweep plots for numeric factors,
-//! and the raw series the plots need (per-message delays of msgs runs, intervals of stream runs)
-//! read back from the stored samples.
+//! and the raw series the per-run plots need, read back from the stored samples of a few
+//! representative runs ([`choose`]): a stream's intervals, msgs' and rr's per-message delays
+//! with a stall threshold ([`series`]), rrul's latency under load ([`rrul`]). The series
+//! functions are public and pure, so the doctor's battery (`tcplab_tune`) feeds the same plots.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tcplab_report::model::{
-    ConfigurationResult, IntervalSample, IntervalSeries, MessageDelays, ObjectiveSpec, ReportInput,
-    SweepPlotSpec,
-};
+use tcplab_report::model::{ConfigurationResult, ObjectiveSpec, ReportInput, SweepPlotSpec};
 use tcplab_stats::Objective;
 
 use crate::error::StudyError;
-use crate::store::{Store, StoredRun};
+use crate::store::{Store, StoredConfig, StoredRun};
+
+pub mod choose;
+pub mod rrul;
+pub mod series;
 
 /// The unit of a metric, from its name (the workloads' naming convention).
 pub fn unit_of(metric: &str) -> &'static str {
@@ -109,6 +112,9 @@ pub fn report_input(store: &Store) -> Result<ReportInput, StudyError> {
             .push(format!("sweep call {}: {}", i + 1, o.line()));
     }
     add_series(store, &configs, &runs, &metric, goal, &mut input)?;
+    // Last, so every label above (configurations, baseline, the series that begin with a
+    // configuration's label) is renamed together; the key is the report's business.
+    input.shorten_labels();
     Ok(input)
 }
 
@@ -117,113 +123,73 @@ fn starts_numeric(v: &str) -> bool {
         .starts_with(|c: char| c.is_ascii_digit())
 }
 
-/// Adds the raw series of the baseline and the best configuration (by mean objective).
+/// Adds the per-run series: of the runs [`choose::representatives`] picks, every series their
+/// stored samples give, labelled `"{configuration} · rep {n}"` (`n` as stored, from 0; with
+/// `· {kind}` after it when a run has several workloads, `· workload {i}` when two share a
+/// kind), and the sentence that says how they were
+/// picked.
 fn add_series(
     store: &Store,
-    configs: &[crate::store::StoredConfig],
+    configs: &[StoredConfig],
     runs: &[StoredRun],
     metric: &str,
     goal: Objective,
     input: &mut ReportInput,
 ) -> Result<(), StudyError> {
-    let mean_of = |id: usize| {
-        let v: Vec<f64> = runs
-            .iter()
-            .filter(|r| r.status == "ok" && r.config_id == id)
-            .filter_map(|r| r.metrics.get(metric).copied())
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    let best = configs
+    let ok = |r: &&StoredRun| r.status == "ok";
+    let reps: Vec<choose::ConfigReps> = configs
         .iter()
-        .filter_map(|c| mean_of(c.id).map(|m| (c, m)))
-        .min_by(|a, b| {
-            let (x, y) = if goal == Objective::Minimise {
-                (a.1, b.1)
-            } else {
-                (b.1, a.1)
-            };
-            x.total_cmp(&y)
+        .map(|c| choose::ConfigReps {
+            id: c.id,
+            is_baseline: c.is_baseline,
+            reps: runs
+                .iter()
+                .filter(ok)
+                .filter(|r| r.config_id == c.id)
+                .filter_map(|r| r.metrics.get(metric).map(|v| (r.rep, *v)))
+                .collect(),
         })
-        .map(|(c, _)| c);
-    let mut chosen: Vec<&crate::store::StoredConfig> =
-        configs.iter().filter(|c| c.is_baseline).collect();
-    if let Some(b) = best {
-        if !b.is_baseline {
-            chosen.push(b);
-        }
-    }
-    for c in chosen {
-        let Some(run) = runs
-            .iter()
-            .find(|r| r.status == "ok" && r.config_id == c.id && r.samples_len > 0)
-        else {
+        .collect();
+    let chosen = choose::representatives(&reps, goal, choose::MAX_SHOWN);
+    let mut shown = Vec::new();
+    for ch in &chosen {
+        let (Some(c), Some(run)) = (
+            configs.iter().find(|c| c.id == ch.config_id),
+            runs.iter()
+                .filter(ok)
+                .find(|r| r.config_id == ch.config_id && r.rep == ch.rep),
+        ) else {
             continue;
         };
+        if run.samples_len == 0 {
+            continue;
+        }
         let raw = store.samples(run.id)?;
-        let Ok((_, sections)) = tcplab_load::samples::parse(&String::from_utf8_lossy(&raw)) else {
-            continue;
-        };
-        let label = format!("{} (rep {})", c.label, run.rep);
-        if let Some(delays) = message_delays(&sections) {
-            input.message_delays.push(MessageDelays {
-                label: label.clone(),
-                points: delays,
-                ..MessageDelays::default()
-            });
-        }
-        if let Some(intervals) = stream_intervals(&sections) {
-            input.intervals.push(IntervalSeries { label, intervals });
+        let series = run_series(&format!("{} · rep {}", c.label, run.rep), &raw);
+        if !series.is_empty() {
+            series.append_to(input);
+            shown.push(*ch);
         }
     }
+    input.runs_shown = choose::runs_shown(&shown, metric);
     Ok(())
 }
 
-/// (seq, one-way delay µs) of the first `message` section.
-fn message_delays(sections: &[tcplab_load::samples::Section]) -> Option<Vec<(u64, f64)>> {
-    let s = sections.iter().find(|s| s.kind == "message")?;
-    let col = |name: &str| s.columns.iter().position(|c| c == name);
-    let (seq, send, recv) = (col("seq")?, col("send_ns")?, col("recv_ns")?);
-    let points: Vec<(u64, f64)> = s
-        .rows
-        .iter()
-        .filter_map(|r| {
-            let (q, a, b) = (
-                r.get(seq)?.as_ref()?,
-                r.get(send)?.as_ref()?,
-                r.get(recv)?.as_ref()?,
-            );
-            Some((*q as u64, (b - a) / 1e3))
-        })
-        .collect();
-    (!points.is_empty()).then_some(points)
-}
-
-/// Per-interval totals over the client side's flows of a stream run.
-fn stream_intervals(sections: &[tcplab_load::samples::Section]) -> Option<Vec<IntervalSample>> {
-    let s = sections
-        .iter()
-        .find(|s| s.kind == "interval" && s.attrs.get("side").is_some_and(|v| v == "client"))?;
-    let col = |name: &str| s.columns.iter().position(|c| c == name);
-    let (index, start, end, bytes) = (col("index")?, col("start_s")?, col("end_s")?, col("bytes")?);
-    let (cwnd, rtt) = (col("cwnd")?, col("rtt_us")?);
-    let mut by_index: BTreeMap<u64, IntervalSample> = BTreeMap::new();
-    for r in &s.rows {
-        let get = |i: usize| r.get(i).copied().flatten();
-        let (Some(i), Some(t0), Some(t1), Some(b)) = (get(index), get(start), get(end), get(bytes))
-        else {
-            continue;
+/// Every series of one stored run's samples (a study run's workloads, one after the other).
+fn run_series(label: &str, raw: &[u8]) -> series::RunSeries {
+    let text = String::from_utf8_lossy(raw);
+    let parts = series::parse_workloads(&text);
+    let mut out = series::RunSeries::default();
+    let kinds: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
+    for (i, (workload, sections)) in parts.iter().enumerate() {
+        let label = match kinds.iter().filter(|k| *k == workload).count() {
+            _ if parts.len() == 1 => label.to_string(),
+            1 => format!("{label} · {workload}"),
+            _ => format!("{label} · workload {i}"),
         };
-        let e = by_index.entry(i as u64).or_insert(IntervalSample {
-            t_s: t1,
-            throughput_bps: Some(0.0),
-            ..IntervalSample::default()
-        });
-        if t1 > t0 {
-            e.throughput_bps = Some(e.throughput_bps.unwrap_or(0.0) + b * 8.0 / (t1 - t0));
-        }
-        e.cwnd_segments = e.cwnd_segments.or(get(cwnd));
-        e.rtt_us = e.rtt_us.or(get(rtt));
+        // The executor runs rr with its default stall limit; the samples do not carry it.
+        let rr_stall_ms = Some(tcplab_load::rr::RrConfig::default().stall_ms);
+        out.extend(series::run_series(&label, workload, sections, rr_stall_ms));
     }
-    (!by_index.is_empty()).then(|| by_index.into_values().collect())
+    out
 }

@@ -1,0 +1,172 @@
+//! The comparison's plot: one band per configuration, top-down in the table's order, and in
+//! it each study's mean as a dot with its CI as a whisker, studies one above the other in
+//! their colour and marker, so a shift between studies reads at a glance and its size against
+//! the whiskers says whether it matters.
+
+use super::Comparison;
+use crate::error::ReportError;
+use crate::num::compact;
+use crate::plot::boxplot::category_label;
+use crate::plot::legend::{self, Entry, Placement};
+use crate::plot::{
+    Axis, DrawResult, Mark, OrDraw, SIZE, color, finish, fit_range, font_px, no_data, tag_texts,
+};
+use plotters::prelude::*;
+
+/// Longest configuration label drawn in full at the left.
+const MAX_LABEL_CHARS: usize = 40;
+
+/// One dot and whisker: (study, band from the top, mean, CI) in the display unit.
+struct Dot {
+    study: usize,
+    band: usize,
+    mean: f64,
+    ci: Option<(f64, f64)>,
+}
+
+impl Comparison {
+    /// The plot as SVG; see the module documentation. Legend entries are the study names,
+    /// the value axis is labelled with the objective and its unit ("throughput (Mbit/s)").
+    pub fn plot(&self) -> Result<String, ReportError> {
+        let title = format!(
+            "{} per configuration: mean and {}% CI per study",
+            self.title_name(),
+            self.percent()
+        );
+        let axis = Axis::linear(format!("{}{}", self.title_name(), self.display().suffix()));
+        let placement = Placement::for_labels(self.studies.iter().map(|s| s.name.as_str()));
+        let entries: Vec<Entry> = self
+            .studies
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Entry::new(i, &s.name, Mark::Points, placement.max_chars()))
+            .collect();
+        let mut buf = String::new();
+        self.draw(&mut buf, &title, &axis, (placement, &entries))
+            .map_err(|message| ReportError::Draw {
+                what: title.clone(),
+                message,
+            })?;
+        let mut tags: Vec<(String, &str)> = entries.iter().map(|e| (e.text(), "legend")).collect();
+        tags.push((axis.label.clone(), "axis-label"));
+        Ok(tag_texts(&finish(buf, &title), &tags))
+    }
+
+    /// Every study's mean and CI per configuration, scaled to the display unit.
+    fn dots(&self) -> Vec<Dot> {
+        let d = self.display();
+        let mut out = Vec::new();
+        for (band, row) in self.rows.iter().enumerate() {
+            for (study, cell) in row.cells.iter().enumerate() {
+                let Some(c) = cell else { continue };
+                let Some(mean) = c.mean.filter(|m| m.is_finite()) else {
+                    continue;
+                };
+                let ci = c.ci_lower.zip(c.ci_upper);
+                out.push(Dot {
+                    study,
+                    band,
+                    mean: d.scale(mean),
+                    ci: ci.map(|(lo, hi)| (d.scale(lo), d.scale(hi))),
+                });
+            }
+        }
+        out
+    }
+
+    fn draw(
+        &self,
+        buf: &mut String,
+        title: &str,
+        axis: &Axis,
+        (placement, entries): (Placement, &[Entry]),
+    ) -> DrawResult {
+        let n = self.rows.len().max(1);
+        let k = self.studies.len();
+        let mut height = (140 + n * (18 + 14 * k)).max(SIZE.1 as usize / 2) as u32;
+        if let Placement::Below(h) = placement {
+            height += h;
+        }
+        let root = SVGBackend::with_string(buf, (SIZE.0, height)).into_drawing_area();
+        root.fill(&WHITE).d()?;
+        let body = root
+            .titled(
+                title,
+                ("sans-serif", font_px(21.0)).into_font().color(&BLACK),
+            )
+            .d()?;
+        let body_h = body.dim_in_pixel().1;
+        let (area, legend_area, columns) = match placement {
+            Placement::Right(w) => {
+                let (a, l) = body.split_horizontally(SIZE.0 - w);
+                (a, l, 1)
+            }
+            Placement::Below(h) => {
+                let (a, l) = body.split_vertically(body_h.saturating_sub(h));
+                (a, l, 2)
+            }
+        };
+        let dots = self.dots();
+        let values = dots
+            .iter()
+            .flat_map(|d| [Some(d.mean), d.ci.map(|c| c.0), d.ci.map(|c| c.1)])
+            .flatten();
+        let xr = fit_range(axis, values);
+        let labels: Vec<String> = self.rows.iter().map(|r| short(&r.label)).collect();
+        let label_chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(4);
+        let mut chart = ChartBuilder::on(&area)
+            .margin(16)
+            .x_label_area_size(64)
+            .y_label_area_size((label_chars as u32 * 9 + 24).clamp(80, 380))
+            .build_cartesian_2d(xr.0..xr.1, -0.5..(n as f64 - 0.5))
+            .d()?;
+        chart
+            .configure_mesh()
+            .x_desc(axis.label.as_str())
+            .label_style(("sans-serif", font_px(15.0)).into_font().color(&BLACK))
+            .axis_desc_style(("sans-serif", font_px(17.0)).into_font().color(&BLACK))
+            .x_label_formatter(&|v| compact(*v))
+            .y_label_formatter(&|y| category_label(&labels, *y))
+            .y_labels(n + 1)
+            .disable_y_mesh()
+            .bold_line_style(RGBColor(200, 200, 200))
+            .max_light_lines(0)
+            .axis_style(BLACK)
+            .draw()
+            .d()?;
+        for dot in &dots {
+            let y = (n - 1 - dot.band) as f64 + offset(dot.study, k);
+            if let Some((lo, hi)) = dot.ci {
+                let c = color(dot.study).stroke_width(2);
+                let cap = 0.06;
+                let lines = [
+                    vec![(lo, y), (hi, y)],
+                    vec![(lo, y - cap), (lo, y + cap)],
+                    vec![(hi, y - cap), (hi, y + cap)],
+                ];
+                chart
+                    .draw_series(lines.into_iter().map(|p| PathElement::new(p, c)))
+                    .d()?;
+            }
+            legend::draw_markers(&mut chart, dot.study, 5, &[(dot.mean, y)])?;
+        }
+        if dots.is_empty() {
+            no_data(&area)?;
+        }
+        legend::draw(&legend_area, entries, columns)?;
+        root.present().d()
+    }
+}
+
+/// Vertical place of study `s` of `k` within its configuration's band: the first on top,
+/// the others evenly below, within ±0.3 of the band's centre.
+fn offset(s: usize, k: usize) -> f64 {
+    if k <= 1 {
+        return 0.0;
+    }
+    0.3 - 0.6 * s as f64 / (k - 1) as f64
+}
+
+fn short(label: &str) -> String {
+    crate::table::cut(label, MAX_LABEL_CHARS)
+}
