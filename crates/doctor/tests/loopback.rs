@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use tcplab_doctor::{Battery, FixKind, Severity, diagnose};
@@ -68,8 +68,13 @@ fn write_write_read(srv: &LoopServer, nodelay: bool) -> Battery {
     }
 }
 
+/// The tests of this file judge timing (a 40 ms timer against back-to-back messages): one
+/// runs at a time, so one's 20,000 messages never load the CPU the other's timer is read on.
+static ALONE: Mutex<()> = Mutex::new(());
+
 #[test]
 fn real_delayed_ack_stall_is_found_and_its_fix_removes_it() {
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let srv = LoopServer::start();
     let b = write_write_read(&srv, false);
     let hz = b.facts.as_ref().unwrap().hz.hz;
@@ -96,6 +101,7 @@ fn real_delayed_ack_stall_is_found_and_its_fix_removes_it() {
 
 #[test]
 fn real_sfperf_stream_has_no_stall_findings() {
+    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // sfperf's test at a fifth of its size: 20,000 one-byte messages back to back, Nagle off.
     let srv = LoopServer::start();
     let cfg = MsgsConfig {
