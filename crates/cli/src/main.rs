@@ -1,8 +1,9 @@
 //! `tcplab`: argument parsing and dispatch only. Every command lives in `cmd/`; the work lives in
 //! the library crates.
 
-mod cmd;
+#[macro_use]
 mod output;
+mod cmd;
 
 use std::process::ExitCode;
 

@@ -5,6 +5,23 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+/// `println!` for results on stdout: a closed stdout (`tcplab report DB | head`) ends the
+/// output quietly instead of panicking, as a Unix filter does.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// `print!` with [`outln!`]'s handling of a closed stdout.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 use serde::Serialize;
 
 /// Exit code for bad usage and for errors the user must act on.

@@ -74,7 +74,9 @@ static ALONE: Mutex<()> = Mutex::new(());
 
 #[test]
 fn real_delayed_ack_stall_is_found_and_its_fix_removes_it() {
-    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _alone = ALONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let srv = LoopServer::start();
     let b = write_write_read(&srv, false);
     let hz = b.facts.as_ref().unwrap().hz.hz;
@@ -101,7 +103,9 @@ fn real_delayed_ack_stall_is_found_and_its_fix_removes_it() {
 
 #[test]
 fn real_sfperf_stream_has_no_stall_findings() {
-    let _alone = ALONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _alone = ALONE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     // sfperf's test at a fifth of its size: 20,000 one-byte messages back to back, Nagle off.
     let srv = LoopServer::start();
     let cfg = MsgsConfig {

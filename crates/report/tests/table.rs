@@ -288,3 +288,52 @@ fn no_configurations_gives_an_empty_table() {
         "empty\nobjective: minimise time (s); 95% CI of the mean (Student t)\n"
     );
 }
+
+/// Four varying factors make labels wider than a third of the terminal: they wrap onto more
+/// lines instead of pushing rank, n and the speed-up out, and no word of any label is lost.
+#[test]
+fn long_labels_wrap_rather_than_crowd_out_the_figures() {
+    let mut configs = Vec::new();
+    for nodelay in ["false", "true"] {
+        for cork in ["0", "1"] {
+            let label = format!("{nodelay} {cork}");
+            let factors = [
+                ("socket.nodelay", nodelay),
+                ("sysctl.all.\"net.ipv4.tcp_autocorking\"", cork),
+                ("socket.quickack", "true"),
+                (
+                    "socket.delack_max_us",
+                    if cork == "0" { "8000" } else { "20000" },
+                ),
+            ];
+            let base = if nodelay == "true" { 6.0 } else { 2.0 };
+            configs.push(ConfigurationResult::new(
+                label,
+                &factors,
+                vec![base, base + 0.2, base + 0.1],
+            ));
+        }
+    }
+    configs[0]
+        .factors
+        .insert("socket.quickack".into(), "false".into());
+    let mut input = ReportInput::new("sfperf", time(), configs);
+    input.baseline = Some("false 0".into());
+    input.shorten_labels();
+    let table = Table::from_input(&input).unwrap();
+    let text = table.to_text_with(&Layout {
+        width: 80,
+        color: false,
+    });
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    let header = text.lines().find(|l| l.starts_with("rank")).unwrap();
+    assert!(
+        header.contains("speed-up") && header.ends_with(" n"),
+        "{text}"
+    );
+    for row in &table.rows {
+        for word in row.label.split(' ') {
+            assert!(text.contains(word), "{word} of {} lost:\n{text}", row.label);
+        }
+    }
+}

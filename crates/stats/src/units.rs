@@ -162,14 +162,24 @@ pub fn significant(x: f64, digits: usize) -> String {
     }
 }
 
-/// A metric's name for people: its unit suffix dropped, underscores as spaces
-/// (`throughput_bps` → "throughput", `latency_p99_us` → "latency p99").
+/// A metric's name for people: its unit suffix dropped, underscores and dots as spaces
+/// (`throughput_bps` → "throughput", `latency_p99_us` → "latency p99", a field of a
+/// summary `per_message_us.mean` → "per message mean").
 pub fn metric_title(metric: &str) -> String {
+    let (head, field) = match metric.split_once('.') {
+        Some((h, f)) => (h, Some(f)),
+        None => (metric, None),
+    };
     let stem = ["_per_s", "_bps", "_us", "_ms", "_ns", "_s", "_bytes"]
         .iter()
-        .find_map(|suffix| metric.strip_suffix(suffix).filter(|s| !s.is_empty()))
-        .unwrap_or(metric);
-    stem.replace('_', " ")
+        .find_map(|suffix| head.strip_suffix(suffix).filter(|s| !s.is_empty()))
+        .unwrap_or(head);
+    let mut title = stem.replace('_', " ");
+    if let Some(f) = field {
+        title.push(' ');
+        title.push_str(&f.replace(['_', '.'], " "));
+    }
+    title
 }
 
 #[cfg(test)]
@@ -202,5 +212,7 @@ mod tests {
         assert_eq!(metric_title("transactions_per_s"), "transactions");
         assert_eq!(metric_title("total_s"), "total");
         assert_eq!(metric_title("cost"), "cost");
+        assert_eq!(metric_title("per_message_us.mean"), "per message mean");
+        assert_eq!(metric_title("latency_us.p99"), "latency p99");
     }
 }

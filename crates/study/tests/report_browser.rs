@@ -122,3 +122,20 @@ fn sweep_kind_report_reads_well_in_chromium() {
     assert!(!input.message_delays.is_empty() && !input.latency_under_load.is_empty());
     check_report("sweep", &input);
 }
+
+/// Four varying factors (sfperf): long labels, per-message latency with stalls from real
+/// msgs samples; legends must stay distinct and whole.
+#[test]
+fn long_labels_report_reads_well_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = studies::sfperf(dir.path());
+    assert!(
+        input
+            .configurations
+            .iter()
+            .all(|c| c.label.split(' ').count() == 4),
+        "four factors vary in every label"
+    );
+    assert!(input.message_delays.iter().any(|d| d.stall_us.is_some()));
+    check_report("sfperf", &input);
+}

@@ -196,7 +196,7 @@ fn execute(
 fn summarise(store: &Store, html: &Path, report: &SweepReport) -> anyhow::Result<()> {
     let input = tcplab_study::to_report::report_input(store)?;
     let table = tcplab_report::Table::from_input(&input)?;
-    print!("{}", table.to_text_with(&output::stdout_layout()));
+    out!("{}", table.to_text_with(&output::stdout_layout()));
     let page = tcplab_report::html::render_with_table(&input, &table)?;
     std::fs::write(html, page).with_context(|| format!("writing {}", html.display()))?;
     let width = output::stdout_layout().width;
@@ -210,14 +210,14 @@ fn summarise(store: &Store, html: &Path, report: &SweepReport) -> anyhow::Result
     );
     // Racing's and the failures' reasons are under the table, by label; `sweep --dry-run`
     // lists the configurations' ids for `tcplab run --config ID`.
-    println!("{}", output::wrapped(&counts, width));
-    println!(
+    outln!("{}", output::wrapped(&counts, width));
+    outln!(
         "database: {}\nreport:   {}",
         store.path().display(),
         html.display()
     );
     if report.stopped {
-        println!("stopped early: continue with --resume");
+        outln!("stopped early: continue with --resume");
     }
     Ok(())
 }
@@ -245,7 +245,7 @@ impl SweepArgs {
                     anyhow::bail!("--to: configuration {} ({}): {why}", c.id, c.label);
                 }
             }
-            print!("{}", plan.dry_run());
+            out!("{}", plan.dry_run());
             return Ok(ExitCode::SUCCESS);
         }
         let db = self
@@ -342,20 +342,20 @@ impl ReportArgs {
         let input = tcplab_study::to_report::report_input(&store)?;
         let table = tcplab_report::Table::from_input(&input)?;
         if self.markdown {
-            print!("{}", table.to_markdown());
+            out!("{}", table.to_markdown());
         } else {
-            print!("{}", table.to_text_with(&output::stdout_layout()));
+            out!("{}", table.to_text_with(&output::stdout_layout()));
         }
         if let Some(path) = &self.html {
             let page = tcplab_report::html::render_with_table(&input, &table)?;
             std::fs::write(path, page).with_context(|| format!("writing {}", path.display()))?;
-            println!("report: {}", path.display());
+            outln!("report: {}", path.display());
         }
         if let Some(path) = &self.csv {
             let mut f = std::fs::File::create(path)
                 .with_context(|| format!("creating {}", path.display()))?;
             tcplab_study::export::write_runs_csv(&store, &mut f)?;
-            println!("runs: {}", path.display());
+            outln!("runs: {}", path.display());
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -382,18 +382,18 @@ impl ReportArgs {
         tcplab_report::compare::check_objectives(&named)?;
         let comparison = tcplab_report::compare::compare(&studies)?;
         if self.json {
-            println!("{}", comparison.to_json()?);
+            outln!("{}", comparison.to_json()?);
             return Ok(ExitCode::SUCCESS);
         }
         if self.markdown {
-            print!("{}", comparison.to_markdown());
+            out!("{}", comparison.to_markdown());
         } else {
-            print!("{}", comparison.to_text_with(&output::stdout_layout()));
+            out!("{}", comparison.to_text_with(&output::stdout_layout()));
         }
         if let Some(path) = &self.html {
             std::fs::write(path, comparison.to_html()?)
                 .with_context(|| format!("writing {}", path.display()))?;
-            println!("report: {}", path.display());
+            outln!("report: {}", path.display());
         }
         Ok(ExitCode::SUCCESS)
     }

@@ -255,10 +255,10 @@ fn print_outcome(o: &TuneOutcome) {
         .as_ref()
         .map(tcplab_report::Table::from_input)
     {
-        Some(Ok(table)) => print!("{}", table.to_text_with(&layout)),
-        _ => print!("{}", o.table),
+        Some(Ok(table)) => out!("{}", table.to_text_with(&layout)),
+        _ => out!("{}", o.table),
     }
-    let say = |line: String| println!("{}", output::wrapped(&line, layout.width));
+    let say = |line: String| outln!("{}", output::wrapped(&line, layout.width));
     match (&o.winner_label, &o.verification) {
         (Some(w), Some(v)) => {
             let unit = Unit::parse(tcplab_study::to_report::unit_of(&v.metric));
@@ -287,7 +287,7 @@ fn print_outcome(o: &TuneOutcome) {
         if lines.is_empty() {
             continue;
         }
-        println!(
+        outln!(
             "{}",
             match scope {
                 "namespace" =>
@@ -298,10 +298,10 @@ fn print_outcome(o: &TuneOutcome) {
             }
         );
         for a in lines {
-            println!("{}", a.line);
+            outln!("{}", a.line);
         }
     }
-    println!("study: {}", o.db.display());
+    outln!("study: {}", o.db.display());
 }
 
 /// Arguments of `tcplab demo`.
@@ -336,7 +336,7 @@ impl DemoArgs {
             ..demo_path()
         };
         let width = output::stdout_layout().width;
-        println!(
+        outln!(
             "{}",
             output::wrapped(
                 "tcplab demo: an emulated WAN path (client ─ emulator ─ server, 1 Gbit/s, 30 ms RTT, 0.01% loss) whose hosts \
@@ -397,7 +397,7 @@ impl DemoArgs {
             std::fs::write(&report, page)
                 .with_context(|| format!("writing {}", report.display()))?;
         }
-        println!(
+        outln!(
             "report: {}\ntook {:.0} s; every lab the demo built is gone",
             std::fs::canonicalize(&report).unwrap_or(report).display(),
             start.elapsed().as_secs_f64()

@@ -84,9 +84,7 @@ impl Comparison {
         let n = self.rows.len().max(1);
         let k = self.studies.len();
         let mut height = (140 + n * (18 + 14 * k)).max(SIZE.1 as usize / 2) as u32;
-        if let Placement::Below(h) = placement {
-            height += h;
-        }
+        height += placement.extra_height();
         let root = SVGBackend::with_string(buf, (SIZE.0, height)).into_drawing_area();
         root.fill(&WHITE).d()?;
         let body = root
@@ -95,17 +93,7 @@ impl Comparison {
                 ("sans-serif", font_px(21.0)).into_font().color(&BLACK),
             )
             .d()?;
-        let body_h = body.dim_in_pixel().1;
-        let (area, legend_area, columns) = match placement {
-            Placement::Right(w) => {
-                let (a, l) = body.split_horizontally(SIZE.0 - w);
-                (a, l, 1)
-            }
-            Placement::Below(h) => {
-                let (a, l) = body.split_vertically(body_h.saturating_sub(h));
-                (a, l, 2)
-            }
-        };
+        let (area, legend_area, columns) = placement.split(&body);
         let dots = self.dots();
         let values = dots
             .iter()

@@ -9,7 +9,7 @@
 
 use super::{Cell, Change, Comparison};
 use crate::num::fixed;
-use crate::table::{Column, GAP, align_pm, cut, fit, md_escape, pad};
+use crate::table::{Column, GAP, align_pm, cut, fit, md_escape, pad, physical_rows};
 use crate::text::{Layout, Style, wrap};
 use tcplab_stats::Objective;
 
@@ -120,11 +120,11 @@ impl Comparison {
         out.push_str(&layout.paint(&line(header, false), Style::Bold));
         out.push('\n');
         for i in 0..self.rows.len() {
-            out.push_str(&line(
-                columns.iter().map(|c| c.cells[i].clone()).collect(),
-                true,
-            ));
-            out.push('\n');
+            let cells: Vec<String> = columns.iter().map(|c| c.cells[i].clone()).collect();
+            for physical in physical_rows(&cells) {
+                out.push_str(&line(physical, true));
+                out.push('\n');
+            }
         }
         out
     }

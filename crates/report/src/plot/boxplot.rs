@@ -12,7 +12,7 @@ use tcplab_stats::quantile;
 /// Half the height of a box, in category units.
 const HALF: f64 = 0.3;
 /// Longest category label shown in full.
-const MAX_LABEL_CHARS: usize = 46;
+const MAX_LABEL_CHARS: usize = 64;
 
 /// Data of a box plot: one (label, samples) pair per box, drawn top-down in this order.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +53,8 @@ pub fn box_plot(plot: &BoxPlot) -> Result<String, ReportError> {
         what: plot.title.clone(),
         message,
     })?;
-    let tags = [(plot.value_label.clone(), "axis-label")];
+    let mut tags = vec![(plot.value_label.clone(), "axis-label")];
+    tags.extend(cleaned.iter().map(|(label, _)| (label.clone(), "category")));
     Ok(super::tag_texts(&super::finish(buf, &plot.title), &tags))
 }
 
@@ -75,7 +76,7 @@ fn draw(buf: &mut String, plot: &BoxPlot, boxes: &[(String, Vec<f64>)]) -> DrawR
     let mut chart = ChartBuilder::on(&area)
         .margin(16)
         .x_label_area_size(64)
-        .y_label_area_size((label_chars as u32 * 9 + 30).clamp(80, 440))
+        .y_label_area_size((label_chars as u32 * 9 + 30).clamp(80, 600))
         .build_cartesian_2d(xr.0..xr.1, -0.5..(n as f64 - 0.5))
         .d()?;
     chart

@@ -11,10 +11,11 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Longest label the panel at the right holds; a longer one moves the legend under the chart.
 const MAX_RIGHT_CHARS: usize = 30;
-/// Longest label shown in full under the chart; longer ones are cut with an ellipsis.
-const MAX_BELOW_CHARS: usize = 50;
-/// Columns of the legend under the chart.
-const BELOW_COLUMNS: usize = 2;
+/// Longest label that shares a row with another under the chart (two columns).
+const MAX_TWO_COLUMN_CHARS: usize = 50;
+/// Longest label shown in full under the chart, alone on its row; longer ones are cut with an
+/// ellipsis (they would be a sentence, not a name).
+const MAX_BELOW_CHARS: usize = 100;
 /// Vertical distance between legend entries, px.
 const ROW: i32 = 24;
 
@@ -23,8 +24,8 @@ const ROW: i32 = 24;
 pub(crate) enum Placement {
     /// A panel this many px wide at the right of the chart.
     Right(u32),
-    /// Rows under the chart, in [`BELOW_COLUMNS`] columns; the value is its height in px.
-    Below(u32),
+    /// Rows under the chart: (height in px, columns).
+    Below(u32, usize),
 }
 
 impl Placement {
@@ -39,15 +40,51 @@ impl Placement {
                 (60 + longest as u32 * 17 / 2).clamp(120, 340)
             });
         }
-        let rows = labels.len().div_ceil(BELOW_COLUMNS) as u32;
-        Placement::Below(rows * ROW as u32 + 20)
+        let columns = if longest <= MAX_TWO_COLUMN_CHARS {
+            2
+        } else {
+            1
+        };
+        let rows = labels.len().div_ceil(columns) as u32;
+        Placement::Below(rows * ROW as u32 + 20, columns)
+    }
+
+    /// Height the legend adds under the chart, px (none at the right).
+    pub(crate) fn extra_height(self) -> u32 {
+        match self {
+            Placement::Right(_) => 0,
+            Placement::Below(h, _) => h,
+        }
+    }
+
+    /// `body` split into the chart's area and the legend's, and the legend's columns.
+    pub(crate) fn split<'a>(
+        self,
+        body: &DrawingArea<SVGBackend<'a>, Shift>,
+    ) -> (
+        DrawingArea<SVGBackend<'a>, Shift>,
+        DrawingArea<SVGBackend<'a>, Shift>,
+        usize,
+    ) {
+        let (w, h) = body.dim_in_pixel();
+        match self {
+            Placement::Right(legend_w) => {
+                let (a, l) = body.split_horizontally(w.saturating_sub(legend_w));
+                (a, l, 1)
+            }
+            Placement::Below(legend_h, columns) => {
+                let (a, l) = body.split_vertically(h.saturating_sub(legend_h));
+                (a, l, columns)
+            }
+        }
     }
 
     /// The longest label this placement shows whole.
     pub(crate) fn max_chars(self) -> usize {
         match self {
             Placement::Right(_) => MAX_RIGHT_CHARS,
-            Placement::Below(_) => MAX_BELOW_CHARS,
+            Placement::Below(_, 2) => MAX_TWO_COLUMN_CHARS,
+            Placement::Below(..) => MAX_BELOW_CHARS,
         }
     }
 }

@@ -218,9 +218,7 @@ fn draw_panels(
         SIZE.0,
         SIZE.1 + (panels.len() as u32).saturating_sub(1) * SIZE.1 * 2 / 3,
     );
-    if let legend::Placement::Below(h) = placement {
-        size.1 += h;
-    }
+    size.1 += placement.extra_height();
     let root = SVGBackend::with_string(buf, size).into_drawing_area();
     root.fill(&WHITE).d()?;
     let body = root
@@ -229,17 +227,7 @@ fn draw_panels(
             ("sans-serif", font_px(21.0)).into_font().color(&BLACK),
         )
         .d()?;
-    let body_h = body.dim_in_pixel().1;
-    let (area, legend_area, columns) = match placement {
-        legend::Placement::Right(w) => {
-            let (a, l) = body.split_horizontally(size.0 - w);
-            (a, l, 1)
-        }
-        legend::Placement::Below(h) => {
-            let (a, l) = body.split_vertically(body_h.saturating_sub(h));
-            (a, l, 2)
-        }
-    };
+    let (area, legend_area, columns) = placement.split(&body);
     let rows = area.split_evenly((panels.len().max(1), 1));
     let mut first = 0;
     for (k, ((panel, list), region)) in panels.iter().zip(series).zip(&rows).enumerate() {

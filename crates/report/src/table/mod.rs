@@ -6,7 +6,7 @@
 
 mod text;
 
-pub(crate) use text::{Column, GAP, align_pm, cut, fit, md_escape, pad};
+pub(crate) use text::{Column, GAP, align_pm, cut, fit, md_escape, pad, physical_rows};
 
 use crate::error::ReportError;
 use crate::label::Key;

@@ -4,8 +4,8 @@
 //! The terminal table has one aligned row per configuration under a header row, the objective
 //! in the unit its magnitude asks for (`throughput (Mbit/s)`), and fits the layout's width
 //! (100 columns unless the terminal says otherwise): when it would not, the columns a reader
-//! misses least go first (best, worst, group, CI), then the labels are cut; whatever is cut
-//! stays in the notes and the key below the table, where racing's reasons also go.
+//! misses least go first (best, worst, group), then the labels wrap onto several lines, then
+//! the CI, n and speed-up go; racing's reasons and the key follow the table.
 
 use super::{Table, TableRow};
 use crate::num::{compact, fixed};
@@ -27,20 +27,42 @@ pub(crate) struct Column {
 }
 
 impl Column {
+    /// The widest line of the header and the cells (a wrapped cell counts by its lines).
     pub(crate) fn width(&self) -> usize {
         self.cells
             .iter()
             .chain(std::iter::once(&self.header))
-            .map(|c| c.chars().count())
+            .flat_map(|c| c.lines())
+            .map(|l| l.chars().count())
             .max()
             .unwrap_or(0)
     }
 }
 
+/// The physical lines of one table row whose cells may hold several lines (a wrapped
+/// label): line `j` has each cell's `j`-th line, or nothing.
+pub(crate) fn physical_rows(cells: &[String]) -> Vec<Vec<String>> {
+    let split: Vec<Vec<&str>> = cells.iter().map(|c| c.lines().collect()).collect();
+    let height = split.iter().map(Vec::len).max().unwrap_or(1).max(1);
+    (0..height)
+        .map(|j| {
+            split
+                .iter()
+                .map(|lines| lines.get(j).map_or(String::new(), |l| (*l).to_string()))
+                .collect()
+        })
+        .collect()
+}
+
 /// Space between columns.
 pub(crate) const GAP: &str = "  ";
-/// The configuration column is never cut below this many characters.
+/// The configuration column is never wrapped narrower than this many characters.
 const MIN_LABEL: usize = 16;
+/// A label column this wide still reads well wrapped onto two or three lines: columns are
+/// dropped only to keep the labels at least this wide.
+const COMFORTABLE_LABEL: usize = 26;
+/// Columns of this priority or lower go before the labels are wrapped (best, worst, group).
+const FIRST_TO_GO: u8 = 5;
 
 impl Table {
     /// The terminal table at 100 columns without colour (pipes, files, logs).
@@ -78,8 +100,10 @@ impl Table {
         out.push('\n');
         for (i, row) in self.rows.iter().enumerate() {
             let cells: Vec<String> = columns.iter().map(|c| c.cells[i].clone()).collect();
-            out.push_str(&layout.paint(&line(&cells), row_style(row)));
-            out.push('\n');
+            for physical in physical_rows(&cells) {
+                out.push_str(&layout.paint(&line(&physical), row_style(row)));
+                out.push('\n');
+            }
         }
         for (label, reason) in self.reasons() {
             for l in wrap(&format!("{label}: {reason}"), width, "    ") {
@@ -331,33 +355,51 @@ impl Table {
     }
 }
 
-/// The columns that fit in `width`: the lowest-priority ones dropped first, then the
-/// configuration column cut (with "…") down to [`MIN_LABEL`].
+/// The columns that fit in `width`: the least needed ones dropped first (best, worst,
+/// group), then the configuration column wrapped at spaces onto several lines, and only when
+/// that would leave it narrower than [`COMFORTABLE_LABEL`] more columns dropped (CI, n,
+/// speed-up, rank). A label is never cut while words fit, so labels stay whole and distinct.
 pub(crate) fn fit(mut columns: Vec<Column>, width: usize) -> Vec<Column> {
     let total = |cols: &[Column]| -> usize {
         cols.iter().map(Column::width).sum::<usize>() + GAP.len() * cols.len().saturating_sub(1)
     };
-    while total(&columns) > width {
-        let Some((i, _)) = columns
+    let label_room = |cols: &[Column]| -> Option<usize> {
+        let label = cols.iter().find(|c| c.header == "configuration")?;
+        Some(width.saturating_sub(total(cols) - label.width()))
+    };
+    let drop_one = |cols: &mut Vec<Column>, up_to: u8| -> bool {
+        let lowest = cols
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.priority < 10)
+            .filter(|(_, c)| c.priority <= up_to)
             .min_by_key(|(_, c)| c.priority)
-        else {
-            break;
-        };
-        columns.remove(i);
-    }
-    let excess = total(&columns).saturating_sub(width);
-    if excess > 0 {
+            .map(|(i, _)| i);
+        lowest.map(|i| cols.remove(i)).is_some()
+    };
+    while total(&columns) > width && drop_one(&mut columns, FIRST_TO_GO) {}
+    while total(&columns) > width
+        && label_room(&columns).is_none_or(|r| r < COMFORTABLE_LABEL)
+        && drop_one(&mut columns, 9)
+    {}
+    if total(&columns) > width {
+        let room = label_room(&columns).unwrap_or(width).max(MIN_LABEL);
         if let Some(label) = columns.iter_mut().find(|c| c.header == "configuration") {
-            let keep = label.width().saturating_sub(excess).max(MIN_LABEL);
             for cell in &mut label.cells {
-                *cell = cut(cell, keep);
+                *cell = wrap_cell(cell, room);
             }
         }
     }
     columns
+}
+
+/// `s` wrapped at spaces into lines of at most `width` characters, a word longer than that
+/// cut with an ellipsis.
+fn wrap_cell(s: &str, width: usize) -> String {
+    wrap(s, width, "")
+        .iter()
+        .map(|l| cut(l, width))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// (mean, sd) texts as "mean ± sd" cells with the means and the sds each right-aligned, so the

@@ -89,6 +89,7 @@
       .map(text);
     return {
       legend: withClass("legend"),
+      categories: withClass("category"),
       axis_labels: withClass("axis-label"),
       data_marks: marks,
       no_data: texts.some(function (t) {

@@ -77,11 +77,14 @@ pub fn failures(page: &str, width: u32, v: &Value) -> Vec<String> {
             out.push(format!("{fig}: 4 (non-empty): the figure holds no <svg>"));
         }
         for p in &plots {
-            let legend = strings(&p["legend"]);
-            let (mut seen, mut told) = (BTreeSet::new(), BTreeSet::new());
-            for l in &legend {
-                if !seen.insert(*l) && told.insert(*l) {
-                    out.push(format!("{fig}: 2 (legend): legend label {l:?} appears more than once among {legend:?}"));
+            // Legend entries and a box plot's category labels each name one series or box.
+            for (kind, key) in [("legend", "legend"), ("category", "categories")] {
+                let names = strings(&p[key]);
+                let (mut seen, mut told) = (BTreeSet::new(), BTreeSet::new());
+                for l in &names {
+                    if !seen.insert(*l) && told.insert(*l) {
+                        out.push(format!("{fig}: 2 (legend): {kind} label {l:?} appears more than once among {names:?}"));
+                    }
                 }
             }
             let axes = strings(&p["axis_labels"]);

@@ -234,3 +234,53 @@ pub fn balticgrid(dir: &Path) -> ReportInput {
     add_synthetic(&mut input);
     input
 }
+
+/// sfperf's per-message cost: Nagle on is cheaper per message; the mock's figure in µs.
+fn sfperf_mean(c: &Configuration) -> Result<f64, RunError> {
+    let nodelay = factor(c, "socket.nodelay") == Some("true");
+    Ok(if nodelay { 6.0 } else { 2.0 })
+}
+
+/// The mock, with a msgs run's samples: 2,000 messages of each run with their send and
+/// receive times (crates/load/src/samples.rs), every 41st held back 8 ms when Nagle is on.
+struct WithMessages {
+    mock: MockExecutor,
+}
+
+impl Executor for WithMessages {
+    fn run(&mut self, run: &PlannedRun) -> Result<RunOutcome, RunError> {
+        let mut out = self.mock.run(run)?;
+        let nagle = factor(&run.config, "socket.nodelay") != Some("true");
+        let mut text = String::from(
+            "# tcplab-samples 1 workload=msgs\n# section=message size=1 t0_ns=1000000000 columns=seq,send_ns,recv_ns\n",
+        );
+        for i in 0..2_000u64 {
+            let send = 1_000_000_000 + i * 2_500;
+            let stall = if nagle && i % 41 == 40 { 8_000_000 } else { 0 };
+            let recv = send + 9_000 + (i * 7919 % 13) * 1_000 + stall;
+            writeln!(text, "{i},{send},{recv}").unwrap();
+        }
+        out.samples = text.into_bytes();
+        Ok(out)
+    }
+}
+
+/// sfperf's sweep (scenarios/sfperf.toml): four factors vary, so every label is long; the
+/// legends must still tell each run apart.
+pub fn sfperf(dir: &Path) -> ReportInput {
+    let scenario = include_str!("../../../../scenarios/sfperf.toml");
+    let mock = MockExecutor::new("per_message_us.mean", Box::new(sfperf_mean), 0.05, 17);
+    let mut exec = WithMessages { mock };
+    let file = ScenarioFile::parse("sfperf.toml", scenario).unwrap();
+    let plan = Plan::new(
+        &file,
+        PlanOptions {
+            seed: None,
+            quick: true,
+        },
+    )
+    .unwrap();
+    let store = Store::create(&dir.join("sfperf.db"), &plan).unwrap();
+    sweep(&plan, &store, &mut exec, SweepOptions::default()).unwrap();
+    tcplab_study::to_report::report_input(&store).unwrap()
+}
