@@ -24,7 +24,7 @@ nav a{margin-right:1rem;color:#0a4f8a}\
 th,td{border:1px solid #bbb;padding:.25rem .55rem;text-align:left;vertical-align:top}\
 th{background:#f0f0f0}td.label{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:.88rem}\
 .reasons{font-size:.88rem;color:#333;overflow-wrap:anywhere}.reasons .label{font-family:ui-monospace,'DejaVu Sans Mono',monospace}\
-table.key td,table.facts td{overflow-wrap:anywhere}h3{font-size:1.1rem;margin:1.2rem 0 .3rem}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+table.key td,table.facts td{overflow-wrap:anywhere}table.facts td:first-child{overflow-wrap:normal;white-space:nowrap}h3{font-size:1.1rem;margin:1.2rem 0 .3rem}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
 tr.group1 td{background:#f3faf5}\
 figure{margin:1.2rem 0;page-break-inside:avoid;break-inside:avoid}\
 figure svg{width:100%;height:auto;border:1px solid #ddd}\
