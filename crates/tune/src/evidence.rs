@@ -1,6 +1,7 @@
 //! The doctor's battery as report series, so a report (the demo's) shows the evidence the
-//! findings came from beside the tuning study: the bulk stream's intervals, the msgs and rr
-//! runs' per-message delays with their stalls marked, and latency under load. The battery's
+//! findings came from beside the tuning study: the msgs and rr runs' per-message delays with
+//! their stalls marked, and latency under load. The battery's stream is left out: it samples
+//! once a second (what the rules were validated with), too coarse beside the study's 100 ms. The battery's
 //! results hold their raw samples in memory; they are written as samples text
 //! (`tcplab_load::samples`) and read by the study's own series functions, so a battery and a
 //! stored study run are plotted by the same code. Pure: no clock, no I/O.
@@ -13,13 +14,12 @@ use tcplab_study::to_report::series::{self, RunSeries};
 /// study's.
 pub const LABEL_PREFIX: &str = "doctor";
 
-/// The battery's series, labelled `doctor · stream`, `doctor · msgs`, `doctor · rr` and
+/// The battery's series, labelled `doctor · msgs`, `doctor · rr` and
 /// `doctor · latency under load`; a part the battery did not run (or whose samples hold
 /// nothing to plot) is left out. The rr run's stall limit is the one it was configured with,
 /// when that lies above its median (see [`series::stall_threshold_us`]).
 pub fn battery_series(b: &Battery) -> RunSeries {
-    let parts: [(&str, Option<Report>, Option<f64>); 4] = [
-        ("stream", b.stream.clone().map(Report::Stream), None),
+    let parts: [(&str, Option<Report>, Option<f64>); 3] = [
         ("msgs", b.msgs.clone().map(Report::Msgs), None),
         (
             "rr",
@@ -50,8 +50,7 @@ mod tests {
 
     #[test]
     fn a_battery_gives_labelled_intervals_and_delays() {
-        let mut stream = synth::StreamSim::healthy(100e6, 30_000);
-        stream.interval_s = 0.1;
+        let stream = synth::StreamSim::healthy(100e6, 30_000);
         let mut rr = synth::rr(64, &[30_000_000, 31_000_000, 400_000_000], true);
         rr.config.stall_ms = 5.0;
         let msgs = synth::msgs(
@@ -65,13 +64,9 @@ mod tests {
             ..Battery::default()
         };
         let s = battery_series(&b);
-        assert_eq!(s.intervals.len(), 1);
-        assert_eq!(s.intervals[0].label, "doctor · stream");
-        let iv = &s.intervals[0].intervals;
-        assert_eq!(iv.len(), 12);
         assert!(
-            iv.windows(2).all(|w| w[1].t_s - w[0].t_s <= 0.1 + 1e-9),
-            "{iv:?}"
+            s.intervals.is_empty(),
+            "the battery's 1 s stream is not plotted"
         );
         let labels: Vec<&str> = s.message_delays.iter().map(|d| d.label.as_str()).collect();
         assert_eq!(labels, ["doctor · msgs", "doctor · rr"]);

@@ -367,8 +367,8 @@ impl DemoArgs {
         let report = self.dir.join("demo-report.html");
         if let Some(input) = outcome.report_input.as_mut() {
             input.title = "tcplab demo: bulk throughput on an emulated 30 ms, 1 Gbit/s WAN".into();
-            // The doctor's evidence after tune's own runs: its stream's intervals, its msgs and
-            // rr delays with their stalls, its latency under load.
+            // The doctor's evidence after tune's own runs: its msgs and rr delays with their
+            // stalls, its latency under load.
             let evidence = tcplab_tune::evidence::battery_series(&battery);
             if !evidence.is_empty() {
                 evidence.append_to(input);
