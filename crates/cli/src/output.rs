@@ -46,7 +46,7 @@ pub fn fail(json: bool, err: &anyhow::Error) -> ExitCode {
     let message = one_line(err);
     if json {
         let doc = serde_json::json!({ "error": message });
-        println!("{doc}");
+        outln!("{doc}");
     }
     eprintln!("tcplab: error: {message}");
     ExitCode::from(EXIT_USAGE)

@@ -137,7 +137,7 @@ impl ScoreArgs {
         };
         let code = finish(outcomes, &self.dir, name, self.json)?;
         if !self.json {
-            print!("{details}");
+            out!("{details}");
         }
         Ok(code)
     }
@@ -170,7 +170,7 @@ fn finish(
     if json {
         output::print_json(&doc);
     } else {
-        print!("{text}");
+        out!("{text}");
     }
     Ok(if missed.is_empty() {
         ExitCode::SUCCESS

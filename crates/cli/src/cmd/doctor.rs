@@ -117,7 +117,7 @@ impl DoctorArgs {
             });
             output::print_json(&doc);
         } else {
-            print!("{diagnosis}");
+            out!("{diagnosis}");
         }
         drop(lab);
         Ok(match fail_on {

@@ -33,20 +33,20 @@ impl FactsArgs {
         if self.json {
             return Ok(output::print_json(&facts));
         }
-        println!("kernel      {} ({})", facts.kernel_release, facts.machine);
-        println!(
+        outln!("kernel      {} ({})", facts.kernel_release, facts.machine);
+        outln!(
             "HZ          {} (tick {} ns, {})",
             facts.hz.hz, facts.hz.tick_ns, facts.hz.method
         );
-        println!("CPUs        {} x {}", facts.cpu.count, facts.cpu.model);
-        println!(
+        outln!("CPUs        {} x {}", facts.cpu.count, facts.cpu.model);
+        outln!(
             "congestion  default {}, available {}",
             facts.congestion_control.default,
             facts.congestion_control.available.join(" ")
         );
         let sched = &facts.scheduling;
         let or_unknown = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
-        println!(
+        outln!(
             "scheduling  preemption {} ({}), cpuidle driver {}, RT runtime {} us/s, autogroup {}",
             sched.preemption,
             sched.preemption_source,
@@ -59,11 +59,11 @@ impl FactsArgs {
             ),
         );
         for (k, v) in &facts.machine_sysctls {
-            println!("machine     {k} = {v}");
+            outln!("machine     {k} = {v}");
         }
         for (host, hf) in &facts.hosts {
             for (k, v) in &hf.sysctls {
-                println!("{host:<11} {k} = {v}");
+                outln!("{host:<11} {k} = {v}");
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -162,7 +162,7 @@ impl CheckArgs {
         if self.json {
             output::print_json(&checks);
         } else {
-            print!("{}", check_table(&checks));
+            out!("{}", check_table(&checks));
         }
         Ok(if all_ok {
             ExitCode::SUCCESS
@@ -462,10 +462,10 @@ impl MeshArgs {
                 timing: timing.into(),
             });
         } else {
-            print!("{}\n{}", g.matrix_text(), g.summary_text());
+            out!("{}\n{}", g.matrix_text(), g.summary_text());
             let t = Timing::from(timing);
             if t.tests > 0 {
-                println!(
+                outln!(
                     "{} tests in {:.1} s ({} steps): workloads {:.1} s in all, longest per step \
                      {:.1} s in all; harness {:.1} ms per test",
                     t.tests,
@@ -476,7 +476,7 @@ impl MeshArgs {
                     t.harness_per_test_ms.unwrap_or(0.0)
                 );
             }
-            println!(
+            outln!(
                 "database {}, heatmap {}",
                 self.db.display(),
                 html_path.display()

@@ -72,7 +72,7 @@ impl GenArgs {
             path.display(),
             pub_path.display()
         );
-        println!("{}", key.public_line());
+        outln!("{}", key.public_line());
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -81,7 +81,7 @@ impl ShowArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
         let path = path_or_default(self.file, "FILE")?;
         let key = KeyPair::load(&path)?;
-        println!("{}", key.public_line());
+        outln!("{}", key.public_line());
         Ok(ExitCode::SUCCESS)
     }
 }

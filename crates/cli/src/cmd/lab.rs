@@ -182,13 +182,13 @@ impl UpArgs {
             });
         } else {
             print_status(&status);
-            println!("built in {build_ms:.1} ms");
+            outln!("built in {build_ms:.1} ms");
             if !self.foreground {
-                println!(
+                outln!(
                     "enter a host:  tcplab lab exec --lab {} HOST -- CMD",
                     lab.name()
                 );
-                println!("remove it:     tcplab lab down {}", lab.name());
+                outln!("remove it:     tcplab lab down {}", lab.name());
             }
         }
         if self.foreground {
@@ -228,7 +228,7 @@ impl DownArgs {
         if self.json {
             output::print_json(&serde_json::json!({ "removed": self.name, "teardown_ms": ms }));
         } else {
-            println!("lab '{}' removed in {ms:.1} ms", self.name);
+            outln!("lab '{}' removed in {ms:.1} ms", self.name);
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -292,12 +292,12 @@ impl StatusArgs {
             return Ok(output::print_json(&doc));
         }
         if labs.is_empty() {
-            println!("no labs (build one with `tcplab lab up --topology path`)");
+            outln!("no labs (build one with `tcplab lab up --topology path`)");
         }
         for lab in &labs {
             print_status(lab);
             for line in emulator_lines.get(&lab.name).into_iter().flatten() {
-                println!("{line}");
+                outln!("{line}");
             }
         }
         Ok(ExitCode::SUCCESS)
@@ -341,7 +341,7 @@ fn print_status(lab: &LabStatus) {
         (Some(o), _) => format!("owner pid {} is gone: `tcplab lab gc` removes it", o.pid),
         (None, _) => "persistent".to_string(),
     };
-    println!(
+    outln!(
         "lab {} ({}, MTU {}, {:?}, {owner})",
         lab.name, lab.topology, lab.mtu, lab.phase
     );
@@ -369,7 +369,7 @@ fn print_status(lab: &LabStatus) {
                 text
             })
             .collect();
-        println!(
+        outln!(
             "  {:<8} {:<24} {}",
             host.name,
             host.netns,
@@ -454,7 +454,7 @@ impl SysctlArgs {
                 let setting = SysctlSetting::parse("HOST:KEY=VALUE", text)?;
                 lab.set_sysctls(std::slice::from_ref(&setting), self.allow_host_sysctl)?;
                 for host in targets(&lab, &setting.host) {
-                    println!(
+                    outln!(
                         "{host}: {} = {}",
                         setting.key,
                         lab.read_sysctl(&host, &setting.key)?
@@ -468,7 +468,7 @@ impl SysctlArgs {
                     )
                 })?;
                 for host in targets(&lab, host) {
-                    println!("{host}: {key} = {}", lab.read_sysctl(&host, key)?);
+                    outln!("{host}: {key} = {}", lab.read_sysctl(&host, key)?);
                 }
             }
         }
@@ -512,9 +512,9 @@ impl SetArgs {
         }
         lab.set_link(&link)?;
         let status = lab.emulator_status()?;
-        println!("lab '{}': impairments now", self.name);
+        outln!("lab '{}': impairments now", self.name);
         for line in status.link.described_lines() {
-            println!("  {line}");
+            outln!("  {line}");
         }
         Ok(ExitCode::SUCCESS)
     }
@@ -544,9 +544,9 @@ impl CheckArgs {
             for c in &checks {
                 match (&c.micros, &c.error) {
                     (Some(us), _) => {
-                        println!("ok    {:>8} -> {:<8} {:<16} {us} us", c.from, c.to, c.addr)
+                        outln!("ok    {:>8} -> {:<8} {:<16} {us} us", c.from, c.to, c.addr)
                     }
-                    (None, e) => println!(
+                    (None, e) => outln!(
                         "FAIL  {:>8} -> {:<8} {:<16} {}",
                         c.from,
                         c.to,
@@ -555,7 +555,7 @@ impl CheckArgs {
                     ),
                 }
             }
-            println!(
+            outln!(
                 "{} of {} TCP exchanges passed",
                 checks.len() - failed,
                 checks.len()
@@ -588,19 +588,19 @@ impl GcArgs {
             return Ok(output::print_json(&report));
         }
         for lab in &report.labs {
-            println!("removed lab {lab}");
+            outln!("removed lab {lab}");
         }
         for ns in &report.orphan_namespaces {
-            println!("removed orphan namespace {ns}");
+            outln!("removed orphan namespace {ns}");
         }
         for key in &report.restored_sysctls {
-            println!("restored host sysctl {key}");
+            outln!("restored host sysctl {key}");
         }
         if report.labs.is_empty()
             && report.orphan_namespaces.is_empty()
             && report.restored_sysctls.is_empty()
         {
-            println!("nothing to remove");
+            outln!("nothing to remove");
         }
         Ok(ExitCode::SUCCESS)
     }
