@@ -36,7 +36,9 @@ impl FactsArgs {
         outln!("kernel      {} ({})", facts.kernel_release, facts.machine);
         outln!(
             "HZ          {} (tick {} ns, {})",
-            facts.hz.hz, facts.hz.tick_ns, facts.hz.method
+            facts.hz.hz,
+            facts.hz.tick_ns,
+            facts.hz.method
         );
         outln!("CPUs        {} x {}", facts.cpu.count, facts.cpu.model);
         outln!(

@@ -343,7 +343,10 @@ fn print_status(lab: &LabStatus) {
     };
     outln!(
         "lab {} ({}, MTU {}, {:?}, {owner})",
-        lab.name, lab.topology, lab.mtu, lab.phase
+        lab.name,
+        lab.topology,
+        lab.mtu,
+        lab.phase
     );
     for host in &lab.hosts {
         let ifaces: Vec<String> = host
