@@ -5,11 +5,10 @@
 
 use super::Comparison;
 use crate::error::ReportError;
-use crate::num::compact;
-use crate::plot::boxplot::category_label;
+use crate::plot::boxplot::category_chart;
 use crate::plot::legend::{self, Entry, Placement};
 use crate::plot::{
-    Axis, DrawResult, Mark, OrDraw, SIZE, color, finish, fit_range, font_px, no_data, tag_texts,
+    Axis, DrawResult, Mark, OrDraw, SIZE, color, finish, fit_range, no_data, tag_texts,
 };
 use plotters::prelude::*;
 
@@ -85,14 +84,7 @@ impl Comparison {
         let k = self.studies.len();
         let mut height = (140 + n * (18 + 14 * k)).max(SIZE.1 as usize / 2) as u32;
         height += placement.extra_height();
-        let root = SVGBackend::with_string(buf, (SIZE.0, height)).into_drawing_area();
-        root.fill(&WHITE).d()?;
-        let body = root
-            .titled(
-                title,
-                ("sans-serif", font_px(21.0)).into_font().color(&BLACK),
-            )
-            .d()?;
+        let (root, body) = crate::plot::titled_root(buf, (SIZE.0, height), title)?;
         let (area, legend_area, columns) = placement.split(&body);
         let dots = self.dots();
         let values = dots
@@ -101,27 +93,7 @@ impl Comparison {
             .flatten();
         let xr = fit_range(axis, values);
         let labels: Vec<String> = self.rows.iter().map(|r| short(&r.label)).collect();
-        let label_chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(4);
-        let mut chart = ChartBuilder::on(&area)
-            .margin(16)
-            .x_label_area_size(64)
-            .y_label_area_size((label_chars as u32 * 9 + 24).clamp(80, 380))
-            .build_cartesian_2d(xr.0..xr.1, -0.5..(n as f64 - 0.5))
-            .d()?;
-        chart
-            .configure_mesh()
-            .x_desc(axis.label.as_str())
-            .label_style(("sans-serif", font_px(15.0)).into_font().color(&BLACK))
-            .axis_desc_style(("sans-serif", font_px(17.0)).into_font().color(&BLACK))
-            .x_label_formatter(&|v| compact(*v))
-            .y_label_formatter(&|y| category_label(&labels, *y))
-            .y_labels(n + 1)
-            .disable_y_mesh()
-            .bold_line_style(RGBColor(200, 200, 200))
-            .max_light_lines(0)
-            .axis_style(BLACK)
-            .draw()
-            .d()?;
+        let mut chart = category_chart(&area, &axis.label, &labels, xr)?;
         for dot in &dots {
             let y = (n - 1 - dot.band) as f64 + offset(dot.study, k);
             if let Some((lo, hi)) = dot.ci {

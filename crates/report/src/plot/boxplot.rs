@@ -60,39 +60,11 @@ pub fn box_plot(plot: &BoxPlot) -> Result<String, ReportError> {
 
 fn draw(buf: &mut String, plot: &BoxPlot, boxes: &[(String, Vec<f64>)]) -> DrawResult {
     let n = boxes.len().max(1);
-    let root = SVGBackend::with_string(buf, (super::SIZE.0, box_height(n))).into_drawing_area();
-    root.fill(&WHITE).d()?;
-    let area = root
-        .titled(
-            &plot.title,
-            ("sans-serif", font_px(21.0)).into_font().color(&BLACK),
-        )
-        .d()?;
+    let (root, area) = super::titled_root(buf, (super::SIZE.0, box_height(n)), &plot.title)?;
     let axis = Axis::linear(plot.value_label.clone());
     let xr = fit_range(&axis, boxes.iter().flat_map(|b| b.1.iter().copied()));
-    let label_chars = boxes.iter().map(|b| b.0.chars().count()).max().unwrap_or(4);
     let labels: Vec<String> = boxes.iter().map(|b| b.0.clone()).collect();
-    let label_of = |y: &f64| category_label(&labels, *y);
-    let mut chart = ChartBuilder::on(&area)
-        .margin(16)
-        .x_label_area_size(64)
-        .y_label_area_size((label_chars as u32 * 9 + 30).clamp(80, 600))
-        .build_cartesian_2d(xr.0..xr.1, -0.5..(n as f64 - 0.5))
-        .d()?;
-    chart
-        .configure_mesh()
-        .x_desc(plot.value_label.as_str())
-        .label_style(("sans-serif", font_px(15.0)).into_font().color(&BLACK))
-        .axis_desc_style(("sans-serif", font_px(17.0)).into_font().color(&BLACK))
-        .x_label_formatter(&|v| compact(*v))
-        .y_label_formatter(&label_of)
-        .y_labels(n + 1)
-        .disable_y_mesh()
-        .bold_line_style(RGBColor(200, 200, 200))
-        .max_light_lines(0)
-        .axis_style(BLACK)
-        .draw()
-        .d()?;
+    let mut chart = category_chart(&area, &plot.value_label, &labels, xr)?;
     let mut any = false;
     for (i, (_, values)) in boxes.iter().enumerate() {
         let Some(s) = stats(values) else { continue };
@@ -111,8 +83,44 @@ fn box_height(n: usize) -> u32 {
     (140 + n as u32 * 46).max(super::SIZE.1 / 2)
 }
 
-type BoxChart<'a, 'b> =
+/// A chart with one row per category, top-down in `labels`' order, and a value axis.
+pub(crate) type BoxChart<'a, 'b> =
     ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The chart box plots and the comparison of studies draw on: `labels` as rows (row i at
+/// y = n - 1 - i, room at the left for the longest label), the values `xr` across, labelled
+/// `value_label`, vertical grid lines only.
+pub(crate) fn category_chart<'a, 'b>(
+    area: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    value_label: &str,
+    labels: &[String],
+    xr: (f64, f64),
+) -> DrawResult<BoxChart<'a, 'b>> {
+    let n = labels.len().max(1);
+    let label_chars = labels.iter().map(|l| l.chars().count()).max().unwrap_or(4);
+    let mut chart = ChartBuilder::on(area)
+        .margin(16)
+        .x_label_area_size(64)
+        .y_label_area_size((label_chars as u32 * 9 + 30).clamp(80, 600))
+        .build_cartesian_2d(xr.0..xr.1, -0.5..(n as f64 - 0.5))
+        .d()?;
+    let label_of = |y: &f64| category_label(labels, *y);
+    chart
+        .configure_mesh()
+        .x_desc(value_label)
+        .label_style(("sans-serif", font_px(15.0)).into_font().color(&BLACK))
+        .axis_desc_style(("sans-serif", font_px(17.0)).into_font().color(&BLACK))
+        .x_label_formatter(&|v| compact(*v))
+        .y_label_formatter(&label_of)
+        .y_labels(n + 1)
+        .disable_y_mesh()
+        .bold_line_style(RGBColor(200, 200, 200))
+        .max_light_lines(0)
+        .axis_style(BLACK)
+        .draw()
+        .d()?;
+    Ok(chart)
+}
 
 fn draw_box(
     chart: &mut BoxChart<'_, '_>,

@@ -219,14 +219,7 @@ fn draw_panels(
         SIZE.1 + (panels.len() as u32).saturating_sub(1) * SIZE.1 * 2 / 3,
     );
     size.1 += placement.extra_height();
-    let root = SVGBackend::with_string(buf, size).into_drawing_area();
-    root.fill(&WHITE).d()?;
-    let body = root
-        .titled(
-            title,
-            ("sans-serif", font_px(21.0)).into_font().color(&BLACK),
-        )
-        .d()?;
+    let (root, body) = titled_root(buf, size, title)?;
     let (area, legend_area, columns) = placement.split(&body);
     let rows = area.split_evenly((panels.len().max(1), 1));
     let mut first = 0;
@@ -258,6 +251,27 @@ fn draw_panels(
     }
     legend::draw(&legend_area, entries, columns)?;
     root.present().d()
+}
+
+/// A white SVG canvas of `size` with `title` on top: the root (to `present` at the end) and the
+/// area under the title, as every plot starts.
+pub(crate) fn titled_root<'a>(
+    buf: &'a mut String,
+    size: (u32, u32),
+    title: &str,
+) -> DrawResult<(
+    DrawingArea<SVGBackend<'a>, Shift>,
+    DrawingArea<SVGBackend<'a>, Shift>,
+)> {
+    let root = SVGBackend::with_string(buf, size).into_drawing_area();
+    root.fill(&WHITE).d()?;
+    let body = root
+        .titled(
+            title,
+            ("sans-serif", font_px(21.0)).into_font().color(&BLACK),
+        )
+        .d()?;
+    Ok((root, body))
 }
 
 /// What one panel's chart needs besides its coordinates.
