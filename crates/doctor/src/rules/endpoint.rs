@@ -53,7 +53,14 @@ pub fn check_receiver(ctx: &Context<'_>) -> Vec<Finding> {
     if unread < view.mss.unwrap_or(1448.0) {
         return Vec::new();
     }
-    let severity = if rate.is_none_or(|r| view.throughput_bps < 0.5 * r) {
+    // Between two hosts of an unshaped lab the path is a memory copy: a reader that never
+    // waited for data keeps up as fast as this machine's CPUs let it, and the sender, on the
+    // same CPUs, simply writes faster. That is the machine's limit, not a slow application.
+    let reader_busy = busy_share(stream, receiver);
+    let cpu_bound = ctx.unshaped_lab() && reader_busy >= READER_BUSY;
+    let severity = if cpu_bound {
+        Severity::Info
+    } else if rate.is_none_or(|r| view.throughput_bps < 0.5 * r) {
         Severity::Error
     } else {
         Severity::Warning
@@ -86,6 +93,16 @@ pub fn check_receiver(ctx: &Context<'_>) -> Vec<Finding> {
         "unread / (unread + window open)",
     );
     f.push(
+        "reader_busy_fraction",
+        reader_busy,
+        "fraction",
+        if cpu_bound {
+            "the receiving data threads' CPU time and time waiting for a CPU / (wall time x flows): on an unshaped lab the reader ran as fast as the machine let it, so this is reported as info"
+        } else {
+            "the receiving data threads' CPU time and time waiting for a CPU / (wall time x flows)"
+        },
+    );
+    f.push(
         "zero_window_adverts",
         zero_windows as f64,
         "times",
@@ -113,6 +130,24 @@ pub fn check_receiver(ctx: &Context<'_>) -> Vec<Finding> {
     vec![f]
 }
 
+/// A reader busy at least this share of the run (on a CPU or waiting for one) never waited
+/// for data: a reader slowed on purpose (a paced consumer) sleeps most of the time instead.
+pub const READER_BUSY: f64 = 0.5;
+
+/// `role`'s data threads' CPU time plus time runnable but waiting for a CPU, over wall time
+/// per flow: either way never waiting for the network. 0 without a wall time.
+fn busy_share(stream: &tcplab_load::stream::StreamResult, role: Role) -> f64 {
+    let wall = stream.elapsed_s * f64::from(stream.config.flows.max(1));
+    if wall <= 0.0 {
+        return 0.0;
+    }
+    let m = &stream.meta;
+    match role {
+        Role::Client => (m.client_cpu_s + m.client_cpu_wait_s.unwrap_or(0.0)) / wall,
+        Role::Server => (m.server_cpu_s + m.server_cpu_wait_s.unwrap_or(0.0)) / wall,
+    }
+}
+
 /// The rule for an endpoint whose CPU set the pace.
 pub fn check_cpu(ctx: &Context<'_>) -> Vec<Finding> {
     let Some(stream) = &ctx.battery.stream else {
@@ -127,23 +162,13 @@ pub fn check_cpu(ctx: &Context<'_>) -> Vec<Finding> {
     if rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r) || ctx.unshaped_lab() {
         return Vec::new();
     }
-    let wall = stream.elapsed_s * f64::from(stream.config.flows.max(1));
-    if wall <= 0.0 {
+    if stream.elapsed_s <= 0.0 {
         return Vec::new();
     }
     let sender = view.sender();
-    // On the CPU, or runnable and waiting for one: either way never waiting for the network.
-    let busy = |role: Role| match role {
-        Role::Client => {
-            (stream.meta.client_cpu_s + stream.meta.client_cpu_wait_s.unwrap_or(0.0)) / wall
-        }
-        Role::Server => {
-            (stream.meta.server_cpu_s + stream.meta.server_cpu_wait_s.unwrap_or(0.0)) / wall
-        }
-    };
     let (side, share) = [sender, peer(sender)]
         .into_iter()
-        .map(|r| (r, busy(r)))
+        .map(|r| (r, busy_share(stream, r)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .unwrap_or((sender, 0.0));
     if share < CPU_BUSY {
@@ -252,6 +277,36 @@ mod tests {
     fn a_prompt_reader_or_a_full_path_is_not() {
         assert!(check_receiver(&Context::new(&with_reader(0, 65_536, 30e6))).is_empty());
         assert!(check_receiver(&Context::new(&with_reader(3_000_000, 1, 950e6))).is_empty());
+    }
+
+    #[test]
+    fn a_reader_at_full_cpu_on_an_unshaped_lab_is_the_machine_not_the_application() {
+        let mut b = with_reader(3_000_000, 200_000, 3e9);
+        b.path.rate_bps = None;
+        let busy = |b: &mut Battery, share: f64| {
+            if let Some(s) = b.stream.as_mut() {
+                s.meta.server_cpu_s = s.elapsed_s * share * 0.4;
+                s.meta.server_cpu_wait_s = Some(s.elapsed_s * share * 0.6);
+            }
+        };
+        busy(&mut b, 0.95);
+        let f = check_receiver(&Context::new(&b));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!((f[0].figure("reader_busy_fraction").unwrap() - 0.95).abs() < 1e-9);
+        // A reader that sleeps most of the time (a paced consumer) is the application.
+        busy(&mut b, 0.1);
+        assert_eq!(
+            check_receiver(&Context::new(&b))[0].severity,
+            Severity::Error
+        );
+        // A shaped path: the reader falls behind the path, busy or not.
+        busy(&mut b, 0.95);
+        b.path.rate_bps = Some(10e9);
+        assert_eq!(
+            check_receiver(&Context::new(&b))[0].severity,
+            Severity::Error
+        );
     }
 
     #[test]

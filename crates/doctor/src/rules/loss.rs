@@ -56,8 +56,13 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
         span.iter_mut().for_each(|f| f.start = None);
         whole = true;
     }
-    let retrans = sum(&span, FlowSpan::retrans_segments);
-    let bytes_retrans = sum(&span, FlowSpan::bytes_retrans);
+    // Retransmissions the receiver reported as duplicates (D-SACK) repaired nothing: the
+    // original arrived, late (reordering) or while a timer or probe fired early. They are not
+    // loss, and a path that only reorders must not be blamed for losing packets.
+    let spurious = spurious_share(ctx, view.sender()).unwrap_or(0.0);
+    let real = |n: u64| (n as f64 * (1.0 - spurious)).round() as u64;
+    let retrans = real(sum(&span, FlowSpan::retrans_segments));
+    let bytes_retrans = real(sum(&span, FlowSpan::bytes_retrans));
     let bytes_acked = sum(&span, FlowSpan::bytes_acked);
     if retrans < MIN_RETRANS_SEGMENTS || bytes_acked == 0 {
         return Vec::new();
@@ -106,8 +111,18 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
             bound,
             rate,
             whole,
+            spurious,
         },
     )]
+}
+
+/// The share of the sender's retransmitted segments the receiver reported as duplicates
+/// (TcpExt TCPDSACKRecvSegs / Tcp RetransSegs, the stream's whole run); `None` without
+/// retransmissions or counters.
+fn spurious_share(ctx: &Context<'_>, sender: Role) -> Option<f64> {
+    let retrans = ctx.counter("stream", sender, "Tcp.RetransSegs")?;
+    let duplicates = ctx.counter("stream", sender, "TcpExt.TCPDSACKRecvSegs")?;
+    (retrans > 0).then(|| (duplicates as f64 / retrans as f64).min(1.0))
 }
 
 /// The figures the finding reports.
@@ -145,6 +160,8 @@ struct Figures {
     rate: Option<f64>,
     /// Counted over the whole connection, the measured span having too few retransmissions.
     whole: bool,
+    /// Share of retransmissions the receiver reported as duplicates, left out of the figures.
+    spurious: f64,
 }
 
 /// A stream endpoint busier than this share of the run saturated its CPU: the drops then come
@@ -198,17 +215,25 @@ fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
         x.retrans as f64,
         "segments",
         if x.whole {
-            "tcp_info total_retrans, sending flows, whole connection (too few after warm-up)"
+            "tcp_info total_retrans less the spurious share, sending flows, whole connection (too few after warm-up)"
         } else {
-            "tcp_info total_retrans, sending flows, measured span"
+            "tcp_info total_retrans less the spurious share, sending flows, measured span"
         },
     );
     f.push(
         "loss_rate",
         x.loss,
         "fraction",
-        "bytes retransmitted / bytes sent (tcp_info)",
+        "bytes retransmitted / bytes sent (tcp_info), less the spurious share",
     );
+    if x.spurious > 0.0 {
+        f.push(
+            "spurious_retransmit_share",
+            x.spurious,
+            "fraction",
+            "retransmissions the receiver reported as duplicates (TcpExt TCPDSACKRecvSegs / Tcp RetransSegs), left out of the loss",
+        );
+    }
     if let Some(p) = ctx.battery.path.loss {
         f.push(
             "configured_loss",
@@ -520,6 +545,33 @@ mod tests {
             f[0].evidence
         );
         assert_eq!(f[0].figure("retransmitted_segments"), Some(10.0));
+    }
+
+    /// The sender's kernel counters: `retrans` segments retransmitted, `duplicates` of them
+    /// reported back by the receiver as duplicates (D-SACK).
+    fn dsack(b: &mut Battery, retrans: u64, duplicates: u64) {
+        let side = [
+            ("Tcp.RetransSegs".to_string(), retrans),
+            ("TcpExt.TCPDSACKRecvSegs".to_string(), duplicates),
+        ];
+        let sides = [("client".to_string(), side.into_iter().collect())];
+        b.counters
+            .insert("stream".into(), sides.into_iter().collect());
+    }
+
+    #[test]
+    fn retransmissions_the_receiver_already_had_are_not_loss() {
+        // A path that reorders: every retransmission was a duplicate, nothing was lost.
+        let mut b = lossy("cubic", 0.01, 5e6);
+        dsack(&mut b, 400, 400);
+        assert!(check(&Context::new(&b)).is_empty());
+        // Half of them duplicates: the loss is half the retransmitted share.
+        dsack(&mut b, 400, 200);
+        let f = check(&Context::new(&b));
+        assert_eq!(f.len(), 1, "{f:?}");
+        let p = f[0].figure("loss_rate").unwrap();
+        assert!((p - 0.005 / 1.005).abs() < 2e-4, "{p}");
+        assert_eq!(f[0].figure("spurious_retransmit_share"), Some(0.5));
     }
 
     #[test]
