@@ -37,6 +37,9 @@ enum Command {
     Crr(tcplab_load::cli::CrrArgs),
     /// Latency under load: probes before, during and after bulk flows up, down or both.
     Rrul(tcplab_load::cli::RrulArgs),
+    /// HTTP/1.1 GET load on a web server (or SPECweb96's file set in a lab, served by tcplab
+    /// or nginx): ops/s, response times per file class, errors, SYN and TIME_WAIT evidence.
+    Http(tcplab_load::http::args::HttpArgs),
     /// Run one configuration of a scenario file (the baseline unless --config).
     Run(cmd::study::RunArgs),
     /// Run every configuration of a scenario file, with repetitions, racing and a stored result.
@@ -85,6 +88,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => a.run(),
         Command::Report(a) => a.run(),
         Command::Serve(a) => workload(a.run()),
+        Command::Http(a) => workload(a.run()),
         Command::Stream(a) => workload(a.run()),
         Command::Msgs(a) => workload(a.run()),
         Command::Rr(a) => workload(a.run()),

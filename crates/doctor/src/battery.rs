@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use tcplab_lab::Facts;
 use tcplab_load::crr::CrrResult;
+use tcplab_load::http::result::HttpResult;
 use tcplab_load::msgs::MsgsResult;
 use tcplab_load::rr::RrResult;
 use tcplab_load::rrul::RrulResult;
@@ -62,6 +63,12 @@ pub struct Battery {
     /// Latency under load: request/response probes before, during and after bulk flows.
     #[serde(default)]
     pub rrul: Option<RrulResult>,
+    /// HTTP with a connection per request (`tcplab doctor --http`, SPECweb96's mix against
+    /// the built-in server in the lab's server host): the connection rules read it as they read
+    /// crr, with the server host's TIME_WAIT and counters the run records itself. Absent in
+    /// batteries from before it existed and in those run without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpResult>,
     /// Facts of the machine and lab hosts; when absent, the first result's `meta.facts` is used.
     pub facts: Option<Facts>,
     /// The emulator's verdict, when an emulator carried the traffic.
@@ -106,6 +113,9 @@ impl Battery {
         }
         if let Some(r) = &self.rrul {
             v.push(("rrul", &r.meta));
+        }
+        if let Some(r) = &self.http {
+            v.push(("http", &r.meta));
         }
         v
     }

@@ -5,7 +5,7 @@
 //!
 //! # Map
 //! ```text
-//! Battery (battery.rs) ── stream / msgs / msgs sweep / rr / crr results (tcplab-load),
+//! Battery (battery.rs) ── stream / msgs / msgs sweep / rr / crr / rrul / http results (tcplab-load),
 //!   │                     facts (tcplab-lab), emulator fidelity (tcplab-emu-io), path RTT/rate
 //!   ▼
 //! Context (battery.rs) ── facts (explicit or from meta.facts), HZ, RTT, per-host sysctls
@@ -15,12 +15,13 @@
 //!   ▼
 //! rules/ (one module per rule; thresholds are named constants with their reason)
 //!   untrustworthy      emulator behind schedule, CPU saturated, rr waiting for a CPU, too few samples
-//!   connection         port exhaustion, TIME_WAIT build-up, SYN retransmissions (seed 003)
+//!   connection         port exhaustion, TIME_WAIT build-up, accept queue, SYN retransmissions
+//!                      (seed 003), over every workload that opens connections (crr, http)
 //!   periodic_stall     every Nth message delayed k jiffies, size threshold K (seed 004)
 //!   delayed_ack        latencies clustered at the 40 ms delayed-ACK timer (seeds 001, 004)
 //!   buffers            rwnd_limited / sndbuf_limited, maxima from the BDP (seed 002)
 //!   loss               retransmissions vs the Mathis bound, bbr vs cubic
-//!   fixes              shared remedies (delayed ACK, buffers, ports)
+//!   fixes              shared remedies (delayed ACK, buffers, ports, a server's TIME_WAIT)
 //!   ▼
 //! Finding { id, severity, title, evidence, samples, explanation, fix } (finding.rs)
 //!   └► Diagnosis { findings } — most severe first; `--json` and terminal text

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use tcplab_lab::Facts;
 use tcplab_lab::facts::{CongestionControl, Cpu, HostFacts, Hz, InterfaceFacts};
 use tcplab_load::crr::{CrrResult, CrrSample, ErrorSecond};
+use tcplab_load::http::config::HttpConfig;
+use tcplab_load::http::result::{HttpErrors, HttpResult, HttpSample};
 use tcplab_load::msgs::{MsgsResult, MsgsRun};
 use tcplab_load::rr::{RrPoint, RrResult, RrSample};
 use tcplab_load::session::RunMeta;
@@ -390,5 +392,74 @@ pub fn with_addrnotavail(mut r: CrrResult, seconds: &[u64], per_second: u64) -> 
         })
         .collect();
     r.errors_total.addrnotavail = per_second * seconds.len() as u64;
+    r
+}
+
+/// An HTTP result of `n` requests at `rate`/s, each on a connection of its own (SPECweb96's
+/// HTTP/1.0 clients; `--requests-per-connection 1`) whose connect times (ns) come from
+/// `connect`: the client's view only (no server TIME_WAIT or counters).
+pub fn http(n: usize, rate: f64, connect: impl Fn(usize) -> u64) -> HttpResult {
+    let samples: Vec<HttpSample> = (0..n)
+        .map(|i| {
+            let start_ns = 1_000_000_000 + (i as f64 / rate * 1e9) as u64;
+            let connected_ns = start_ns + connect(i);
+            HttpSample {
+                intended_ns: start_ns,
+                start_ns,
+                connected_ns,
+                first_byte_ns: connected_ns + 100_000,
+                done_ns: connected_ns + 150_000,
+                status: 200,
+                class: 1,
+                error: tcplab_load::http::result::NONE,
+                bytes: 5_120,
+            }
+        })
+        .collect();
+    let connect_s: Vec<u64> = samples
+        .iter()
+        .map(|s| s.connected_ns - s.start_ns)
+        .collect();
+    let mut r = HttpResult {
+        meta: meta(false, "cubic"),
+        config: HttpConfig {
+            connections: 2,
+            requests_per_connection: Some(1),
+            ..HttpConfig::default()
+        },
+        elapsed_s: n as f64 / rate,
+        connections_opened: n as u64,
+        samples,
+        ..HttpResult::default()
+    };
+    r.summary.requests = n as u64;
+    r.summary.ops_per_s = Some(rate);
+    let near_1s = connect_s
+        .iter()
+        .filter(|c| (800_000_000..2_500_000_000).contains(*c))
+        .count() as u64;
+    let near_3s = connect_s.iter().filter(|c| **c >= 2_500_000_000).count() as u64;
+    r.syn_retrans.connects_near_1s = near_1s;
+    r.syn_retrans.connects_near_3s = near_3s;
+    r.syn_retrans.kernel_syn_retrans = Some(near_1s + 2 * near_3s);
+    r.summary.connect_us.n = n as u64;
+    r.summary.connect_us.max = connect_s.iter().map(|&c| c as f64 / 1e3).reduce(f64::max);
+    r
+}
+
+/// Adds `per_second` EADDRNOTAVAIL connect failures in each of `seconds` to an HTTP result.
+pub fn http_with_addrnotavail(mut r: HttpResult, seconds: &[u64], per_second: u64) -> HttpResult {
+    r.errors = seconds
+        .iter()
+        .map(|&second| HttpErrors {
+            second,
+            connect: per_second,
+            addrnotavail: per_second,
+            ..HttpErrors::default()
+        })
+        .collect();
+    r.errors_total.connect = per_second * seconds.len() as u64;
+    r.errors_total.addrnotavail = r.errors_total.connect;
+    r.summary.errors = r.errors_total.total();
     r
 }

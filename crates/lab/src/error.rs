@@ -86,6 +86,19 @@ pub enum LabError {
         /// What is wrong, with line and column where known.
         message: String,
     },
+    /// No nginx binary at /usr/sbin/nginx or on PATH.
+    #[error(
+        "nginx is not installed (looked for /usr/sbin/nginx and `nginx` on PATH): apt-get install nginx"
+    )]
+    NginxMissing,
+    /// nginx rejected its configuration, exited, or did not start accepting in time.
+    #[error("nginx in host {host}: {problem}")]
+    Nginx {
+        /// The lab host it was started in.
+        host: String,
+        /// What happened, with nginx's own words (`nginx -t` output or error.log's tail).
+        problem: String,
+    },
     /// The registry under the state directory is unreadable or corrupt.
     #[error("lab registry {path}: {message}; `tcplab lab gc --all` rebuilds it from /run/netns")]
     Registry {

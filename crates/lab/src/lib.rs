@@ -15,6 +15,8 @@
 //! - [`state`]: the registry (one file per lab, with its owner PID) and the journal of
 //!   host-global sysctls; [`lifecycle`]: signal teardown and `gc`.
 //! - [`status`] and [`facts`]: what exists and what explains a measurement.
+//! - [`nginx`]: a real nginx serving a directory inside a host, recorded as a lab companion
+//!   (its config renderer is pure).
 //!
 //! Who calls whom: the CLI and the workloads call [`Lab`] and [`Host`]; `Lab` calls `build`,
 //! which calls the kernel layers; teardown paths all go through `lab::teardown`.
@@ -32,6 +34,7 @@ pub mod lifecycle;
 pub mod names;
 pub mod neighbours;
 pub mod netns;
+pub mod nginx;
 pub mod rtnl;
 mod run_fidelity;
 pub mod spec;

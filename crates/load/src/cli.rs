@@ -59,7 +59,8 @@ pub struct ClientArgs {
     pub auth: crate::auth::args::ClientKeyArgs,
 }
 
-/// `tcplab serve`: the server side of every workload.
+/// `tcplab serve`: the server side of every workload, and with `--http PORT` an HTTP/1.1 file
+/// server of SPECweb96's file set beside it.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on, ADDR:PORT.
@@ -74,6 +75,9 @@ pub struct ServeArgs {
     /// Keys, scope and limits (docs/fleet.md).
     #[command(flatten)]
     pub agent: crate::agent::args::AgentArgs,
+    /// The HTTP file server (--http PORT, --http-dirs N, --http-max-connections N).
+    #[command(flatten)]
+    pub http: crate::http::serve::HttpArgs,
 }
 
 impl ServeArgs {
@@ -98,11 +102,23 @@ impl ServeArgs {
             }
         };
         crate::agent::args::raise_fd_limit();
+        // Unauthenticated, the HTTP server serves only loopback and lab addresses, even when
+        // the agent takes clients with --keys from anywhere; --insecure opens both.
+        let http = match self.http.bind(self.listen.ip(), !server.config().insecure) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("tcplab serve: error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        };
         eprintln!(
             "tcplab serve: listening on {} (protocol {})",
             server.local_addr()?,
             crate::proto::VERSION
         );
+        if let Some(h) = &http {
+            eprintln!("tcplab serve: {}", h.summary());
+        }
         for line in crate::agent::args::banner(server.config())
             .into_iter()
             .chain(crate::agent::args::restored_lines(
@@ -112,7 +128,24 @@ impl ServeArgs {
             eprintln!("tcplab serve: {line}");
         }
         let stop = self.agent.stop_flag()?;
-        server.serve(&stop, self.max_tests)?;
+        std::thread::scope(|scope| -> anyhow::Result<()> {
+            let web = match &http {
+                Some(h) => Some(
+                    std::thread::Builder::new()
+                        .name("tcplab-http".into())
+                        .spawn_scoped(scope, || h.serve(&stop))?,
+                ),
+                None => None,
+            };
+            let served = server.serve(&stop, self.max_tests);
+            // --max-tests ended the agent: the HTTP server ends with it.
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            if let Some(w) = web {
+                w.join()
+                    .map_err(|_| anyhow::anyhow!("the HTTP server thread panicked"))??;
+            }
+            Ok(served?)
+        })?;
         // Dropping the server restores whatever is still held.
         drop(server);
         Ok(ExitCode::SUCCESS)
@@ -503,10 +536,12 @@ impl RrulArgs {
     }
 }
 
-type Out<'a, 'b> = Mutex<&'a mut (dyn Write + Send + 'b)>;
+pub(crate) type Out<'a, 'b> = Mutex<&'a mut (dyn Write + Send + 'b)>;
 
 /// The --ndjson printer of live intervals: `{"type":"interval","interval":{..}}`, flushed.
-fn live_printer<'o, T: serde::Serialize>(out: &'o Out<'_, '_>) -> impl Fn(&T) + Sync + 'o {
+pub(crate) fn live_printer<'o, T: serde::Serialize>(
+    out: &'o Out<'_, '_>,
+) -> impl Fn(&T) + Sync + 'o {
     move |iv: &T| {
         if let Ok(line) =
             serde_json::to_string(&serde_json::json!({ "type": "interval", "interval": iv }))
@@ -549,18 +584,34 @@ where
         record_sched(&mut report, args.rt_priority);
         Ok(report)
     };
+    let how = Emit {
+        json: args.json,
+        ndjson: args.ndjson,
+        samples: args.samples.as_deref(),
+    };
     match placement.and_then(run) {
-        Ok(report) => emit(args, out, &report),
-        Err(e) => {
-            let kind = if e.is_usage() { "usage" } else { "run" };
-            if args.json || args.ndjson {
-                write_line(out, &error_json(&e.to_string(), kind));
-            } else {
-                eprintln!("tcplab: error: {e}");
-            }
-            ExitCode::from(if e.is_usage() { 2 } else { 1 })
-        }
+        Ok(report) => emit_report(&how, out, &report),
+        Err(e) => report_error(&how, out, &e),
     }
+}
+
+/// How a workload's result is printed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Emit<'a> {
+    pub json: bool,
+    pub ndjson: bool,
+    pub samples: Option<&'a std::path::Path>,
+}
+
+/// Prints a failed run's error (JSON with --json/--ndjson); exit code 2 for bad usage.
+pub(crate) fn report_error(how: &Emit<'_>, out: &Out<'_, '_>, e: &LoadError) -> ExitCode {
+    let kind = if e.is_usage() { "usage" } else { "run" };
+    if how.json || how.ndjson {
+        write_line(out, &error_json(&e.to_string(), kind));
+    } else {
+        eprintln!("tcplab: error: {e}");
+    }
+    ExitCode::from(if e.is_usage() { 2 } else { 1 })
 }
 
 /// Records the workload threads' real-time priority, if one was asked for, in the facts
@@ -578,7 +629,8 @@ fn record_sched(report: &mut Report, rt_priority: Option<u8>) {
     }
 }
 
-fn emit(args: &ClientArgs, out: &Out<'_, '_>, report: &Report) -> ExitCode {
+/// Prints a result as asked and writes its raw samples.
+pub(crate) fn emit_report(args: &Emit<'_>, out: &Out<'_, '_>, report: &Report) -> ExitCode {
     if args.json {
         write_line(out, &report.to_json());
     } else if args.ndjson {
@@ -597,7 +649,7 @@ fn emit(args: &ClientArgs, out: &Out<'_, '_>, report: &Report) -> ExitCode {
     } else {
         write_line(out, report.to_string().trim_end());
     }
-    if let Some(path) = &args.samples
+    if let Some(path) = args.samples
         && let Err(e) = crate::samples::write_file(path, report)
     {
         eprintln!("tcplab: error: {e}");
@@ -641,7 +693,7 @@ fn run_lines(report: &Report) -> Vec<String> {
                 .filter_map(|x| serde_json::to_value(x).ok())
                 .collect(),
         ),
-        Report::Stream(_) | Report::Crr(_) => Vec::new(),
+        Report::Stream(_) | Report::Crr(_) | Report::Http(_) => Vec::new(),
     }
 }
 
@@ -656,6 +708,11 @@ pub fn parse_interval_ms(s: &str) -> Result<u64, String> {
 
 /// Parses `ADDR`, `ADDR:PORT`, `[V6]:PORT` or `V6` (default port 5301); names resolve via the system.
 pub fn parse_target(s: &str) -> Result<SocketAddr, LoadError> {
+    parse_target_port(s, DEFAULT_PORT)
+}
+
+/// `ADDR[:PORT]` or `NAME[:PORT]`, `port` when it has none.
+pub(crate) fn parse_target_port(s: &str, port: u16) -> Result<SocketAddr, LoadError> {
     if let Ok(a) = s.parse::<SocketAddr>() {
         return Ok(a);
     }
@@ -663,13 +720,18 @@ pub fn parse_target(s: &str) -> Result<SocketAddr, LoadError> {
         .trim_matches(|c| c == '[' || c == ']')
         .parse::<std::net::IpAddr>()
     {
-        return Ok(SocketAddr::new(ip, DEFAULT_PORT));
+        return Ok(SocketAddr::new(ip, port));
     }
+    resolve_target(s, port)
+}
+
+/// A `NAME[:PORT]` resolved to its first address, `port` when it has none.
+fn resolve_target(s: &str, port: u16) -> Result<SocketAddr, LoadError> {
     use std::net::ToSocketAddrs;
     let with_port = if s.contains(':') {
         s.to_string()
     } else {
-        format!("{s}:{DEFAULT_PORT}")
+        format!("{s}:{port}")
     };
     with_port
         .to_socket_addrs()

@@ -82,7 +82,7 @@ where
 pub fn need_of(report: &Report, link: &LinkConfig) -> Need {
     match report {
         Report::Stream(_) | Report::Rrul(_) => emulation::throughput_over(link),
-        Report::Msgs(_) | Report::Rr(_) | Report::Crr(_) => Need::Latency,
+        Report::Msgs(_) | Report::Rr(_) | Report::Crr(_) | Report::Http(_) => Need::Latency,
     }
 }
 
@@ -108,7 +108,7 @@ pub fn judge_workload(
 /// so every result that crossed an emulator that fell behind what it measures says it is
 /// untrustworthy, and what its model really gave during the run (queue stay, realised delay and
 /// jitter).
-fn attach_emulator(lab: &Lab, before: &emulation::EmulatorStatus, report: &mut Report) {
+pub(crate) fn attach_emulator(lab: &Lab, before: &emulation::EmulatorStatus, report: &mut Report) {
     let after = lab.emulator_status().ok();
     let account = after
         .as_ref()

@@ -50,6 +50,7 @@ pub mod cli;
 pub mod clock;
 pub mod crr;
 pub mod error;
+pub mod http;
 pub mod lab;
 pub mod live;
 pub mod msgs;

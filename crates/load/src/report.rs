@@ -6,6 +6,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::crr::CrrResult;
+use crate::http::result::HttpResult;
 use crate::msgs::MsgsResult;
 use crate::rr::RrResult;
 use crate::rrul::RrulResult;
@@ -30,6 +31,8 @@ pub enum Report {
     Crr(CrrResult),
     /// Latency under load: probes before, during and after bulk flows.
     Rrul(RrulResult),
+    /// HTTP/1.1 GETs against a web server.
+    Http(HttpResult),
 }
 
 impl Report {
@@ -41,6 +44,7 @@ impl Report {
             Self::Rr(r) => &r.meta,
             Self::Crr(r) => &r.meta,
             Self::Rrul(r) => &r.meta,
+            Self::Http(r) => &r.meta,
         }
     }
 
@@ -52,6 +56,7 @@ impl Report {
             Self::Rr(r) => &mut r.meta,
             Self::Crr(r) => &mut r.meta,
             Self::Rrul(r) => &mut r.meta,
+            Self::Http(r) => &mut r.meta,
         }
     }
 
@@ -86,7 +91,7 @@ pub(crate) fn bps(v: Option<f64>) -> Opt {
     Opt(v, " Mbit/s", 1e6)
 }
 
-fn pct(f: &mut fmt::Formatter<'_>, label: &str, p: &Percentiles) -> fmt::Result {
+pub(crate) fn pct(f: &mut fmt::Formatter<'_>, label: &str, p: &Percentiles) -> fmt::Result {
     writeln!(
         f,
         "  {label:<13} p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (n={})",
@@ -357,6 +362,7 @@ impl fmt::Display for Report {
                 footer(f, &r.meta)
             }
             Self::Rrul(r) => crate::rrul::write_human(f, r),
+            Self::Http(r) => crate::http::human::write_human(f, r),
         }
     }
 }

@@ -41,6 +41,7 @@ pub fn write(w: &mut impl Write, report: &Report) -> io::Result<()> {
         Report::Rr(_) => "rr",
         Report::Crr(_) => "crr",
         Report::Rrul(_) => "rrul",
+        Report::Http(_) => "http",
     };
     writeln!(w, "# tcplab-samples {FORMAT_VERSION} workload={workload}")?;
     match report {
@@ -112,6 +113,52 @@ pub fn write(w: &mut impl Write, report: &Report) -> io::Result<()> {
             write_intervals(w, "server", &r.server_intervals)?;
         }
         Report::Rrul(r) => write_rrul(w, r)?,
+        Report::Http(r) => write_http(w, r)?,
+    }
+    Ok(())
+}
+
+/// http: every request (times relative to the first intended start; 0 = did not happen,
+/// class and error `-` when none), then the TIME_WAIT samples of both hosts.
+fn write_http(w: &mut impl Write, r: &crate::http::result::HttpResult) -> io::Result<()> {
+    use crate::http::parse::ErrorKind;
+    use crate::http::result::NONE;
+    let t0 = r.samples.first().map_or(0, |s| s.intended_ns);
+    writeln!(
+        w,
+        "# section=request t0_ns={t0} columns=seq,intended_ns,start_ns,connected_ns,first_byte_ns,done_ns,status,class,error,bytes"
+    )?;
+    for (i, s) in r.samples.iter().enumerate() {
+        let rel = |v: u64| if v == 0 { 0 } else { v.saturating_sub(t0) };
+        let class = if s.class == NONE {
+            "-".to_string()
+        } else {
+            s.class.to_string()
+        };
+        let error = ErrorKind::ALL
+            .get(usize::from(s.error))
+            .map_or("-", |k| k.name());
+        writeln!(
+            w,
+            "{i},{},{},{},{},{},{},{class},{error},{}",
+            rel(s.intended_ns),
+            rel(s.start_ns),
+            rel(s.connected_ns),
+            rel(s.first_byte_ns),
+            rel(s.done_ns),
+            s.status,
+            s.bytes
+        )?;
+    }
+    writeln!(w, "# section=time_wait host=client columns=t_s,count")?;
+    for (t, n) in &r.time_wait.samples {
+        writeln!(w, "{t:.6},{n}")?;
+    }
+    if let Some(tw) = &r.server_time_wait {
+        writeln!(w, "# section=time_wait host=server columns=t_s,count")?;
+        for (t, n) in &tw.samples {
+            writeln!(w, "{t:.6},{n}")?;
+        }
     }
     Ok(())
 }

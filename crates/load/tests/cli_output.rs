@@ -433,6 +433,7 @@ fn serve_runs_tests_and_refuses_a_busy_port() {
         max_tests: Some(1),
         rt_priority: root.then_some(3),
         agent: Default::default(),
+        http: Default::default(),
     };
     std::thread::scope(|s| {
         let h = s.spawn(|| serve.run().expect("serve"));
@@ -459,6 +460,7 @@ fn serve_runs_tests_and_refuses_a_busy_port() {
         max_tests: Some(1),
         rt_priority: None,
         agent: Default::default(),
+        http: Default::default(),
     };
     assert_eq!(serve.run().expect("run"), ExitCode::from(2));
 }

@@ -1,7 +1,8 @@
 //! The doctor's battery: stream, msgs (plain, the write-write-read trap, a size sweep), rr and
-//! crr against one path, sized to a time budget, with the emulator's fidelity over the whole
-//! battery and the kernel's TCP counters that moved during each workload. The path is a lab
-//! (client and server threads entered into its hosts) or a remote `tcplab serve`.
+//! crr against one path, and on a lab optionally HTTP with a connection per request, sized to a
+//! time budget, with the emulator's fidelity over the whole battery and the kernel's TCP
+//! counters that moved during each workload. The path is a lab (client and server threads
+//! entered into its hosts) or a remote `tcplab serve`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -11,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use tcplab_doctor::{Battery, EmulatorFidelity, PathInfo};
 use tcplab_lab::Lab;
 use tcplab_lab::emulation::RunFidelity;
+use tcplab_load::http::config::HttpConfig;
+use tcplab_load::http::mix::Mix;
+use tcplab_load::http::run::{LabServer, ServerKind};
 use tcplab_load::sockopt::SockOpts;
 use tcplab_load::{Report, crr, msgs, rr, rrul, stream};
 
@@ -83,6 +87,9 @@ pub struct Plan {
     pub rrul_load: Duration,
     /// crr duration.
     pub crr: Duration,
+    /// HTTP duration (`tcplab doctor --http`, on a lab only); `None` leaves the part out, so a
+    /// battery without it is the one the corpus was scored with.
+    pub http: Option<Duration>,
     /// Time for the plain msgs run (its count follows from its pacing, at most
     /// [`MSGS_MAX_COUNT`]).
     pub msgs: Duration,
@@ -173,6 +180,7 @@ impl Plan {
             rrul_load: Duration::from_secs_f64(secs * 0.13),
             rr: Duration::from_secs_f64(secs * 0.1),
             crr: Duration::from_secs_f64(secs * 0.1),
+            http: None,
             msgs: Duration::from_secs_f64(secs * 0.1),
             msgs_sweep: Duration::from_secs_f64(secs * 0.15),
             trap_count: 0,
@@ -180,6 +188,40 @@ impl Plan {
             interval_ms: STREAM_INTERVAL_MS,
             rrul_interval_ms: tcplab_study::workload::DEFAULT_INTERVAL_MS,
         }
+    }
+}
+
+impl Plan {
+    /// Adds the HTTP part with crr's slice of the budget (10 %), on top of the rest: the
+    /// other parts keep the lengths the corpus was scored with.
+    pub fn with_http(mut self) -> Plan {
+        self.http = Some(self.crr);
+        self
+    }
+}
+
+/// Concurrent connections of the battery's HTTP run: as crr's loops, a connection always
+/// opening while another closes, without loading two vCPUs; the doctor looks for what the
+/// path and the kernels do to connections, not for the server's limit.
+pub const HTTP_CONNECTIONS: u32 = CRR_CONCURRENCY;
+
+/// Directories of the SPECweb96 file set the battery's HTTP server serves: one (36 files,
+/// about 5 MB) is the mix's shape without a file set to write for long.
+pub const HTTP_DIRS: u32 = 1;
+
+/// Interval of the HTTP run's live reports, ms (nobody listens to them in the battery; the
+/// rules read the run's totals).
+pub const HTTP_INTERVAL_MS: u64 = 1_000;
+
+/// The battery's HTTP run: SPECweb96's mix, a connection per request (its HTTP/1.0 clients;
+/// the case the connection rules are about), closed loop, for `duration`.
+pub fn http_config(duration: Duration) -> HttpConfig {
+    HttpConfig {
+        connections: HTTP_CONNECTIONS,
+        requests_per_connection: Some(1),
+        mix: Mix::Specweb96 { dirs: HTTP_DIRS },
+        duration_ms: Some(duration.as_millis() as u64),
+        ..HttpConfig::default()
     }
 }
 
@@ -205,6 +247,12 @@ pub fn run(
     path: PathInfo,
     progress: &dyn Fn(&str),
 ) -> Result<Battery> {
+    if plan.http.is_some() && matches!(target, Target::Remote(_)) {
+        return Err(TuneError::Invalid {
+            field: "--http".into(),
+            problem: "the HTTP part runs the built-in web server in a lab's server host: use it with --lab NAME or --topology, not --to".into(),
+        });
+    }
     let mut battery = Battery {
         path,
         ..Battery::default()
@@ -357,6 +405,38 @@ pub fn run(
         Crr
     ));
 
+    if let (
+        Some(d),
+        Target::Lab {
+            lab,
+            client,
+            server,
+        },
+    ) = (plan.http, target)
+    {
+        progress("http");
+        let cfg = http_config(d);
+        let server_kind = LabServer {
+            kind: ServerKind::Builtin,
+            dirs: HTTP_DIRS,
+            workers: None,
+        };
+        battery.http = Some(expect!(
+            part(target, &mut battery, &mut judged, "http", || {
+                tcplab_load::http::run::run_in_lab(
+                    lab,
+                    client,
+                    server,
+                    &server_kind,
+                    &cfg,
+                    HTTP_INTERVAL_MS,
+                    None,
+                )
+            })?,
+            Http
+        ));
+    }
+
     if let Target::Lab {
         lab,
         client,
@@ -454,9 +534,8 @@ fn worst_gap(m: &msgs::MsgsResult) -> f64 {
     m.runs.iter().map(|r| r.stalls as f64).sum()
 }
 
-/// Runs one workload on the target, recording the kernel counters that moved during it under
-/// `name` in `battery.counters` and, on an emulated lab, the emulator's verdict over it in
-/// `judged`.
+/// Runs one workload's client on the target against tcplab's own server (`run_on` in a lab,
+/// the agent of a remote `tcplab serve`), recorded as [`part`] does.
 fn one<F>(
     target: &Target<'_>,
     battery: &mut Battery,
@@ -467,13 +546,7 @@ fn one<F>(
 where
     F: FnOnce(SocketAddr, serde_json::Value) -> tcplab_load::Result<Report> + Send,
 {
-    let status = |t: &Target<'_>| match t {
-        Target::Lab { lab, .. } => lab.emulator_status().ok(),
-        Target::Remote(_) => None,
-    };
-    let emulator_before = status(target);
-    let before = counters(target);
-    let report = match target {
+    part(target, battery, judged, name, || match target {
         Target::Lab {
             lab,
             client: c,
@@ -483,7 +556,27 @@ where
             let facts = serde_json::to_value(tcplab_lab::Facts::machine()).unwrap_or_default();
             client(*addr, facts)
         }
+    })
+}
+
+/// Runs one part of the battery (`run` does the workload, whatever serves it), recording the
+/// kernel counters that moved during it under `name` in `battery.counters` and, on an emulated
+/// lab, the emulator's verdict over it in `judged`: every part the same way, so a rule finds a
+/// part's counters under the part's name.
+fn part(
+    target: &Target<'_>,
+    battery: &mut Battery,
+    judged: &mut Vec<(String, RunFidelity)>,
+    name: &str,
+    run: impl FnOnce() -> tcplab_load::Result<Report>,
+) -> Result<Report> {
+    let status = |t: &Target<'_>| match t {
+        Target::Lab { lab, .. } => lab.emulator_status().ok(),
+        Target::Remote(_) => None,
     };
+    let emulator_before = status(target);
+    let before = counters(target);
+    let report = run();
     let after = counters(target);
     battery
         .counters
@@ -577,6 +670,31 @@ mod tests {
         assert_eq!(msgs_gap_us(1448, Some(1e9)), MSGS_MIN_GAP_US);
         assert_eq!(msgs_gap_us(1, Some(1e9)), MSGS_MIN_GAP_US);
         assert_eq!(msgs_gap_us(1448, None), MSGS_MIN_GAP_US);
+    }
+
+    #[test]
+    fn the_http_part_is_left_out_unless_asked_and_then_takes_crr_s_slice() {
+        let plan = Plan::for_budget(Duration::from_secs(60));
+        assert_eq!(plan.http, None, "the corpus's battery has no HTTP part");
+        let with = plan.clone().with_http();
+        assert_eq!(with.http, Some(plan.crr));
+        assert_eq!(Plan { http: None, ..with }, plan, "nothing else moves");
+        let cfg = http_config(Duration::from_secs(6));
+        assert!(cfg.per_request());
+        assert_eq!(cfg.mix, Mix::Specweb96 { dirs: HTTP_DIRS });
+        assert_eq!(cfg.duration_ms, Some(6_000));
+        cfg.validate().expect("the battery's HTTP run is valid");
+    }
+
+    #[test]
+    fn the_http_part_is_refused_against_a_remote_host_before_anything_runs() {
+        let plan = Plan::for_budget(Duration::from_secs(10)).with_http();
+        let target = Target::Remote("192.0.2.1:5301".parse().unwrap());
+        let e = run(&target, &plan, PathInfo::default(), &|_| {
+            panic!("no part may start")
+        })
+        .expect_err("refused");
+        assert!(e.to_string().starts_with("--http:"), "{e}");
     }
 
     #[test]

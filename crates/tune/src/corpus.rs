@@ -530,12 +530,19 @@ fn as_if_remote(mut b: Battery) -> Battery {
     for sides in b.counters.values_mut() {
         sides.retain(|side, _| side == "client");
     }
+    // An HTTP run records the server host's side itself: a real host's is out of sight.
+    if let Some(h) = b.http.as_mut() {
+        h.server_counters.clear();
+        h.server_time_wait = None;
+        h.server = "remote".into();
+    }
     let metas = [
         b.stream.as_mut().map(|r| &mut r.meta),
         b.msgs.as_mut().map(|r| &mut r.meta),
         b.msgs_sweep.as_mut().map(|r| &mut r.meta),
         b.rr.as_mut().map(|r| &mut r.meta),
         b.crr.as_mut().map(|r| &mut r.meta),
+        b.http.as_mut().map(|r| &mut r.meta),
     ];
     for meta in metas.into_iter().flatten() {
         if let Some(facts) = meta.facts.as_object_mut() {

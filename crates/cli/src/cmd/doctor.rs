@@ -27,6 +27,12 @@ pub struct DoctorArgs {
     /// Nagle + delayed-ACK stall (seed 004) to show what it costs on this path.
     #[arg(long, value_name = "N")]
     pub provoke_stalls: Option<u64>,
+    /// Also run HTTP with a connection per request (SPECweb96's mix, the built-in server in
+    /// the lab's server host) for 10% of the budget more, which the connection rules read as
+    /// they read crr, with the server's TIME_WAIT and ListenOverflows. Needs a lab (--lab or
+    /// --topology).
+    #[arg(long)]
+    pub http: bool,
     /// One JSON document: {"findings": [...], "battery": {...}}.
     #[arg(long)]
     pub json: bool,
@@ -77,6 +83,14 @@ impl DoctorArgs {
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut plan = battery::Plan::for_budget(budget);
         plan.trap_count = self.provoke_stalls.unwrap_or(0);
+        if self.http {
+            if self.path.to.is_some() {
+                anyhow::bail!(
+                    "--http runs the built-in web server in a lab's server host: use it with --lab NAME or --topology, not --to"
+                );
+            }
+            plan = plan.with_http();
+        }
         let quiet = self.json;
         let progress = |what: &str| {
             if !quiet {

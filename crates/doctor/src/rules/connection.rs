@@ -1,22 +1,44 @@
-//! `connection_trouble` (seed 003): what connection-per-request workloads hit.
+//! `connection_trouble` (seed 003): what connection-per-request workloads hit, in every
+//! workload of the battery that opens connections (crr; an HTTP run of a connection per
+//! request, `tcplab doctor --http`). Each rule reads one [`ConnectionEvidence`] and runs over
+//! every workload that has one, so the logic is written once and the findings name the
+//! workload.
 //! - `connection_trouble.port_exhaustion`: connects failed with EADDRNOTAVAIL.
 //! - `connection_trouble.time_wait`: TIME_WAIT sockets filled most of the local port range,
 //!   which caps the connection rate at ports / 60 s (seed 003's 2.2-kernel client). A warning
 //!   when the run's own rate collapsed once they did (on 6.x connect() prefers even ports, so
 //!   past half the range every connect searches the other half: measured 14.5k/s → 1.1k/s on a
-//!   veth pair with the default range), info when the rate held.
+//!   veth pair with the default range), info when the rate held. The same id for a server
+//!   that closes first and so holds the TIME_WAIT sockets (an HTTP server answering
+//!   `Connection: close`): as many as most of the client's port range means a recycled client
+//!   port meets one; a warning when connects waited for the SYN timer, info otherwise. Which
+//!   host holds them decides the fix (tcp_tw_reuse only helps the connecting side).
+//!   Either finding, and port exhaustion, is info when most of the TIME_WAIT peak was already
+//!   there when the run began (the battery's crr leaves its sockets for the HTTP run after it).
+//! - `connection_trouble.accept_queue`: the server's kernel dropped handshakes at a full
+//!   accept queue (its ListenOverflows during the workload).
 //! - `connection_trouble.syn_retransmits`: connects that took ~1 s or ~3 s (the initial RTO
 //!   and its doubling): SYNs were lost or ignored (listen queue overflow, a SYN meeting a
 //!   TIME_WAIT socket as in seed 003).
 
-use tcplab_load::crr::CrrResult;
+pub mod evidence;
+#[cfg(test)]
+mod http_tests;
+
+pub use evidence::{ConnectionEvidence, SYN_RETRANS_CONNECT_S, ServerCounters};
+
+use evidence::{at_start, mostly_inherited};
+
+use tcplab_load::crr::TimeWait;
 
 use crate::battery::{Context, DEFAULT_PORT_RANGE, Role};
 use crate::finding::{Finding, Fix, SampleRefs, Scope, Severity};
-use crate::rules::fixes::{TIME_WAIT_S, port_fixes};
+use crate::rules::fixes::{TIME_WAIT_S, port_fixes, server_time_wait_fixes};
 
 /// TIME_WAIT sockets above this share of the local port range are a build-up: new connects
 /// must hunt for free ports (the connect() port search gets slower) and exhaustion is near.
+/// On the server, this share of the client's ports held in TIME_WAIT makes it likely that a
+/// recycled client port meets one of them.
 pub const TIME_WAIT_SHARE: f64 = 0.5;
 
 /// The rate after the build-up below this share of the rate before it is a collapse.
@@ -38,10 +60,6 @@ pub fn rate_around_build_up(samples: &[(f64, u64)], threshold: f64) -> Option<(f
     Some((cross.0, before, after))
 }
 
-/// A connect this slow waited for at least one SYN retransmission (initial RTO 1 s); the
-/// lower bound leaves room for a slow LAN handshake. Matches tcplab-load's 0.8 s.
-pub const SYN_RETRANS_CONNECT_S: f64 = 0.8;
-
 /// SYN retransmissions on this share of connections or more are an error: every such
 /// connection costs a second or more.
 pub const SYN_RETRANS_ERROR_SHARE: f64 = 0.01;
@@ -49,34 +67,32 @@ pub const SYN_RETRANS_ERROR_SHARE: f64 = 0.01;
 /// Listen backlog suggested when SYNs are dropped: the 6.x default of somaxconn (4096).
 pub const BACKLOG: u32 = 4096;
 
-/// The rule.
+/// The rule: every check over every workload that opened connections.
 pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
-    let Some(crr) = &ctx.battery.crr else {
-        return Vec::new();
-    };
     let range = port_range(ctx);
+    ConnectionEvidence::all(ctx)
+        .iter()
+        .flat_map(|e| check_one(ctx, e, range))
+        .collect()
+}
+
+fn check_one(ctx: &Context<'_>, e: &ConnectionEvidence<'_>, range: PortRange) -> Vec<Finding> {
     let mut out = Vec::new();
-    if crr.errors_total.addrnotavail > 0 {
-        out.push(port_exhaustion(ctx, crr, range));
-    } else if crr.time_wait.max as f64 >= TIME_WAIT_SHARE * ports(range) {
-        out.push(time_wait(ctx, crr, range));
+    if e.addrnotavail > 0 {
+        out.push(port_exhaustion(ctx, e, range));
+    } else if e.time_wait.max as f64 >= TIME_WAIT_SHARE * ports(range) {
+        out.push(time_wait(ctx, e, range));
     }
-    if let Some(f) = accept_queue(ctx, crr) {
+    if let Some(f) = server_time_wait(ctx, e, range) {
         out.push(f);
     }
-    if let Some(f) = syn_retransmits(ctx, crr) {
+    if let Some(f) = accept_queue(ctx, e) {
+        out.push(f);
+    }
+    if let Some(f) = syn_retransmits(ctx, e, range) {
         out.push(f);
     }
     out
-}
-
-/// Packets the emulated link's loss process dropped during crr, (client → server, server →
-/// client); `None` off an emulated lab or when it dropped none.
-fn path_losses(crr: &CrrResult) -> Option<(u64, u64)> {
-    let account = crate::battery::EmulatedRun::of(&crr.meta)?.account?;
-    let (f, r) = (account.forward_drops, account.reverse_drops);
-    let (to_server, to_client) = (f.loss + f.queue_full, r.loss + r.queue_full);
-    (to_server + to_client > 0).then_some((to_server, to_client))
 }
 
 /// Fewest accept-queue overflows for a finding (one can be a burst at the start).
@@ -84,13 +100,11 @@ pub const MIN_LISTEN_OVERFLOWS: u64 = 3;
 
 /// `connection_trouble.accept_queue`: the server's kernel dropped handshakes because its
 /// accept queue was full (TcpExt ListenOverflows, ListenDrops of the server's namespace during
-/// crr): the application accepts connections slower than they arrive, or its backlog is
-/// small. Each dropped handshake costs the client a retransmission timer (1 s for a SYN).
-fn accept_queue(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
-    let overflows = ctx.counter("crr", Role::Server, "TcpExt.ListenOverflows")?;
-    let drops = ctx
-        .counter("crr", Role::Server, "TcpExt.ListenDrops")
-        .unwrap_or(0);
+/// the workload): the application accepts connections slower than they arrive, or its backlog
+/// is small. Each dropped handshake costs the client a retransmission timer (1 s for a SYN).
+fn accept_queue(ctx: &Context<'_>, e: &ConnectionEvidence<'_>) -> Option<Finding> {
+    let s = e.server?;
+    let (overflows, drops, w) = (s.listen_overflows, s.listen_drops, e.workload);
     if overflows.max(drops) < MIN_LISTEN_OVERFLOWS {
         return None;
     }
@@ -100,20 +114,32 @@ fn accept_queue(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
     let mut f = Finding::new(
         "connection_trouble.accept_queue",
         Severity::Error,
-        format!("the server's accept queue overflowed {overflows} times: handshakes were dropped"),
+        format!(
+            "the server's accept queue overflowed {overflows} times during {w}: handshakes were dropped"
+        ),
     );
     f.push(
         "listen_overflows",
         overflows as f64,
         "times",
-        "TcpExt ListenOverflows of the server's namespace during crr",
+        format!("TcpExt ListenOverflows of the server's namespace during {w}"),
     );
     f.push(
         "listen_drops",
         drops as f64,
         "handshakes",
-        "TcpExt ListenDrops of the server's namespace during crr",
+        format!("TcpExt ListenDrops of the server's namespace during {w}"),
     );
+    if s.syncookies_sent > 0 {
+        f.push(
+            "syncookies_sent",
+            s.syncookies_sent as f64,
+            "SYNs",
+            format!(
+                "TcpExt SyncookiesSent of the server's namespace during {w}: its SYN queue was full too"
+            ),
+        );
+    }
     if let Some(m) = somaxconn {
         f.push(
             "somaxconn",
@@ -122,20 +148,17 @@ fn accept_queue(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
             "net.core.somaxconn of the server host: the most any listen backlog gets",
         );
     }
-    f.push(
-        "client_loops",
-        f64::from(crr.config.concurrency),
-        "loops",
-        format!(
-            "concurrent connecting loops; the server served with {}",
-            crr.config
-                .server_threads
-                .map_or("a thread per loop".to_string(), |t| format!(
-                    "{t} thread(s)"
-                ))
-        ),
-    );
-    if let Some(p) = crr.summary.connect_us.p99 {
+    let c = &e.concurrency;
+    f.push(c.figure, f64::from(c.value), c.unit, c.context.clone());
+    if e.refused > 0 {
+        f.push(
+            "connects_refused",
+            e.refused as f64,
+            "connects",
+            "ECONNREFUSED: a full queue refuses when tcp_abort_on_overflow is set",
+        );
+    }
+    if let Some(p) = e.connect_us.p99 {
         f.push("connect_p99_ms", p / 1e3, "ms", "connect time p99");
     }
     f.explanation = "Completed handshakes wait in the listening socket's accept queue until the application calls accept(); when it is full, the kernel drops new handshakes and the client waits for its retransmission timer (1 s for a SYN). The application accepts slower than connections arrive, or its backlog (the smaller of listen()'s argument and net.core.somaxconn) is too short for the bursts.".into();
@@ -157,8 +180,11 @@ fn accept_queue(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
     Some(f)
 }
 
+/// The client's ip_local_port_range and whether the facts gave it (else the Linux default).
+type PortRange = ((u32, u32), bool);
+
 /// The client's ip_local_port_range (facts), else the Linux default; the bool says which.
-fn port_range(ctx: &Context<'_>) -> ((u32, u32), bool) {
+fn port_range(ctx: &Context<'_>) -> PortRange {
     let parsed = ctx
         .host_sysctl(Role::Client, "net.ipv4.ip_local_port_range")
         .and_then(|v| {
@@ -168,11 +194,11 @@ fn port_range(ctx: &Context<'_>) -> ((u32, u32), bool) {
     parsed.map_or((DEFAULT_PORT_RANGE, false), |r| (r, true))
 }
 
-fn ports(range: ((u32, u32), bool)) -> f64 {
+fn ports(range: PortRange) -> f64 {
     f64::from(range.0.1.saturating_sub(range.0.0) + 1)
 }
 
-fn push_ports(f: &mut Finding, crr: &CrrResult, range: ((u32, u32), bool)) {
+fn push_ports(f: &mut Finding, e: &ConnectionEvidence<'_>, range: PortRange) {
     let ((lo, hi), known) = range;
     let n = ports(range);
     let src = if known {
@@ -183,50 +209,97 @@ fn push_ports(f: &mut Finding, crr: &CrrResult, range: ((u32, u32), bool)) {
     f.push("local_ports", n, "ports", format!("{lo}-{hi}, {src}"));
     f.push(
         "time_wait_max",
-        crr.time_wait.max as f64,
+        e.time_wait.max as f64,
         "sockets",
         format!(
             "TIME_WAIT on the client, {:.0}% of the ports",
-            crr.time_wait.max as f64 / n * 100.0
+            e.time_wait.max as f64 / n * 100.0
         ),
     );
     f.push("port_limited_rate", n / TIME_WAIT_S, "connections/s", "ports / 60 s TIME_WAIT: the sustained rate one client address can reach to one server port");
-    if let Some(r) = crr.summary.connections_per_s {
+    if let Some(r) = e.connections_per_s {
         f.push("connections_per_s", r, "connections/s", "measured");
+    }
+    push_server_time_wait(f, e, range);
+}
+
+/// The server's TIME_WAIT count, when recorded and above zero.
+fn push_server_time_wait(f: &mut Finding, e: &ConnectionEvidence<'_>, range: PortRange) {
+    if let Some(tw) = e.server_time_wait.filter(|tw| tw.max > 0) {
+        f.push(
+            "server_time_wait_max",
+            tw.max as f64,
+            "sockets",
+            format!(
+                "TIME_WAIT on the server host (connections it closed first), {:.0}% of the client's ports; they do not use the client's ports",
+                tw.max as f64 / ports(range) * 100.0
+            ),
+        );
     }
 }
 
-fn port_exhaustion(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)) -> Finding {
-    let e = crr.errors_total.addrnotavail;
+/// When most of `tw`'s peak on `host` was there before `e`'s run began: the finding becomes
+/// info and says so. The sockets hold ports (or 4-tuples) all the same, but the run did not
+/// make them, and the part that did has its own finding; acting on this one would be acting
+/// twice on one cause.
+fn note_inherited(f: &mut Finding, e: &ConnectionEvidence<'_>, tw: &TimeWait, host: &str) {
+    if !mostly_inherited(tw) {
+        return;
+    }
+    let n = at_start(tw);
+    f.severity = Severity::Info;
+    f.push(
+        if host == "server" {
+            "server_time_wait_at_start"
+        } else {
+            "time_wait_at_start"
+        },
+        n as f64,
+        "sockets",
+        format!("TIME_WAIT on the {host} when {} began", e.workload),
+    );
+    f.explanation.push_str(&format!(
+        " Most of them were there before {} began ({n} of its peak of {}): earlier connections of the {host} host left them (in the doctor's battery, its crr part, run just before in the same hosts), so look at the finding of the part that made them.",
+        e.workload, tw.max
+    ));
+}
+
+/// The server's TIME_WAIT record when it holds a build-up: [`TIME_WAIT_SHARE`] of the
+/// client's port range or more.
+fn server_build_up<'e>(e: &ConnectionEvidence<'e>, range: PortRange) -> Option<&'e TimeWait> {
+    e.server_time_wait
+        .filter(|tw| tw.max as f64 >= TIME_WAIT_SHARE * ports(range))
+}
+
+fn port_exhaustion(ctx: &Context<'_>, e: &ConnectionEvidence<'_>, range: PortRange) -> Finding {
+    let (n, w) = (e.addrnotavail, e.workload);
     let mut f = Finding::new(
         "connection_trouble.port_exhaustion",
         Severity::Error,
-        format!("{e} connects failed with EADDRNOTAVAIL: the client ran out of local ports"),
+        format!(
+            "{n} connects failed with EADDRNOTAVAIL during {w}: the client ran out of local ports"
+        ),
     );
     f.push(
         "eaddrnotavail",
-        e as f64,
+        n as f64,
         "connects",
-        format!(
-            "in {} seconds of the run",
-            crr.errors.iter().filter(|s| s.addrnotavail > 0).count()
-        ),
+        format!("in {} seconds of the run", e.addrnotavail_seconds.len()),
     );
-    push_ports(&mut f, crr, range);
+    push_ports(&mut f, e, range);
     f.samples.push(SampleRefs::new(
-        "crr errors second",
-        crr.errors
-            .iter()
-            .filter(|s| s.addrnotavail > 0)
-            .map(|s| s.second as usize),
+        format!("{w} errors second"),
+        e.addrnotavail_seconds.iter().map(|&s| s as usize),
     ));
-    f.explanation = "Every closed connection keeps its local port in TIME_WAIT for 60 s; at this connection rate the client's port range ran out and connect() failed. Widen the range, let new connections reuse TIME_WAIT ports (tcp_tw_reuse), or reuse connections.".into();
+    f.explanation = "Every closed connection keeps its local port in TIME_WAIT for 60 s on the side that closed first; at this connection rate the client's port range ran out and connect() failed. Widen the range, let new connections reuse the client's own TIME_WAIT ports (tcp_tw_reuse, which acts on the connecting side only), or reuse connections.".into();
     f.fixes = port_fixes(ctx, range.0);
+    note_inherited(&mut f, e, e.time_wait, "client");
     f
 }
 
-fn time_wait(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)) -> Finding {
-    let around = rate_around_build_up(&crr.time_wait.samples, TIME_WAIT_SHARE * ports(range));
+fn time_wait(ctx: &Context<'_>, e: &ConnectionEvidence<'_>, range: PortRange) -> Finding {
+    let tw = e.time_wait;
+    let around = rate_around_build_up(&tw.samples, TIME_WAIT_SHARE * ports(range));
     // Unsampled (no slope to read): the build-up alone is reason enough to look.
     let collapsed = around.is_none_or(|(_, before, after)| after < COLLAPSE_SHARE * before);
     let mut f = Finding::new(
@@ -237,12 +310,13 @@ fn time_wait(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)) -> F
             Severity::Info
         },
         format!(
-            "{} TIME_WAIT sockets fill {:.0}% of the local port range",
-            crr.time_wait.max,
-            crr.time_wait.max as f64 / ports(range) * 100.0
+            "{} TIME_WAIT sockets fill {:.0}% of the local port range during {}",
+            tw.max,
+            tw.max as f64 / ports(range) * 100.0,
+            e.workload
         ),
     );
-    push_ports(&mut f, crr, range);
+    push_ports(&mut f, e, range);
     if let Some((at, before, after)) = around {
         let share = TIME_WAIT_SHARE * 100.0;
         f.push(
@@ -259,24 +333,104 @@ fn time_wait(ctx: &Context<'_>, crr: &CrrResult, range: ((u32, u32), bool)) -> F
         );
     }
     f.explanation = if collapsed {
-        "TIME_WAIT sockets built up to most of the client's local ports and the connection rate collapsed: connect() must search past ports still in TIME_WAIT (on 6.x it tries even ports first, so past half the range every connect searches the other half), and the run is close to failing with EADDRNOTAVAIL. A client this fast to one server port cannot stay above ports / 60 s without tcp_tw_reuse or a wider range."
+        "TIME_WAIT sockets built up to most of the client's local ports and the connection rate collapsed: connect() must search past ports still in TIME_WAIT (on 6.x it tries even ports first, so past half the range every connect searches the other half), and the run is close to failing with EADDRNOTAVAIL. A client this fast to one server port cannot stay above ports / 60 s without tcp_tw_reuse (the client closes first and so holds them: reuse acts on the connecting side) or a wider range."
     } else {
-        "TIME_WAIT sockets built up to most of the client's local ports, but the connection rate held: worth knowing for a longer run, which cannot stay above ports / 60 s without tcp_tw_reuse or a wider range."
+        "TIME_WAIT sockets built up to most of the client's local ports, but the connection rate held: worth knowing for a longer run, which cannot stay above ports / 60 s without tcp_tw_reuse (the client closes first and so holds them: reuse acts on the connecting side) or a wider range."
     }
     .into();
     f.fixes = port_fixes(ctx, range.0);
+    note_inherited(&mut f, e, tw, "client");
     f
 }
 
-fn syn_retransmits(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
-    let s = &crr.syn_retrans;
-    let slow = s.connects_near_1s + s.connects_near_3s;
-    let kernel = s.kernel_syn_retrans.unwrap_or(0);
-    if slow == 0 && kernel == 0 {
+/// `connection_trouble.time_wait` on the server: it closed first (an HTTP server after a
+/// response with `Connection: close`) and holds a TIME_WAIT socket per recent client port,
+/// most of the client's range. A SYN from a recycled port then meets one (seed 003).
+fn server_time_wait(
+    ctx: &Context<'_>,
+    e: &ConnectionEvidence<'_>,
+    range: PortRange,
+) -> Option<Finding> {
+    let tw = server_build_up(e, range)?;
+    let slow = e.syn.connects_near_1s + e.syn.connects_near_3s;
+    let mut f = Finding::new(
+        "connection_trouble.time_wait",
+        if slow > 0 {
+            Severity::Warning
+        } else {
+            Severity::Info
+        },
+        format!(
+            "the server holds {} TIME_WAIT sockets during {}, {:.0}% of the client's port range: recycled ports meet them",
+            tw.max,
+            e.workload,
+            tw.max as f64 / ports(range) * 100.0
+        ),
+    );
+    push_server_time_wait(&mut f, e, range);
+    let ((lo, hi), known) = range;
+    f.push(
+        "local_ports",
+        ports(range),
+        "ports",
+        format!(
+            "{lo}-{hi}, {}",
+            if known {
+                "client host's ip_local_port_range"
+            } else {
+                "Linux default range (no facts)"
+            }
+        ),
+    );
+    f.push(
+        "time_wait_max",
+        e.time_wait.max as f64,
+        "sockets",
+        "TIME_WAIT on the client",
+    );
+    if let Some(r) = e.connections_per_s {
+        f.push("connections_per_s", r, "connections/s", "measured");
+    }
+    f.push(
+        "connects_near_1s_or_3s",
+        slow as f64,
+        "connects",
+        "waited for the SYN timer: a SYN the server's TIME_WAIT socket did not let through",
+    );
+    let timestamps = ctx.host_sysctl(Role::Server, "net.ipv4.tcp_timestamps");
+    if let Some(v) = timestamps.and_then(|v| v.trim().parse::<f64>().ok()) {
+        f.push(
+            "server_tcp_timestamps",
+            v,
+            "setting",
+            "net.ipv4.tcp_timestamps of the server host: with them, a newer SYN may replace a TIME_WAIT socket",
+        );
+    }
+    let cost = if slow > 0 {
+        "Here connects waited for the SYN timer."
+    } else {
+        "No connect waited for the SYN timer in this run: worth knowing for a faster or longer one."
+    };
+    f.explanation = format!(
+        "The side that closes a connection first keeps it in TIME_WAIT for 60 s; here the server closed first (as an HTTP server does after a response with Connection: close), so it holds a socket per recent client port, most of the client's range. A new connection from a recycled port then meets one of them: Linux lets its SYN through when its timestamp (or sequence number) is newer than the old connection's, and otherwise answers with an ACK of the old connection, and the client sends its SYN again after the 1 s timer (seed 003). {cost} tcp_tw_reuse does not help: it lets the connecting side reuse its own TIME_WAIT ports for outgoing connections, and these belong to the server's incoming ones. Keep connections open, let the client close first, or widen the client's port range so a port comes back less often."
+    );
+    f.fixes = server_time_wait_fixes(ctx, range.0);
+    note_inherited(&mut f, e, tw, "server");
+    Some(f)
+}
+
+fn syn_retransmits(
+    ctx: &Context<'_>,
+    e: &ConnectionEvidence<'_>,
+    range: PortRange,
+) -> Option<Finding> {
+    let (s, w) = (&e.syn, e.workload);
+    let waits = e.syn_waits();
+    if waits == 0 {
         return None;
     }
-    let total = (crr.summary.transactions + crr.errors_total.other).max(1);
-    let share = slow.max(kernel) as f64 / total as f64;
+    let total = e.connects.max(1);
+    let share = waits as f64 / total as f64;
     let severity = if share >= SYN_RETRANS_ERROR_SHARE {
         Severity::Error
     } else {
@@ -285,10 +439,7 @@ fn syn_retransmits(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
     let mut f = Finding::new(
         "connection_trouble.syn_retransmits",
         severity,
-        format!(
-            "{} connects waited for a SYN retransmission (~1 s or ~3 s)",
-            slow.max(kernel)
-        ),
+        format!("{waits} connects of {w} waited for a SYN retransmission (~1 s or ~3 s)"),
     );
     f.push(
         "connects_near_1s",
@@ -316,33 +467,31 @@ fn syn_retransmits(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
         "fraction",
         format!("of {total} connects"),
     );
-    if let Some(p) = crr.summary.connect_us.p99 {
+    if let Some(p) = e.connect_us.p99 {
         f.push("connect_p99_ms", p / 1e3, "ms", "connect time p99");
     }
-    if let Some(m) = crr.summary.connect_us.max {
+    if let Some(m) = e.connect_us.max {
         f.push("connect_max_ms", m / 1e3, "ms", "slowest connect");
     }
-    let slow_ns = (SYN_RETRANS_CONNECT_S * 1e9) as u64;
-    let idx = crr
-        .samples
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.connected_ns.saturating_sub(c.start_ns) >= slow_ns)
-        .map(|(i, _)| i);
-    f.samples.push(SampleRefs::new("crr connection", idx));
+    push_server_time_wait(&mut f, e, range);
+    f.samples.push(SampleRefs::new(
+        e.sample_source,
+        e.slow_connects.iter().copied(),
+    ));
     let server = ctx.describe_host("server", Role::Server);
-    if let Some((to_server, to_client)) = path_losses(crr) {
+    if let Some((to_server, to_client)) = e.path_drops {
+        let context = format!("dropped by the emulated link's loss process during {w}");
         f.push(
             "path_drops_client_to_server",
             to_server as f64,
             "packets",
-            "dropped by the emulated link's loss process during crr",
+            context.clone(),
         );
         f.push(
             "path_drops_server_to_client",
             to_client as f64,
             "packets",
-            "dropped by the emulated link's loss process during crr",
+            context,
         );
         f.explanation = format!(
             "A SYN (or its SYN-ACK) went unanswered and the client resent it after the 1 s initial RTO (and 2 s more for a second loss). The path itself lost packets during the run ({to_server} client → server, {to_client} server → client): a lost handshake packet costs a whole second, where a lost data packet costs a round trip or two. Find where the path drops packets; a connection pool or keep-alive spares each request the handshake."
@@ -360,6 +509,14 @@ fn syn_retransmits(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
         return Some(f);
     }
     f.explanation = "A SYN (or its SYN-ACK) went unanswered and the client resent it after the 1 s initial RTO (and 2 s more for a second loss). On a clean path the usual causes are a full listen queue on the server or, as in seed 003, a SYN reaching a port still in TIME_WAIT on the server; ports recycled quickly make that likely.".into();
+    let held = server_build_up(e, range);
+    if let Some(tw) = held {
+        f.explanation.push_str(&format!(
+            " Here the server held {} TIME_WAIT sockets, {:.0}% of the client's port range (connection_trouble.time_wait): the server's, so tcp_tw_reuse on the client would not help.",
+            tw.max,
+            tw.max as f64 / ports(range) * 100.0
+        ));
+    }
     f.fixes = vec![
         Fix::sysctl(
             "net.core.somaxconn",
@@ -380,7 +537,10 @@ fn syn_retransmits(ctx: &Context<'_>, crr: &CrrResult) -> Option<Finding> {
             &server,
         ),
     ];
-    f.fixes.extend(port_fixes(ctx, port_range(ctx).0));
+    f.fixes.extend(match held {
+        Some(_) => server_time_wait_fixes(ctx, range.0),
+        None => port_fixes(ctx, range.0),
+    });
     Some(f)
 }
 
@@ -389,6 +549,7 @@ mod tests {
     use super::*;
     use crate::battery::Battery;
     use crate::synth;
+    use tcplab_load::crr::CrrResult;
 
     const US: u64 = 1_000;
 

@@ -150,9 +150,10 @@ pub const TIME_WAIT_S: f64 = 60.0;
 /// server ports of the client's own services would still collide, so 1024 is the floor.
 pub const WIDE_PORT_RANGE: (u32, u32) = (1024, 65_535);
 
-/// The remedies for running out of local ports: a wider ip_local_port_range, tcp_tw_reuse=1
-/// (reuse a TIME_WAIT port for a new outgoing connection when timestamps make it safe), and
-/// connection reuse in the application (keep-alive, pooling).
+/// The remedies for running out of local ports while the client holds the TIME_WAIT sockets
+/// (it closed first): a wider ip_local_port_range, tcp_tw_reuse=1 (reuse a TIME_WAIT port for
+/// a new outgoing connection when timestamps make it safe; it acts on the connecting side
+/// only), and connection reuse in the application (keep-alive, pooling).
 pub fn port_fixes(ctx: &Context<'_>, range: (u32, u32)) -> Vec<Fix> {
     let client = ctx.describe_host("client", Role::Client);
     let mut fixes = Vec::new();
@@ -169,7 +170,9 @@ pub fn port_fixes(ctx: &Context<'_>, range: (u32, u32)) -> Vec<Fix> {
             "net.ipv4.tcp_tw_reuse",
             "1",
             Scope::Namespace,
-            &format!("{client}; needs tcp_timestamps = 1 (the default)"),
+            &format!(
+                "{client}; needs tcp_timestamps = 1 (the default); reuses the client's own TIME_WAIT ports for its outgoing connections, nothing on the server"
+            ),
         ));
     }
     fixes.push(Fix::other(
@@ -177,5 +180,60 @@ pub fn port_fixes(ctx: &Context<'_>, range: (u32, u32)) -> Vec<Fix> {
          request; each closed connection holds its port in TIME_WAIT for 60 s",
         "the client application",
     ));
+    fixes
+}
+
+/// The remedies for TIME_WAIT sockets the server holds (it closed first, as an HTTP server
+/// does after `Connection: close`), which recycled client ports meet: connection reuse, the
+/// client closing first (so TIME_WAIT lands on the connecting side, where tcp_tw_reuse can
+/// recycle it), a wider client port range (a port comes back less often within the 60 s),
+/// and TCP timestamps on both ends where the facts show them off (with them, Linux lets a SYN
+/// with a newer timestamp replace a TIME_WAIT socket, RFC 6191). tcp_tw_reuse is not among
+/// them: it only lets the connecting side reuse its own TIME_WAIT ports.
+pub fn server_time_wait_fixes(ctx: &Context<'_>, range: (u32, u32)) -> Vec<Fix> {
+    let client = ctx.describe_host("client", Role::Client);
+    let mut fixes = vec![
+        Fix::other(
+            "reuse connections: HTTP keep-alive or a connection pool instead of one connection per \
+             request; every connection the server closes holds a TIME_WAIT socket there for 60 s",
+            "the client application (and the server's keep-alive limits)",
+        ),
+        Fix::other(
+            "let the client close first (no Connection: close; close once the response is read), \
+             so TIME_WAIT stays on the connecting side, where tcp_tw_reuse can recycle it; \
+             tcp_tw_reuse on the server does nothing for incoming connections",
+            "the client application",
+        ),
+    ];
+    if range.1.saturating_sub(range.0) < WIDE_PORT_RANGE.1 - WIDE_PORT_RANGE.0 {
+        fixes.push(Fix::sysctl(
+            "net.ipv4.ip_local_port_range",
+            format!("{} {}", WIDE_PORT_RANGE.0, WIDE_PORT_RANGE.1),
+            Scope::Namespace,
+            &format!(
+                "{client}: more ports, so each comes back less often within the server's 60 s"
+            ),
+        ));
+    }
+    for role in [Role::Server, Role::Client] {
+        let off = ctx
+            .host_sysctl(role, "net.ipv4.tcp_timestamps")
+            .is_some_and(|v| v.trim() == "0");
+        if off {
+            let what = match role {
+                Role::Server => "server",
+                Role::Client => "client",
+            };
+            fixes.push(Fix::sysctl(
+                "net.ipv4.tcp_timestamps",
+                "1",
+                Scope::Namespace,
+                &format!(
+                    "{}: with timestamps on both ends a SYN with a newer one replaces a TIME_WAIT socket",
+                    ctx.describe_host(what, role)
+                ),
+            ));
+        }
+    }
     fixes
 }

@@ -158,6 +158,7 @@ pub fn figures(result: &serde_json::Value) -> Result<Figures, String> {
             );
         }
         Report::Rrul(_) => return Err("a mesh does not run rrul".into()),
+        Report::Http(_) => return Err("a mesh does not run http".into()),
     }
     Ok(f)
 }

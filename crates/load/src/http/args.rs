@@ -1,0 +1,228 @@
+//! `tcplab http`: the command line of the HTTP client.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use super::config::HttpConfig;
+use super::mix::Mix;
+use super::result::HttpInterval;
+use super::run::{LabServer, ServerKind, run_client_live, run_in_lab};
+use crate::cli::{
+    Emit, emit_report, live_printer, parse_duration_ms, parse_interval_ms, report_error,
+};
+use crate::error::LoadError;
+use crate::live::OnLive;
+use crate::report::Report;
+use crate::sockopt::SockOpts;
+
+/// HTTP's default port, for `--to ADDR` without one.
+pub const DEFAULT_HTTP_PORT: u16 = 80;
+
+/// `tcplab http`: HTTP/1.1 GET load, ops/s and response times overall and per file class.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HttpArgs {
+    /// A web server, `ADDR[:PORT]` (default port 80).
+    #[arg(long, value_name = "ADDR[:PORT]", required_unless_present = "lab")]
+    pub to: Option<String>,
+    /// Run inside this lab: a web server started in --server, the client in --client.
+    #[arg(long, value_name = "NAME", conflicts_with = "to")]
+    pub lab: Option<String>,
+    /// Lab host of the client.
+    #[arg(long, value_name = "HOST", default_value = "client")]
+    pub client: String,
+    /// Lab host of the server.
+    #[arg(long, value_name = "HOST", default_value = "server")]
+    pub server: String,
+    /// The web server a lab run starts: tcplab's built-in file server, or nginx (Debian's
+    /// package) serving the same files.
+    #[arg(long, value_enum, default_value = "builtin", requires = "lab")]
+    pub server_kind: ServerKind,
+    /// nginx worker processes (default: the CPUs).
+    #[arg(long, value_name = "N", requires = "lab")]
+    pub nginx_workers: Option<u32>,
+    /// Directories of the SPECweb96 file set (36 files, about 5.1 MB each): what a lab's
+    /// server serves and what --specweb96 draws from.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub dirs: u32,
+    /// Concurrent connections (requests in flight at most).
+    #[arg(short = 'c', long, default_value_t = 4)]
+    pub connections: u32,
+    /// Requests per connection before the client closes it (default: keep it for the run).
+    #[arg(long, value_name = "N", conflicts_with = "close")]
+    pub requests_per_connection: Option<u64>,
+    /// A connection per request (`Connection: close`), as SPECweb96's HTTP/1.0 clients.
+    #[arg(long)]
+    pub close: bool,
+    /// Open loop at this many requests/s in total, latency from each intended start.
+    #[arg(short = 'R', long, value_name = "PER_S")]
+    pub rate: Option<f64>,
+    /// Exponential gaps between intended starts (with --rate).
+    #[arg(long, requires = "rate")]
+    pub poisson: bool,
+    /// Seed of the request mix and the Poisson schedule.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// A URL path to request; repeat for a list taken in turn.
+    #[arg(long = "url", value_name = "PATH", conflicts_with_all = ["urls", "specweb96"])]
+    pub url: Vec<String>,
+    /// A file of URL paths, one per line (# comments), taken in turn.
+    #[arg(long, value_name = "FILE", conflicts_with = "specweb96")]
+    pub urls: Option<PathBuf>,
+    /// SPECweb96's mix over its file set: classes 35 / 50 / 14 / 1 %. The default in a lab.
+    #[arg(long)]
+    pub specweb96: bool,
+    /// The Host header (default: the target address).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Stop after this many requests.
+    #[arg(short = 'n', long)]
+    pub count: Option<u64>,
+    /// Stop after this long, seconds (default 5 unless --count).
+    #[arg(short = 't', long, value_name = "SECS", value_parser = parse_duration_ms)]
+    pub duration: Option<u64>,
+    /// Give up on one connect after this long, seconds.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_duration_ms)]
+    pub connect_timeout: u64,
+    /// Give up on one response after this long, seconds.
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = parse_duration_ms)]
+    pub timeout: u64,
+    /// Client event loops (default: the CPUs).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+    /// Check every body byte against the file set's content, not only its length.
+    #[arg(long)]
+    pub check_content: bool,
+    /// Interval of the live lines of --ndjson, seconds.
+    #[arg(short = 'i', long, value_name = "SECS", default_value = "1", value_parser = parse_interval_ms)]
+    pub interval: u64,
+    /// Print one JSON document (errors too, with a non-zero exit).
+    #[arg(long)]
+    pub json: bool,
+    /// Print one JSON line per interval, then the result line.
+    #[arg(long, conflicts_with = "json")]
+    pub ndjson: bool,
+    /// Write every raw sample to FILE (format: docs/samples.md).
+    #[arg(long, value_name = "FILE")]
+    pub samples: Option<PathBuf>,
+    /// Socket options of the client's connections (and of the built-in server's).
+    #[command(flatten)]
+    pub opts: SockOpts,
+}
+
+impl HttpArgs {
+    /// The library configuration these flags describe.
+    pub fn config(&self) -> Result<HttpConfig, LoadError> {
+        let mix = if let Some(file) = &self.urls {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                LoadError::config("urls", format!("reading {}: {e}", file.display()))
+            })?;
+            let paths: Vec<String> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(String::from)
+                .collect();
+            if paths.is_empty() {
+                return Err(LoadError::config(
+                    "urls",
+                    format!("{} lists no URL path", file.display()),
+                ));
+            }
+            Mix::Paths(paths)
+        } else if !self.url.is_empty() {
+            Mix::Paths(self.url.clone())
+        } else if self.specweb96 || self.lab.is_some() {
+            Mix::Specweb96 { dirs: self.dirs }
+        } else {
+            Mix::Paths(vec!["/".into()])
+        };
+        Ok(HttpConfig {
+            connections: self.connections,
+            requests_per_connection: if self.close {
+                Some(1)
+            } else {
+                self.requests_per_connection
+            },
+            rate: self.rate,
+            poisson: self.poisson,
+            seed: self.seed,
+            mix,
+            host: self.host.clone(),
+            count: self.count,
+            duration_ms: self.duration.or(if self.count.is_some() {
+                None
+            } else {
+                Some(5_000)
+            }),
+            connect_timeout_ms: self.connect_timeout,
+            timeout_ms: self.timeout,
+            threads: self.threads,
+            check_content: self.check_content,
+            opts: self.opts.clone(),
+            ..HttpConfig::default()
+        })
+    }
+
+    /// Runs the load and prints the result to stdout.
+    pub fn run(&self) -> anyhow::Result<ExitCode> {
+        Ok(self.run_with(&mut std::io::stdout()))
+    }
+
+    /// Runs the load and prints to `out` (what `run` does with stdout).
+    pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
+        let out = Mutex::new(out);
+        let emit = Emit {
+            json: self.json,
+            ndjson: self.ndjson,
+            samples: self.samples.as_deref(),
+        };
+        let print = live_printer::<HttpInterval>(&out);
+        let cb: OnLive<'_, _> = if self.ndjson { Some(&print) } else { None };
+        match self.execute(cb) {
+            Ok(report) => emit_report(&emit, &out, &report),
+            Err(e) => report_error(&emit, &out, &e),
+        }
+    }
+
+    fn execute(&self, cb: OnLive<'_, HttpInterval>) -> Result<Report, LoadError> {
+        let cfg = self.config()?;
+        cfg.validate()?;
+        match (&self.to, &self.lab) {
+            (Some(to), _) => {
+                let target = parse_http_target(to)?;
+                let facts = serde_json::json!({});
+                let mut r = run_client_live(&cfg, target, facts, self.interval, cb)?;
+                r.server = "remote".into();
+                Ok(Report::Http(r))
+            }
+            (None, Some(lab)) => {
+                let lab = tcplab_lab::Lab::open(lab).map_err(|e| LoadError::Lab(e.to_string()))?;
+                let server = LabServer {
+                    kind: self.server_kind,
+                    dirs: self.dirs,
+                    workers: self.nginx_workers,
+                };
+                run_in_lab(
+                    &lab,
+                    &self.client,
+                    &self.server,
+                    &server,
+                    &cfg,
+                    self.interval,
+                    cb,
+                )
+            }
+            (None, None) => Err(LoadError::config(
+                "to",
+                "give --to ADDR[:PORT] or --lab NAME",
+            )),
+        }
+    }
+}
+
+/// `ADDR[:PORT]` of a web server; port 80 when left out. Names are resolved.
+pub fn parse_http_target(s: &str) -> Result<std::net::SocketAddr, LoadError> {
+    crate::cli::parse_target_port(s, DEFAULT_HTTP_PORT)
+}
