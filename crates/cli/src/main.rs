@@ -22,7 +22,8 @@ enum Command {
     /// Build, list, enter and remove emulated networks (hosts are network namespaces).
     #[command(subcommand)]
     Lab(cmd::lab::LabCommand),
-    /// The server side of every workload (stream, msgs, rr, crr): the agent, with keys and limits.
+    /// The server side of every workload (stream, msgs, rr, crr): the agent, with keys and limits;
+    /// with --http PORT, an HTTP/1.1 file server of SPECweb96's file set beside it.
     Serve(tcplab_load::cli::ServeArgs),
     /// Agent keys: make a key pair, show a key's public line.
     #[command(subcommand)]

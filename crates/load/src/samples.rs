@@ -118,7 +118,7 @@ pub fn write(w: &mut impl Write, report: &Report) -> io::Result<()> {
     Ok(())
 }
 
-/// http: every request (times relative to the first intended start; 0 = did not happen,
+/// http: every request (times relative to the first intended start; `-` = did not happen,
 /// class and error `-` when none), then the TIME_WAIT samples of both hosts.
 fn write_http(w: &mut impl Write, r: &crate::http::result::HttpResult) -> io::Result<()> {
     use crate::http::parse::ErrorKind;
@@ -129,7 +129,13 @@ fn write_http(w: &mut impl Write, r: &crate::http::result::HttpResult) -> io::Re
         "# section=request t0_ns={t0} columns=seq,intended_ns,start_ns,connected_ns,first_byte_ns,done_ns,status,class,error,bytes"
     )?;
     for (i, s) in r.samples.iter().enumerate() {
-        let rel = |v: u64| if v == 0 { 0 } else { v.saturating_sub(t0) };
+        let rel = |v: u64| {
+            if v == 0 {
+                "-".to_string()
+            } else {
+                v.saturating_sub(t0).to_string()
+            }
+        };
         let class = if s.class == NONE {
             "-".to_string()
         } else {
@@ -250,9 +256,14 @@ pub struct Section {
     pub attrs: BTreeMap<String, String>,
     /// Column names.
     pub columns: Vec<String>,
-    /// Rows; `-` is read as None.
+    /// Rows; `-` is read as None, and so is a name in a [`LABEL_COLUMNS`] column.
     pub rows: Vec<Vec<Option<f64>>>,
+    /// The names in [`LABEL_COLUMNS`] columns: column → (row, name).
+    pub labels: BTreeMap<String, Vec<(usize, String)>>,
 }
+
+/// Columns whose values are names, not numbers (http's error kind).
+pub const LABEL_COLUMNS: &[&str] = &["error"];
 
 /// Parses a samples file's text back into its sections.
 pub fn parse(text: &str) -> std::result::Result<(String, Vec<Section>), String> {
@@ -286,15 +297,28 @@ pub fn parse(text: &str) -> std::result::Result<(String, Vec<Section>), String> 
             let s = sections
                 .last_mut()
                 .ok_or(format!("line {}: data before any section", n + 2))?;
+            let at = s.rows.len();
             let row: std::result::Result<Vec<Option<f64>>, String> = line
                 .split(',')
-                .map(|f| {
+                .enumerate()
+                .map(|(i, f)| {
+                    let column = s.columns.get(i).map(String::as_str);
                     if f == "-" {
                         Ok(None)
+                    } else if let Ok(v) = f.parse() {
+                        Ok(Some(v))
+                    } else if let Some(c) = column.filter(|c| LABEL_COLUMNS.contains(c)) {
+                        let valid = f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                        if !valid {
+                            return Err(format!("line {}: bad name {f:?} in {c}", n + 2));
+                        }
+                        s.labels
+                            .entry(c.to_string())
+                            .or_default()
+                            .push((at, f.to_string()));
+                        Ok(None)
                     } else {
-                        f.parse()
-                            .map(Some)
-                            .map_err(|_| format!("line {}: bad number {f:?}", n + 2))
+                        Err(format!("line {}: bad number {f:?}", n + 2))
                     }
                 })
                 .collect();

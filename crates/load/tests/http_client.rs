@@ -186,3 +186,41 @@ fn an_open_loop_counts_a_stall_against_every_request_it_held_up() {
     let u99 = r.uncorrected_response_us.unwrap().p99.unwrap();
     assert!(p99 > 100_000.0 && u99 < 100_000.0, "{p99} {u99}");
 }
+
+#[test]
+fn raw_samples_name_each_failure_and_read_back() {
+    fn not_found(n: u64, s: &mut TcpStream) -> bool {
+        if n % 2 == 0 {
+            return ok(n, s);
+        }
+        s.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            .is_ok()
+    }
+    let server = Server::start(not_found);
+    let r = run(server.addr, cfg(20));
+    let mut text = Vec::new();
+    tcplab_load::samples::write(&mut text, &tcplab_load::report::Report::Http(r)).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let (workload, sections) = tcplab_load::samples::parse(&text).expect("reads back");
+    assert_eq!(workload, "http");
+    let requests = &sections[0];
+    assert_eq!(requests.kind, "request");
+    assert_eq!(requests.rows.len(), 20);
+    let errors = &requests.labels["error"];
+    assert_eq!(errors.len(), 10, "{text}");
+    assert!(errors.iter().all(|(_, name)| name == "status"));
+    let status = requests.columns.iter().position(|c| c == "status").unwrap();
+    for (row, _) in errors {
+        assert_eq!(requests.rows[*row][status], Some(404.0));
+    }
+    // A name where a number belongs, or a malformed name, is still refused.
+    let bad = text.replacen(",404,", ",4x4,", 1);
+    assert!(tcplab_load::samples::parse(&bad).is_err());
+    let body = text.find("\n0,").unwrap();
+    let bad = format!(
+        "{}{}",
+        &text[..body],
+        text[body..].replacen(",status,", ",st-atus,", 1)
+    );
+    assert!(tcplab_load::samples::parse(&bad).is_err());
+}

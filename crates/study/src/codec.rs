@@ -6,12 +6,18 @@
 //! instead and rebuilds the text only when a report asks:
 //!
 //! ```text
-//! "TLSP" 1                              magic and format version
+//! "TLSP" version                        magic and format version (1, or 2 with a 0x03 chunk)
 //! chunk*                                one per section (or run of text)
 //!   0x01 len bytes                      text, copied verbatim
 //!   0x02 len header ncols nrows         a numeric section: its `# section=...` line, then
 //!        (len zigzag-delta*)×ncols      each column: its length and the differences between
 //!                                       consecutive values as zigzag LEB128 varints
+//!   0x03 len header ncols nrows         a section with label columns (version 2): each column
+//!        (0x00 len zigzag-delta*        numbers as in 0x02, or
+//!        | 0x01 nlabels (len bytes)*    its distinct labels, then each row's label index as
+//!          len zigzag-delta*            numbers are (an http request's class and error), or
+//!        | 0x02 len zigzag-delta*)×ncols  numbers that may be `-` in any row: value + 1, 0 for
+//!                                       `-` (an http request's stamps of what did not happen)
 //! ```
 //! Per-message timestamps a microsecond or two apart pack into two bytes each instead of the
 //! eight digits and a comma of the text. Rows past a column's length print `-`, exactly as the
@@ -25,18 +31,28 @@ use tcplab_load::Report;
 
 /// First bytes of a packed blob.
 pub const MAGIC: &[u8; 4] = b"TLSP";
-/// Packed format version.
-pub const VERSION: u8 = 1;
+/// The newest packed format version, the one this tcplab reads up to. A blob is written as
+/// version 1 unless it holds a label table (an http run's): readers from before label tables
+/// still read every other run, and refuse those by their version instead of a bad chunk.
+pub const VERSION: u8 = 2;
+/// The version of a blob without label tables.
+const PLAIN_VERSION: u8 = 1;
 
 const TEXT: u8 = 1;
 const TABLE: u8 = 2;
+const LABELLED: u8 = 3;
+
+/// Column types inside a [`LABELLED`] chunk.
+const NUMBERS: u8 = 0;
+const LABELS: u8 = 1;
+const OPTIONAL: u8 = 2;
 
 /// Appends the samples of `report` to `out` in the packed format (the magic goes first when
 /// `out` is empty, so several workloads' samples concatenate like their text files do).
 pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
     if out.is_empty() {
         out.extend_from_slice(MAGIC);
-        out.push(VERSION);
+        out.push(PLAIN_VERSION);
     }
     match report {
         Report::Msgs(r) => {
@@ -90,6 +106,7 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
             }
             text(out, &tw);
         }
+        Report::Http(r) => pack_http(r, out),
         // Interval samples are a few per second, rrul's probes a hundred: their text is small,
         // and the text writer stays the one place that formats them.
         Report::Stream(_) | Report::Rrul(_) => {
@@ -99,6 +116,87 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// An http run: every request as `tcplab_load::samples` writes it (stamps relative to the
+/// first intended start, `-` for what did not happen; class and error as labels), then the
+/// client's and the server's TIME_WAIT samples as text.
+fn pack_http(r: &tcplab_load::http::result::HttpResult, out: &mut Vec<u8>) {
+    use tcplab_load::http::parse::ErrorKind;
+    use tcplab_load::http::result::{HttpSample, NONE};
+    text(out, "# tcplab-samples 1 workload=http\n");
+    let t0 = r.samples.first().map_or(0, |s| s.intended_ns);
+    let header = format!(
+        "# section=request t0_ns={t0} columns=seq,intended_ns,start_ns,connected_ns,first_byte_ns,done_ns,status,class,error,bytes\n"
+    );
+    // A stamp of 0 (it did not happen) prints `-`; the others, offset by one ([`OPTIONAL`]).
+    let stamp = |f: fn(&HttpSample) -> u64| -> Vec<u64> {
+        r.samples
+            .iter()
+            .map(|s| match f(s) {
+                0 => 0,
+                v => v.saturating_sub(t0) + 1,
+            })
+            .collect()
+    };
+    let num = |f: fn(&HttpSample) -> u64| -> Vec<u64> { r.samples.iter().map(f).collect() };
+    let cols = [
+        stamp(|s| s.intended_ns),
+        stamp(|s| s.start_ns),
+        stamp(|s| s.connected_ns),
+        stamp(|s| s.first_byte_ns),
+        stamp(|s| s.done_ns),
+        num(|s| u64::from(s.status)),
+        num(|s| u64::from(s.bytes)),
+    ];
+    let class = labels_of(r.samples.iter().map(|s| s.class), |c| match c {
+        NONE => "-".into(),
+        c => c.to_string(),
+    });
+    let error = labels_of(r.samples.iter().map(|s| s.error), |e| {
+        ErrorKind::ALL
+            .get(usize::from(e))
+            .map_or("-", |k| k.name())
+            .into()
+    });
+    let (o, n) = (
+        |i: usize| Column::Optional(&cols[i]),
+        |i: usize| Column::Numbers(&cols[i], 0),
+    );
+    labelled_table(
+        out,
+        &header,
+        &[o(0), o(1), o(2), o(3), o(4), n(5), class, error, n(6)],
+    );
+    let mut tw = String::from("# section=time_wait host=client columns=t_s,count\n");
+    for (t, n) in &r.time_wait.samples {
+        tw.push_str(&format!("{t:.6},{n}\n"));
+    }
+    if let Some(server) = &r.server_time_wait {
+        tw.push_str("# section=time_wait host=server columns=t_s,count\n");
+        for (t, n) in &server.samples {
+            tw.push_str(&format!("{t:.6},{n}\n"));
+        }
+    }
+    text(out, &tw);
+}
+
+/// A label column of byte-sized codes: each distinct code's label once, in order of first
+/// appearance, and each row's index into them.
+fn labels_of(codes: impl Iterator<Item = u8>, label: impl Fn(u8) -> String) -> Column<'static> {
+    let mut slot = [u64::MAX; 256];
+    let mut labels = Vec::new();
+    let index = codes
+        .map(|c| {
+            let s = &mut slot[usize::from(c)];
+            if *s == u64::MAX {
+                *s = labels.len() as u64;
+                labels.push(label(c));
+            }
+            *s
+        })
+        .collect();
+    Column::Labels(labels, index)
 }
 
 /// True when `blob` (decompressed) is in the packed format.
@@ -111,9 +209,9 @@ pub fn unpack(blob: &[u8]) -> Result<Vec<u8>, String> {
     if !is_packed(blob) {
         return Err("not a packed samples blob (no TLSP magic)".into());
     }
-    if blob[MAGIC.len()] != VERSION {
+    if !(PLAIN_VERSION..=VERSION).contains(&blob[MAGIC.len()]) {
         return Err(format!(
-            "packed samples version {}, this tcplab reads {VERSION}",
+            "packed samples version {}, this tcplab reads {PLAIN_VERSION} to {VERSION}",
             blob[MAGIC.len()]
         ));
     }
@@ -128,20 +226,50 @@ pub fn unpack(blob: &[u8]) -> Result<Vec<u8>, String> {
                 let len = r.len()?;
                 out.extend_from_slice(r.take(len)?);
             }
-            TABLE => unpack_table(&mut r, &mut out)?,
+            TABLE => unpack_table(&mut r, &mut out, false)?,
+            LABELLED => unpack_table(&mut r, &mut out, true)?,
             tag => return Err(format!("unknown chunk tag {tag} at byte {}", r.pos - 1)),
         }
     }
     Ok(out)
 }
 
-fn unpack_table(r: &mut Reader<'_>, out: &mut Vec<u8>) -> Result<(), String> {
+/// How a column of a table prints.
+enum Kind<'a> {
+    /// Its numbers.
+    Numbers,
+    /// `-` for 0, else the number less one.
+    Optional,
+    /// The label each number indexes.
+    Labels(Vec<&'a [u8]>),
+}
+
+/// A [`TABLE`] chunk, or with `labelled` a [`LABELLED`] one, back to its text.
+fn unpack_table(r: &mut Reader<'_>, out: &mut Vec<u8>, labelled: bool) -> Result<(), String> {
     let header_len = r.len()?;
     out.extend_from_slice(r.take(header_len)?);
     let ncols = r.len()?;
     let nrows = r.len()?;
     let mut cols = Vec::with_capacity(ncols);
+    let mut kinds: Vec<Kind<'_>> = Vec::with_capacity(ncols);
     for _ in 0..ncols {
+        kinds.push(match labelled {
+            false => Kind::Numbers,
+            true => match r.byte()? {
+                NUMBERS => Kind::Numbers,
+                OPTIONAL => Kind::Optional,
+                LABELS => {
+                    let n = r.len()?;
+                    let mut labels = Vec::with_capacity(n.min(256));
+                    for _ in 0..n {
+                        let len = r.len()?;
+                        labels.push(r.take(len)?);
+                    }
+                    Kind::Labels(labels)
+                }
+                t => return Err(format!("unknown column type {t} at byte {}", r.pos - 1)),
+            },
+        });
         let len = r.len()?;
         if len > nrows {
             return Err(format!(
@@ -159,12 +287,24 @@ fn unpack_table(r: &mut Reader<'_>, out: &mut Vec<u8>) -> Result<(), String> {
     for i in 0..nrows {
         // Writing into a Vec cannot fail.
         let _ = write!(out, "{i}");
-        for col in &cols {
-            match col.get(i) {
-                Some(v) => {
+        for (col, kind) in cols.iter().zip(&kinds) {
+            match (col.get(i), kind) {
+                (Some(v), Kind::Numbers) => {
                     let _ = write!(out, ",{v}");
                 }
-                None => out.extend_from_slice(b",-"),
+                (Some(0), Kind::Optional) => out.extend_from_slice(b",-"),
+                (Some(v), Kind::Optional) => {
+                    let _ = write!(out, ",{}", v - 1);
+                }
+                (Some(&v), Kind::Labels(labels)) => {
+                    let label = usize::try_from(v)
+                        .ok()
+                        .and_then(|v| labels.get(v))
+                        .ok_or_else(|| format!("label {v} of {} in row {i}", labels.len()))?;
+                    out.push(b',');
+                    out.extend_from_slice(label);
+                }
+                (None, _) => out.extend_from_slice(b",-"),
             }
         }
         out.push(b'\n');
@@ -194,16 +334,67 @@ fn table(out: &mut Vec<u8>, header: &str, cols: &[(&[u64], u64)]) {
         cols.iter().map(|c| c.0.len()).max().unwrap_or(0) as u64,
     );
     for &(col, t0) in cols {
-        out.reserve(col.len() * 2 + 10);
-        put_varint(out, col.len() as u64);
-        let mut prev = 0i128;
-        for &v in col {
-            let v = i128::from(v.saturating_sub(t0));
-            let d = v - prev;
-            prev = v;
-            // Values are ns offsets within one run: a difference always fits in an i64.
-            put_varint(out, zigzag(i64::try_from(d).unwrap_or(i64::MAX)));
+        put_column(out, col, t0);
+    }
+}
+
+/// A column of a section with labels.
+enum Column<'a> {
+    /// Numbers, each written as `value - t0` (saturating at zero).
+    Numbers(&'a [u64], u64),
+    /// Numbers that may be missing in any row: 0 prints `-`, any other value that less one.
+    Optional(&'a [u64]),
+    /// The distinct labels, and each row's index into them.
+    Labels(Vec<String>, Vec<u64>),
+}
+
+/// A section with label columns; raises the blob's version to [`VERSION`], since a reader
+/// before label tables cannot read it.
+fn labelled_table(out: &mut Vec<u8>, header: &str, cols: &[Column<'_>]) {
+    out[MAGIC.len()] = VERSION;
+    out.push(LABELLED);
+    put_varint(out, header.len() as u64);
+    out.extend_from_slice(header.as_bytes());
+    put_varint(out, cols.len() as u64);
+    let rows = cols.iter().map(|c| match c {
+        Column::Numbers(v, _) | Column::Optional(v) => v.len(),
+        Column::Labels(_, v) => v.len(),
+    });
+    put_varint(out, rows.max().unwrap_or(0) as u64);
+    for col in cols {
+        match col {
+            Column::Numbers(v, t0) => {
+                out.push(NUMBERS);
+                put_column(out, v, *t0);
+            }
+            Column::Optional(v) => {
+                out.push(OPTIONAL);
+                put_column(out, v, 0);
+            }
+            Column::Labels(labels, index) => {
+                out.push(LABELS);
+                put_varint(out, labels.len() as u64);
+                for l in labels {
+                    put_varint(out, l.len() as u64);
+                    out.extend_from_slice(l.as_bytes());
+                }
+                put_column(out, index, 0);
+            }
         }
+    }
+}
+
+/// One column: its length, then the differences between consecutive `value - t0`.
+fn put_column(out: &mut Vec<u8>, col: &[u64], t0: u64) {
+    out.reserve(col.len() * 2 + 10);
+    put_varint(out, col.len() as u64);
+    let mut prev = 0i128;
+    for &v in col {
+        let v = i128::from(v.saturating_sub(t0));
+        let d = v - prev;
+        prev = v;
+        // Values are ns offsets within one run: a difference always fits in an i64.
+        put_varint(out, zigzag(i64::try_from(d).unwrap_or(i64::MAX)));
     }
 }
 
@@ -381,6 +572,101 @@ mod tests {
         assert_eq!(String::from_utf8(unpack(&packed).unwrap()).unwrap(), want);
     }
 
+    fn http() -> Report {
+        use tcplab_load::http::result::{HttpResult, HttpSample, NONE};
+        let t0 = 9_000_000_000u64;
+        let samples = (0..2_000u64)
+            .map(|i| {
+                let start = t0 + i * 700_000;
+                // Every 7th request reused its connection (no connect), every 50th failed
+                // (a reset: no response), every 333rd asked for a path outside the set.
+                let (reused, failed) = (i % 7 == 3, i % 50 == 49);
+                HttpSample {
+                    intended_ns: start,
+                    start_ns: start + 2_000,
+                    connected_ns: if reused { 0 } else { start + 60_000 + i % 11 },
+                    first_byte_ns: if failed { 0 } else { start + 250_000 + i % 97 },
+                    done_ns: start + 400_000 + (i * 31) % 5_000,
+                    status: if failed { 0 } else { 200 },
+                    class: if i % 333 == 0 { NONE } else { (i % 4) as u8 },
+                    error: if failed { 1 } else { NONE },
+                    bytes: if failed {
+                        0
+                    } else {
+                        102 + (i % 9) as u32 * 1024
+                    },
+                }
+            })
+            .collect();
+        let mut r = HttpResult {
+            samples,
+            ..Default::default()
+        };
+        r.time_wait.samples = vec![(0.1, 40), (0.2, 900)];
+        let mut server = r.time_wait.clone();
+        server.samples = vec![(0.1, 2)];
+        r.server_time_wait = Some(server);
+        Report::Http(r)
+    }
+
+    #[test]
+    fn http_requests_unpack_to_the_text_writers_bytes_labels_and_all() {
+        let report = http();
+        let want = text_of(&report);
+        let (got, packed) = roundtrip(&report);
+        assert_eq!(got, want);
+        assert!(
+            got.contains(",reset,0\n") && got.contains(",200,-,-,"),
+            "labels"
+        );
+        assert!(
+            got.contains("\n0,0,2000,") && got.contains("\n3,2100000,2102000,-,2350003,"),
+            "stamps, and `-` for a connect that did not happen"
+        );
+        assert!(got.contains("host=server"), "the server's TIME_WAIT");
+        assert!(
+            want.len() > packed * 3,
+            "text {} vs packed {packed}",
+            want.len()
+        );
+        // Only a blob with a label table needs a reader of version 2; the others stay 1.
+        let mut blob = Vec::new();
+        pack(&msgs(10), &mut blob).unwrap();
+        assert_eq!(blob[4], 1);
+        pack(&report, &mut blob).unwrap();
+        assert_eq!(blob[4], 2);
+        let both = String::from_utf8(unpack(&blob).unwrap()).unwrap();
+        assert_eq!(both, text_of(&msgs(10)) + &want);
+        // An http run with no request (every connect failed before a sample) still packs.
+        let empty = Report::Http(Default::default());
+        assert_eq!(roundtrip(&empty).0, text_of(&empty));
+    }
+
+    #[test]
+    fn damaged_label_tables_are_errors_not_panics() {
+        let mut blob = Vec::new();
+        pack(&http(), &mut blob).unwrap();
+        for cut in [6, 30, 60, blob.len() / 2, blob.len() - 1] {
+            assert!(unpack(&blob[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut blob = MAGIC.to_vec();
+        blob.push(PLAIN_VERSION);
+        let header = "# section=x columns=seq,a\n";
+        labelled_table(
+            &mut blob,
+            header,
+            &[Column::Labels(vec!["a".into()], vec![0, 1])],
+        );
+        assert_eq!(blob[4], VERSION);
+        let e = unpack(&blob).unwrap_err();
+        assert!(e.contains("label 1 of 1 in row 1"), "{e}");
+        // The column type byte follows the chunk tag, header, ncols and nrows.
+        let at = MAGIC.len() + 1 + 1 + 1 + header.len() + 2;
+        blob[at] = 7;
+        let e = unpack(&blob).unwrap_err();
+        assert!(e.contains("unknown column type 7"), "{e}");
+    }
+
     #[test]
     fn stream_samples_are_kept_as_their_text() {
         let report = Report::Stream(Default::default());
@@ -398,6 +684,12 @@ mod tests {
         let mut bad = packed.clone();
         bad[4] = 9;
         assert!(unpack(&bad).unwrap_err().contains("version 9"));
+        bad[4] = 2;
+        assert_eq!(
+            unpack(&bad),
+            unpack(&packed),
+            "version 2 reads version 1's chunks"
+        );
         assert_eq!(zigzag(-1), 1);
         assert_eq!(unzigzag(zigzag(i64::MIN)), i64::MIN);
         assert_eq!(unzigzag(zigzag(123_456_789)), 123_456_789);

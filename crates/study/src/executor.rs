@@ -20,6 +20,10 @@ use crate::runner::{Executor, Fidelity, RunError, RunOutcome, RunTiming};
 use crate::scenario::Reset;
 use crate::workload::{self, MsgPattern, StreamDirection, Workload, WorkloadKind};
 
+/// The live-interval period handed to the HTTP run; nothing listens (a study keeps the
+/// per-request samples instead), so it only has to be valid.
+const HTTP_INTERVAL_MS: u64 = 1_000;
+
 /// Runs every planned run in real labs.
 #[derive(Debug)]
 pub struct LabExecutor {
@@ -157,6 +161,7 @@ impl Executor for LabExecutor {
         let lab_s = start.elapsed().as_secs_f64();
         let facts = session.facts()?;
         let addr = session.addr();
+        let hosts = (session.client().to_string(), session.server().to_string());
         let (client, lab) = session.client_and_lab()?;
         let first = lab.emulator_status().ok();
         // Each workload is judged on its own frames, for what its figures need: a stream's
@@ -165,10 +170,26 @@ impl Executor for LabExecutor {
         let mut verdicts = Vec::new();
         let collected = run_workloads(&run.config.settings.workloads, |w| {
             let before = lab.emulator_status().ok();
-            let (w, facts) = (w.clone(), facts.clone());
-            let report = client
-                .run(move || run_workload(&w, addr, facts))
-                .map_err(|e| tcplab_load::LoadError::Lab(e.to_string()))??;
+            let report = match &w.kind {
+                // The web server is started in the server host for the run and the client's
+                // event loops in the client host, by the load crate itself: the session's
+                // tcplab server and kept client thread have no part in it.
+                WorkloadKind::Http(p) => tcplab_load::http::run::run_in_lab(
+                    lab,
+                    &hosts.0,
+                    &hosts.1,
+                    &p.lab_server(),
+                    &p.config(sock_opts(&w.socket)),
+                    HTTP_INTERVAL_MS,
+                    None,
+                )?,
+                _ => {
+                    let (w, facts) = (w.clone(), facts.clone());
+                    client
+                        .run(move || run_workload(&w, addr, facts))
+                        .map_err(|e| tcplab_load::LoadError::Lab(e.to_string()))??
+                }
+            };
             if let Some(b) = &before {
                 let after = lab.emulator_status().ok();
                 let verdict = tcplab_load::lab::judge_workload(&report, b, after.as_ref());
@@ -253,6 +274,9 @@ pub(crate) fn run_workloads(
             format!("workload.{i}.")
         };
         flatten(&prefix, &doc["summary"], &mut out.metrics);
+        if matches!(report, Report::Http(_)) {
+            http_evidence(&prefix, &doc, &mut out.metrics);
+        }
         if doc["complete"] == false {
             return Err(RunError::Failed(format!(
                 "incomplete: {}",
@@ -274,7 +298,7 @@ pub(crate) fn run_workloads(
 
 /// A workload's own measured time, s: msgs from the first write to the later of the last
 /// write's return and the last message's arrival (what is still in flight is the workload's
-/// too); stream, rr and crr the client's elapsed time; rrul its probes' (the whole span).
+/// too); stream, rr, crr and http the client's elapsed time; rrul its probes' (the whole span).
 pub fn own_time(report: &Report) -> f64 {
     match report {
         Report::Msgs(r) => r
@@ -291,6 +315,7 @@ pub fn own_time(report: &Report) -> f64 {
         Report::Rr(r) => r.points.iter().map(|p| p.elapsed_s).sum(),
         Report::Crr(r) => r.elapsed_s,
         Report::Rrul(r) => r.probes.points.iter().map(|p| p.elapsed_s).sum(),
+        Report::Http(r) => r.elapsed_s,
     }
 }
 
@@ -308,7 +333,8 @@ pub fn harness_split(report: &Report) -> RunTiming {
     t
 }
 
-/// Runs one workload from the client thread against `target`.
+/// Runs one workload from the client thread against `target` (a `tcplab serve` address); an
+/// http workload needs the lab itself and is refused here ([`HTTP_NEEDS_LAB`]).
 pub fn run_workload(
     w: &Workload,
     target: SocketAddr,
@@ -374,8 +400,17 @@ pub fn run_workload(
             };
             tcplab_load::stream::run_client(&cfg, target, facts, None).map(Report::Stream)
         }
+        WorkloadKind::Http(_) => Err(tcplab_load::LoadError::Config {
+            flag: "to",
+            reason: HTTP_NEEDS_LAB.into(),
+        }),
     }
 }
+
+/// Why an http workload cannot run against a `tcplab serve` address: the web server is
+/// started in the lab's server host for each run, and `tcplab serve` serves tcplab's own
+/// protocol, not HTTP, to a study.
+pub const HTTP_NEEDS_LAB: &str = "an http workload runs in a lab, which starts the web server in its server host for each run; a study against `tcplab serve` cannot run it (drop --to/--hosts), and a remote web server is measured with `tcplab http --to ADDR[:PORT]`";
 
 /// The scenario's socket options as the workloads take them (unset: the kernel's default).
 fn sock_opts(s: &workload::SockOpts) -> tcplab_load::sockopt::SockOpts {
@@ -389,6 +424,40 @@ fn sock_opts(s: &workload::SockOpts) -> tcplab_load::sockopt::SockOpts {
         notsent_lowat: s.notsent_lowat,
         rto_min_us: s.rto_min_us,
         delack_max_us: s.delack_max_us,
+    }
+}
+
+/// The server host's kernel counters an http run's metrics always carry (0 when they did not
+/// move): an accept queue that overflowed and SYN cookies sent instead of queueing, what seed
+/// 003's somaxconn and syncookies factors act on, and the TIME_WAIT sockets the server entered
+/// (`TcpExt.TW`, counted when one starts its full timeout), which `server_time_wait.max` falls
+/// short of when new SYNs take over TIME_WAIT sockets of the same ports.
+const HTTP_SERVER_COUNTERS: &[&str] = &[
+    "TcpExt.ListenOverflows",
+    "TcpExt.ListenDrops",
+    "TcpExt.SyncookiesSent",
+    "TcpExt.SyncookiesRecv",
+    "TcpExt.TCPReqQFullDrop",
+    "TcpExt.TCPReqQFullDoCookies",
+    "TcpExt.TW",
+];
+
+/// Seed 003's evidence beside an http run's summary: TIME_WAIT on both hosts, SYNs sent again,
+/// errors by kind (EADDRNOTAVAIL among them) and the server's accept-queue counters. Not in
+/// the load crate's `summary` (which is what `tcplab http` prints first), but what tells a
+/// throughput loss from port exhaustion, a full accept queue or SYNs lost to TIME_WAIT.
+fn http_evidence(prefix: &str, doc: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+    for key in ["time_wait", "server_time_wait", "syn_retrans"] {
+        flatten(&format!("{prefix}{key}."), &doc[key], out);
+    }
+    let mut errors = doc["errors_total"].clone();
+    if let Some(map) = errors.as_object_mut() {
+        map.remove("second");
+    }
+    flatten(&format!("{prefix}errors_total."), &errors, out);
+    for key in HTTP_SERVER_COUNTERS {
+        let moved = doc["server_counters"][*key].as_f64().unwrap_or(0.0);
+        out.insert(format!("{prefix}server.{key}"), moved);
     }
 }
 
@@ -428,6 +497,7 @@ fn kind_of(report: &Report) -> &'static str {
         Report::Rr(_) => "rr",
         Report::Crr(_) => "crr",
         Report::Rrul(_) => "rrul",
+        Report::Http(_) => "http",
     }
 }
 
@@ -458,6 +528,62 @@ mod tests {
             reasons: reasons.iter().map(|r| r.to_string()).collect(),
             need: Some(need),
         }
+    }
+
+    #[test]
+    fn an_http_run_gives_its_summary_and_seed_003s_evidence_as_metrics() {
+        use tcplab_load::crr::TimeWait;
+        use tcplab_load::http::result::{HttpResult, HttpSample};
+        let mut r = HttpResult {
+            elapsed_s: 2.5,
+            samples: vec![HttpSample {
+                intended_ns: 5,
+                done_ns: 9,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        r.meta.complete = true;
+        r.summary.ops_per_s = Some(612.0);
+        r.summary.mean_response_ms = Some(13.2);
+        r.summary.errors = 3;
+        r.time_wait.max = 950;
+        r.server_time_wait = Some(TimeWait {
+            max: 12,
+            ..Default::default()
+        });
+        r.errors_total.connect = 3;
+        r.errors_total.addrnotavail = 3;
+        r.server_counters.insert("TcpExt.ListenOverflows".into(), 7);
+        let report = Report::Http(r);
+        assert_eq!((kind_of(&report), own_time(&report)), ("http", 2.5));
+        let w = Workload::from_table(toml::from_str("kind = 'http'\n").unwrap()).unwrap();
+        let c = run_workloads(&[w.clone(), w], |_| Ok(report.clone())).unwrap();
+        let m = &c.metrics;
+        assert_eq!(m["ops_per_s"], 612.0);
+        assert_eq!(m["mean_response_ms"], 13.2);
+        assert_eq!(m["errors"], 3.0);
+        assert_eq!(m["time_wait.max"], 950.0);
+        assert_eq!(m["server_time_wait.max"], 12.0);
+        assert_eq!(m["errors_total.addrnotavail"], 3.0);
+        assert!(!m.contains_key("errors_total.second"));
+        assert_eq!(m["server.TcpExt.ListenOverflows"], 7.0);
+        assert_eq!(
+            m["server.TcpExt.SyncookiesSent"], 0.0,
+            "present when it did not move"
+        );
+        assert_eq!(m["workload.1.ops_per_s"], 612.0);
+        assert_eq!(c.workload_s, 5.0);
+        assert!(!c.samples.is_empty());
+    }
+
+    #[test]
+    fn an_http_workload_against_a_tcplab_server_is_refused_as_a_configuration() {
+        let w = Workload::from_table(toml::from_str("kind = 'http'\n").unwrap()).unwrap();
+        let addr: SocketAddr = "198.18.0.1:9".parse().unwrap();
+        let e = run_workload(&w, addr, serde_json::Value::Null).unwrap_err();
+        assert!(e.to_string().contains("tcplab http --to"), "{e}");
+        assert!(matches!(load_error(e), RunError::Rejected(_)));
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub struct LabSession {
     pub config_id: usize,
     lab: Lab,
     client: String,
+    server: String,
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     serving: Option<JoinHandle<tcplab_load::Result<()>>>,
@@ -83,6 +84,7 @@ impl LabSession {
             .spawn("tcplab-serve", move || srv.serve(&flag, None))
             .map_err(failed)?;
         let link = lab.spec().emulation.as_ref().map(|e| e.link.clone());
+        let server = server.to_string();
         Ok(LabSession {
             facts: None,
             flushers: Vec::new(),
@@ -92,6 +94,7 @@ impl LabSession {
             link,
             lab,
             client,
+            server,
             addr,
             stop,
             serving: Some(serving),
@@ -113,6 +116,11 @@ impl LabSession {
     /// The host the client runs in.
     pub fn client(&self) -> &str {
         &self.client
+    }
+
+    /// The host the server runs in (an http workload starts its web server there).
+    pub fn server(&self) -> &str {
+        &self.server
     }
 
     /// The thread kept in the client host, started at the first call.

@@ -6,7 +6,8 @@
 //! (journaled there, restored after the run, and by the agent itself when the lease runs out
 //! because this process vanished). Anything else a lab would apply (client sysctls, link
 //! impairments, a topology) is rejected with the reason, so a study can never silently measure
-//! the remote path with settings it did not apply.
+//! the remote path with settings it did not apply; so is an http workload, whose web server a
+//! lab starts ([`needs_lab_for`]).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -14,10 +15,11 @@ use std::time::{Duration, Instant};
 use tcplab_load::auth::ClientAuth;
 use tcplab_load::remote::SysctlHold;
 
-use crate::executor::{run_workload, run_workloads};
+use crate::executor::{HTTP_NEEDS_LAB, run_workload, run_workloads};
 use crate::plan::PlannedRun;
 use crate::runner::{Executor, Fidelity, RunError, RunOutcome};
 use crate::scenario::LabSection;
+use crate::workload::{Workload, WorkloadKind};
 
 /// Runs every planned run against `tcplab serve` at one address.
 #[derive(Debug, Clone)]
@@ -93,9 +95,20 @@ pub fn needs_lab(lab: &LabSection, host_sysctl: bool) -> Option<String> {
     None
 }
 
+/// Why a configuration's workloads cannot run against a remote `tcplab serve`, if they cannot:
+/// an http workload starts its web server in a lab's server host.
+pub fn needs_lab_for(workloads: &[Workload]) -> Option<String> {
+    workloads.iter().enumerate().find_map(|(i, w)| {
+        matches!(w.kind, WorkloadKind::Http(_))
+            .then(|| format!("workload {i} (http): {HTTP_NEEDS_LAB}"))
+    })
+}
+
 impl Executor for RemoteExecutor {
     fn run(&mut self, run: &PlannedRun) -> Result<RunOutcome, RunError> {
-        if let Some(why) = needs_lab(&run.config.settings.lab, self.sysctl_auth.is_some()) {
+        if let Some(why) = needs_lab(&run.config.settings.lab, self.sysctl_auth.is_some())
+            .or_else(|| needs_lab_for(&run.config.settings.workloads))
+        {
             return Err(RunError::Rejected(why));
         }
         let start = Instant::now();
@@ -161,6 +174,17 @@ mod tests {
         assert!(why.contains("coordinator"), "{why}");
         let why = needs_lab(&lab("[link]\ndelay = \"10ms\"\n"), true).unwrap();
         assert!(why.contains("impairments"), "{why}");
+    }
+
+    #[test]
+    fn an_http_workload_is_refused_with_the_command_that_measures_a_remote_web_server() {
+        let w = |text: &str| Workload::from_table(toml::from_str(text).unwrap()).unwrap();
+        assert_eq!(needs_lab_for(&[w("kind = 'crr'\n")]), None);
+        let why = needs_lab_for(&[w("kind = 'rr'\n"), w("kind = 'http'\n")]).unwrap();
+        assert!(
+            why.starts_with("workload 1 (http): ") && why.contains("tcplab http --to"),
+            "{why}"
+        );
     }
 
     #[test]

@@ -422,7 +422,7 @@ impl ScenarioFile {
         if s.workloads.is_empty() {
             out.push(self.diagnostic(
                 &key("workload"),
-                "add at least one [[workload]] (kind = stream, msgs, rr or crr)",
+                "add at least one [[workload]] (kind = stream, msgs, rr, crr or http)",
             ));
         }
         if s.repetitions == 0 {

@@ -1,5 +1,5 @@
-//! `[[workload]]` entries: a `kind` (stream, msgs, rr, crr), its parameters and the socket
-//! options, all as plain fields of one table.
+//! `[[workload]]` entries: a `kind` (stream, msgs, rr, crr, http), its parameters and the
+//! socket options, all as plain fields of one table.
 //!
 //! serde cannot both flatten the socket options into each kind and reject unknown fields, so
 //! [`Workload`] deserializes the table itself: it moves the socket keys aside, rejects any key
@@ -9,6 +9,10 @@
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+mod http;
+
+pub use http::HttpParams;
 
 /// A duration as written (`10s`, `250ms`), checked with the emulator's parser when read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -248,6 +252,8 @@ pub enum WorkloadKind {
     Rr(RrParams),
     /// Connection rate.
     Crr(CrrParams),
+    /// HTTP/1.1 requests against a web server in the lab.
+    Http(HttpParams),
 }
 
 /// Socket options of a workload; unset options leave the kernel's default.
@@ -365,17 +371,39 @@ pub fn keys_of(kind: &str) -> Option<&'static [&'static str]> {
         "delack_max_us",
         "rto_min_us",
     ];
+    const HTTP: &[&str] = &[
+        "kind",
+        "connections",
+        "requests_per_connection",
+        "close",
+        "rate",
+        "duration",
+        "count",
+        "server",
+        "dirs",
+        "urls",
+        "nodelay",
+        "cork",
+        "quickack",
+        "congestion",
+        "sndbuf",
+        "rcvbuf",
+        "notsent_lowat",
+        "delack_max_us",
+        "rto_min_us",
+    ];
     match kind {
         "stream" => Some(STREAM),
         "msgs" => Some(MSGS),
         "rr" => Some(RR),
         "crr" => Some(CRR),
+        "http" => Some(HTTP),
         _ => None,
     }
 }
 
 /// The workload kinds, for error messages.
-pub const KINDS: &[&str] = &["stream", "msgs", "rr", "crr"];
+pub const KINDS: &[&str] = &["stream", "msgs", "rr", "crr", "http"];
 
 /// One `[[workload]]` entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -394,6 +422,7 @@ impl Workload {
             WorkloadKind::Msgs(_) => "msgs",
             WorkloadKind::Rr(_) => "rr",
             WorkloadKind::Crr(_) => "crr",
+            WorkloadKind::Http(_) => "http",
         }
     }
 
@@ -417,11 +446,13 @@ impl Workload {
             Some(toml::Value::String(s)) => s.clone(),
             Some(other) => {
                 return Err(format!(
-                    "invalid type: {}, expected one of `stream`, `msgs`, `rr`, `crr` for `kind`",
+                    "invalid type: {}, expected one of `stream`, `msgs`, `rr`, `crr`, `http` for `kind`",
                     other.type_str()
                 ));
             }
-            None => return Err("missing field `kind` (stream, msgs, rr or crr)".to_string()),
+            None => {
+                return Err("missing field `kind` (stream, msgs, rr, crr or http)".to_string());
+            }
         };
         let Some(allowed) = keys_of(&kind) else {
             return Err(
@@ -445,12 +476,15 @@ impl Workload {
         let socket: SockOpts = toml::Value::Table(sock)
             .try_into()
             .map_err(|e: toml::de::Error| e.message().to_string())?;
+        if let WorkloadKind::Http(p) = &kind {
+            p.check()?;
+        }
         Ok(Workload { kind, socket })
     }
 
     /// A rough duration of one run of this workload, for `--dry-run` estimates: the stated
     /// duration, or for counted workloads an assumed cost (msgs: 10 µs per message; crr:
-    /// 100 µs per connection per parallel client).
+    /// 100 µs per connection per parallel client; http: 200 µs per request per connection).
     pub fn estimated_secs(&self) -> f64 {
         match &self.kind {
             WorkloadKind::Stream(p) => match p.bytes {
@@ -469,12 +503,13 @@ impl Workload {
                 }
                 None => p.duration.secs(),
             },
+            WorkloadKind::Http(p) => p.estimated_secs(),
         }
     }
 
-    /// The same workload at a reduced size (`--quick`): durations, message and connection
-    /// counts and stream bytes are multiplied by `factor`, with floors of 200 ms, 1,000
-    /// messages, 100 connections and 1 MB so a quick run still measures something.
+    /// The same workload at a reduced size (`--quick`): durations, message, connection and
+    /// request counts and stream bytes are multiplied by `factor`, with floors of 200 ms, 1,000
+    /// messages, 100 connections or requests and 1 MB so a quick run still measures something.
     pub fn scaled(&self, factor: f64) -> Workload {
         let dur = |d: &DurationText| {
             let ns = (d.ns() as f64 * factor).max(200e6).min(d.ns() as f64);
@@ -496,6 +531,11 @@ impl Workload {
                 ..p.clone()
             }),
             WorkloadKind::Crr(p) => WorkloadKind::Crr(CrrParams {
+                duration: dur(&p.duration),
+                count: p.count.map(|n| count(n, 100)),
+                ..p.clone()
+            }),
+            WorkloadKind::Http(p) => WorkloadKind::Http(HttpParams {
                 duration: dur(&p.duration),
                 count: p.count.map(|n| count(n, 100)),
                 ..p.clone()

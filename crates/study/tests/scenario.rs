@@ -332,6 +332,8 @@ fn shipped_examples_parse_and_expand() {
     assert_eq!(sizes.get("permessage.toml"), Some(&4));
     assert_eq!(sizes.get("timewait.toml"), Some(&9));
     assert_eq!(sizes.get("stall41.toml"), Some(&10));
+    // 2 port ranges x 2 tw_reuse x 2 somaxconn x 2 syncookies; the baseline is a grid point.
+    assert_eq!(sizes.get("specweb96.toml"), Some(&16));
 }
 
 #[test]

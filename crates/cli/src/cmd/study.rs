@@ -140,6 +140,7 @@ fn remote_target(
     }
     for c in &plan.configurations {
         if let Some(why) = tcplab_study::remote::needs_lab(&c.settings.lab, fleet.allow_host_sysctl)
+            .or_else(|| tcplab_study::remote::needs_lab_for(&c.settings.workloads))
         {
             anyhow::bail!("--to: configuration {} ({}): {why}", c.id, c.label);
         }
@@ -239,6 +240,7 @@ impl SweepArgs {
                             &c.settings.lab,
                             self.fleet.allow_host_sysctl,
                         )
+                        .or_else(|| tcplab_study::remote::needs_lab_for(&c.settings.workloads))
                     })
                     .flatten()
                 {

@@ -200,20 +200,20 @@ fn event_loop(plan: &Plan<'_>, index: u32, n: u32, rec: &mut LoopRecord) -> std:
             }
             let intended = if schedule.is_some() {
                 match due.pop_front() {
-                    Some(t) => t,
+                    Some(t) => Some(t),
                     None => {
                         waiting.push(i);
                         break;
                     }
                 }
             } else if !exhausted && plan.claim() {
-                now
+                None
             } else {
                 exhausted = true;
                 waiting.push(i);
                 break;
             };
-            start(plan, &ep, i, c, &mut mixer, intended, now, rec);
+            start(plan, &ep, i, c, &mut mixer, intended, rec);
             if conns[i].state == State::Idle {
                 waiting.push(i);
             }
@@ -291,18 +291,20 @@ fn event_loop(plan: &Plan<'_>, index: u32, n: u32, rec: &mut LoopRecord) -> std:
     Ok(())
 }
 
-/// Starts a request on an idle connection: a connect first if it has no socket.
-#[allow(clippy::too_many_arguments)]
+/// Starts a request on an idle connection: a connect first if it has no socket. `intended`
+/// is its scheduled start in an open loop; a closed loop's request starts now, stamped just
+/// before its connect or write so the loop's own turn is not counted against the server.
 fn start(
     plan: &Plan<'_>,
     ep: &impl AsFd,
     i: usize,
     c: &mut Conn,
     mixer: &mut Mixer,
-    intended: u64,
-    now: u64,
+    intended: Option<u64>,
     rec: &mut LoopRecord,
 ) {
+    let now = now_ns();
+    let intended = intended.unwrap_or(now);
     let target = mixer.draw();
     c.file = target.file;
     c.op = HttpSample {
