@@ -4,6 +4,9 @@
 # 64 connections, 2 client threads each; then tcplab's built-in server against nginx with the
 # same client. Each measurement gets a fresh pair lab, so no run inherits the TIME_WAIT sockets
 # of the one before (with a connection per request they fill the port range within seconds).
+# With keep-alive, a packet capture on the client's interface times every request on the wire
+# (request segment out to response segment in, per connection): each tool's p50 is shown beside
+# the wire's p50 of the same run, so a tool's own client-side time can be seen.
 # Usage: sudo benches/http.sh [SECONDS] [REPS]   (defaults 10 and 3).
 set -euo pipefail
 secs=${1:-10}
@@ -12,6 +15,7 @@ conns=64
 root=$(cd "$(dirname "$0")/.." && pwd)
 need=()
 command -v wrk >/dev/null || need+=(wrk)
+command -v tcpdump >/dev/null || need+=(tcpdump)
 [ -x /usr/sbin/nginx ] || need+=(nginx)
 if [ ${#need[@]} -gt 0 ]; then
   # Debian's nginx package starts a server on 0.0.0.0:80 unless policy-rc.d says no.
@@ -28,6 +32,7 @@ T="$root/target/release/tcplab"
 work=$(mktemp -d)
 export TCPLAB_STATE_DIR="$work/state"
 nginx_pid=
+cap_pid=
 cleanup() {
   [ -n "$nginx_pid" ] && kill -TERM "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null
   "$T" lab gc --all >/dev/null 2>&1 || true
@@ -89,6 +94,27 @@ import json,sys
 d=json.load(sys.stdin); s=d["summary"]
 print(round(s["ops_per_s"],1), round(s["response_us"]["p50"],1), s["errors"])'
 }
+# The wire's p50 (µs) of the capture in $work/cap.pcap.
+wire_p50() {
+  tcpdump -nn -tt -r "$work/cap.pcap" 2>/dev/null | python3 -c '
+import re,sys,statistics
+pat=re.compile(r"^(\d+\.\d+) IP \S+\.(\d+) > \S+\.(\d+): .* length (\d+)")
+pending={}; last={}; lat=[]
+for line in sys.stdin:
+    m=pat.match(line)
+    if not m or m[4]=="0": continue
+    t,sp,dp=float(m[1]),m[2],m[3]
+    if dp=="'$PORT'":
+        if sp in last and sp in pending: lat.append(last.pop(sp)-pending.pop(sp))
+        pending[sp]=t
+    elif sp=="'$PORT'": last[dp]=t
+print(round(statistics.median(lat)*1e6,1) if lat else 0)'
+}
+capture() {
+  "$T" lab exec --lab hb client -- timeout $((secs + 3)) tcpdump -i eth0 -nn -s 96 -w "$work/cap.pcap" "tcp port $PORT" 2>/dev/null &
+  cap_pid=$!
+  sleep 0.5
+}
 median() { python3 -c "import sys,statistics; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
 spread() { python3 -c "import sys; v=[float(x) for x in sys.argv[1:]]; print(f'{min(v):g}-{max(v):g}')" "$@"; }
 ratio() { python3 -c "print(round($1/$2, 3))"; }
@@ -98,15 +124,19 @@ echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs; $(wrk -v 2>&1 | head -1 | cut
 for mode in keepalive close; do
   wrk_args=(); tcplab_args=()
   if [ $mode = close ]; then wrk_args=(-H "Connection: close"); tcplab_args=(--close); fi
-  w_rps=(); w_p50=(); t_rps=(); t_p50=(); t_err=0
+  w_rps=(); w_p50=(); t_rps=(); t_p50=(); t_err=0; w_wire=(); t_wire=()
   for _ in $(seq "$reps"); do
     lab_with_nginx
+    [ $mode = keepalive ] && capture
     read -r r p < <(wrk_run "${wrk_args[@]}")
     w_rps+=("$r"); w_p50+=("$p")
+    if [ $mode = keepalive ]; then wait "$cap_pid" 2>/dev/null || true; w_wire+=("$(wire_p50)"); fi
     lab_down
     lab_with_nginx
+    [ $mode = keepalive ] && capture
     read -r r p e < <(tcplab_run "${tcplab_args[@]}")
     t_rps+=("$r"); t_p50+=("$p"); t_err=$((t_err + e))
+    if [ $mode = keepalive ]; then wait "$cap_pid" 2>/dev/null || true; t_wire+=("$(wire_p50)"); fi
     lab_down
   done
   wr=$(median "${w_rps[@]}"); tr=$(median "${t_rps[@]}")
@@ -114,6 +144,9 @@ for mode in keepalive close; do
   echo "$mode, $conns connections, 1 KB from nginx (median of $reps alternating runs [spread]):"
   echo "  requests/s: tcplab $tr [$(spread "${t_rps[@]}")], wrk $wr [$(spread "${w_rps[@]}")], ratio $(ratio "$tr" "$wr")"
   echo "  p50 latency µs: tcplab $tp [$(spread "${t_p50[@]}")], wrk $wp [$(spread "${w_p50[@]}")], ratio $(ratio "$tp" "$wp"); tcplab errors: $t_err"
+  if [ $mode = keepalive ]; then
+    echo "  p50 on the wire in the same runs µs: tcplab's runs $(median "${t_wire[@]}") [$(spread "${t_wire[@]}")] (tool/wire $(ratio "$tp" "$(median "${t_wire[@]}")")), wrk's runs $(median "${w_wire[@]}") [$(spread "${w_wire[@]}")] (tool/wire $(ratio "$wp" "$(median "${w_wire[@]}")"))"
+  fi
 done
 
 # The built-in server against nginx, tcplab's client on both, tcplab starting each server.
