@@ -102,17 +102,7 @@ impl CrrConfig {
                 ));
             }
         }
-        match (self.count, self.duration_ms) {
-            (None, None) => {
-                return Err(LoadError::config(
-                    "count",
-                    "give --count or --duration (every run is bounded)",
-                ));
-            }
-            (Some(0), _) => return Err(LoadError::config("count", "must be at least 1")),
-            (_, Some(0)) => return Err(LoadError::config("duration", "must be above 0 s")),
-            _ => {}
-        }
+        crate::error::check_bounds(self.count, self.duration_ms)?;
         if self.connect_timeout_ms == 0 {
             return Err(LoadError::config("connect-timeout", "must be above 0"));
         }
@@ -319,7 +309,9 @@ pub fn run_client_live(
     let reporter = on_interval.map(|cb| interval_reporter(&plan, syn0, cb));
     let (workers, time_wait, t_end) = with_reporter(interval_ms, reporter, || {
         std::thread::scope(|s| {
-            let sampler = s.spawn(|| sample_time_wait(&plan));
+            let sampler = s.spawn(|| {
+                sample_time_wait(&plan.stop, cfg.sample_ms, plan.t0, &plan.time_wait_now)
+            });
             let handles: Vec<_> = (0..cfg.concurrency)
                 .map(|_| s.spawn(|| worker(&plan)))
                 .collect();
@@ -540,21 +532,28 @@ fn worker(plan: &Plan<'_>) -> Worker {
     w
 }
 
-/// Samples the client namespace's TIME_WAIT count every `sample_ms` until the run stops.
-fn sample_time_wait(plan: &Plan<'_>) -> TimeWait {
-    let period = Duration::from_millis(plan.cfg.sample_ms);
+/// Samples the calling thread's namespace's TIME_WAIT count every `sample_ms` until `stop`
+/// (publishing the latest count in `now_count` for a live reporter), one last time after it.
+pub(crate) fn sample_time_wait(
+    stop: &AtomicBool,
+    sample_ms: u64,
+    t0: u64,
+    now_count: &AtomicU64,
+) -> TimeWait {
+    let period = Duration::from_millis(sample_ms);
     let mut tw = TimeWait {
         samples: Vec::with_capacity(1024),
         ..TimeWait::default()
     };
     loop {
-        let stopping = plan.stop.load(Ordering::Acquire);
+        let stopping = stop.load(Ordering::Acquire);
         if let Some(n) = sysinfo::count_time_wait() {
-            plan.time_wait_now.store(n, Ordering::Relaxed);
+            now_count.store(n, Ordering::Relaxed);
             tw.max = tw.max.max(n);
             tw.last = n;
             if tw.samples.len() < 36_000 {
-                tw.samples.push(((now_ns() - plan.t0) as f64 / 1e9, n));
+                tw.samples
+                    .push((now_ns().saturating_sub(t0) as f64 / 1e9, n));
             }
         }
         if stopping {
@@ -562,7 +561,7 @@ fn sample_time_wait(plan: &Plan<'_>) -> TimeWait {
         }
         // Sleep in short steps so the end of the run is seen (and sampled) promptly.
         let wake = now_ns() + period.as_nanos() as u64;
-        while !plan.stop.load(Ordering::Acquire) && now_ns() < wake {
+        while !stop.load(Ordering::Acquire) && now_ns() < wake {
             std::thread::sleep(Duration::from_millis(5).min(period));
         }
     }

@@ -34,16 +34,7 @@ where
 {
     let chost = lab.host(client_host).map_err(lab_err)?;
     let shost = lab.host(server_host).map_err(lab_err)?;
-    let ip: IpAddr = match (shost.ipv4(), shost.ipv6()) {
-        (Some(v4), _) => v4.into(),
-        (None, Some(v6)) => v6.into(),
-        (None, None) => {
-            return Err(LoadError::config(
-                "server",
-                format!("lab host {server_host:?} has no address"),
-            ));
-        }
-    };
+    let ip = host_ip(shost, server_host)?;
     let facts = Facts::collect(lab).map_err(lab_err).and_then(|f| {
         serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
     })?;
@@ -72,6 +63,18 @@ where
         }
         Ok(report)
     })
+}
+
+/// The address a server in lab host `host` (named `name`) listens on: its IPv4, else its IPv6.
+pub(crate) fn host_ip(host: &tcplab_lab::Host, name: &str) -> Result<IpAddr> {
+    match (host.ipv4(), host.ipv6()) {
+        (Some(v4), _) => Ok(v4.into()),
+        (None, Some(v6)) => Ok(v6.into()),
+        (None, None) => Err(LoadError::config(
+            "server",
+            format!("lab host {name:?} has no address"),
+        )),
+    }
 }
 
 /// What a workload's figures need of the emulator (`tcplab_emu_io::need`): a stream's

@@ -105,17 +105,7 @@ impl HttpConfig {
                 "a Poisson schedule needs an open loop: give --rate too",
             ));
         }
-        match (self.count, self.duration_ms) {
-            (None, None) => {
-                return Err(LoadError::config(
-                    "count",
-                    "give --count or --duration (every run is bounded)",
-                ));
-            }
-            (Some(0), _) => return Err(LoadError::config("count", "must be at least 1")),
-            (_, Some(0)) => return Err(LoadError::config("duration", "must be above 0 s")),
-            _ => {}
-        }
+        crate::error::check_bounds(self.count, self.duration_ms)?;
         if self.connect_timeout_ms == 0 {
             return Err(LoadError::config("connect-timeout", "must be above 0"));
         }

@@ -2,10 +2,9 @@
 //! built-in file server or nginx started in the server host, with the server host's TIME_WAIT
 //! and kernel counters (ListenOverflows, SYN cookies) recorded beside the client's.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tcplab_lab::{Facts, Lab};
@@ -16,7 +15,7 @@ use super::fileset::FileSet;
 use super::result::{HttpInterval, HttpResult, assemble};
 use super::serve::{HttpLimits, HttpServer};
 use crate::clock::now_ns;
-use crate::crr::TimeWait;
+use crate::crr::sample_time_wait;
 use crate::error::{LoadError, Result};
 use crate::live::{OnLive, Span, with_reporter};
 use crate::report::Report;
@@ -176,33 +175,6 @@ fn reporter<'a>(
     }
 }
 
-/// Samples the calling thread's namespace's TIME_WAIT count every `sample_ms` until `stop`.
-fn sample_time_wait(stop: &AtomicBool, sample_ms: u64, t0: u64, now_count: &AtomicU64) -> TimeWait {
-    let mut tw = TimeWait {
-        samples: Vec::with_capacity(1024),
-        ..TimeWait::default()
-    };
-    loop {
-        let stopping = stop.load(Ordering::Acquire);
-        if let Some(n) = sysinfo::count_time_wait() {
-            now_count.store(n, Ordering::Relaxed);
-            tw.max = tw.max.max(n);
-            tw.last = n;
-            if tw.samples.len() < 36_000 {
-                tw.samples
-                    .push((now_ns().saturating_sub(t0) as f64 / 1e9, n));
-            }
-        }
-        if stopping {
-            return tw;
-        }
-        let wake = now_ns() + sample_ms * 1_000_000;
-        while !stop.load(Ordering::Acquire) && now_ns() < wake {
-            std::thread::sleep(Duration::from_millis(5.min(sample_ms)));
-        }
-    }
-}
-
 fn lab_err(e: tcplab_lab::LabError) -> LoadError {
     LoadError::Lab(e.to_string())
 }
@@ -219,16 +191,7 @@ pub fn run_in_lab(
 ) -> Result<Report> {
     let chost = lab.host(client_host).map_err(lab_err)?;
     let shost = lab.host(server_host).map_err(lab_err)?;
-    let ip: IpAddr = match (shost.ipv4(), shost.ipv6()) {
-        (Some(v4), _) => v4.into(),
-        (None, Some(v6)) => v6.into(),
-        (None, None) => {
-            return Err(LoadError::config(
-                "server",
-                format!("lab host {server_host:?} has no address"),
-            ));
-        }
-    };
+    let ip = crate::lab::host_ip(shost, server_host)?;
     let set = FileSet::new(server.dirs).map_err(|e| LoadError::config("dirs", e))?;
     let facts = Facts::collect(lab).map_err(lab_err).and_then(|f| {
         serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
@@ -237,34 +200,13 @@ pub fn run_in_lab(
     let listen = SocketAddr::new(ip, LAB_PORT);
     let stop = AtomicBool::new(false);
     let counters0 = shost.run(sysinfo::all_counters).map_err(lab_err)?;
-    let mut result = match server.kind {
+    // The built-in server runs on a thread of this run; nginx as a process of the lab's.
+    let (builtin, nginx, _files) = match server.kind {
         ServerKind::Builtin => {
-            let limits = HttpLimits::default();
             let http = shost
-                .run(|| HttpServer::bind(listen, set, cfg.opts.clone(), limits))
+                .run(|| HttpServer::bind(listen, set, cfg.opts.clone(), HttpLimits::default()))
                 .map_err(lab_err)??;
-            std::thread::scope(|s| -> Result<HttpResult> {
-                let serving = shost
-                    .spawn_scoped(s, "tcplab-http-serve", || http.serve(&stop))
-                    .map_err(lab_err)?;
-                let watcher = shost
-                    .spawn_scoped(s, "tcplab-http-tw", || {
-                        sample_time_wait(&stop, cfg.sample_ms, now_ns(), &AtomicU64::new(0))
-                    })
-                    .map_err(lab_err)?;
-                let run = chost
-                    .run(|| run_client_live(cfg, listen, facts, interval_ms, on_interval))
-                    .map_err(lab_err);
-                stop.store(true, Ordering::Release);
-                let served = serving.join();
-                let tw = watcher.join().ok();
-                let mut r = run??;
-                if !matches!(served, Ok(Ok(()))) {
-                    r.meta.cut("the built-in HTTP server failed");
-                }
-                r.server_time_wait = tw;
-                Ok(r)
-            })?
+            (Some(http), None, None)
         }
         ServerKind::Nginx => {
             let root = NginxDir::new(lab.name())?;
@@ -275,29 +217,38 @@ pub fn run_in_lab(
             });
             ncfg.worker_connections = (cfg.connections + 1024).max(4096);
             let nginx = tcplab_lab::nginx::start(lab, server_host, &ncfg).map_err(lab_err)?;
-            let r = std::thread::scope(|s| -> Result<HttpResult> {
-                let watcher = shost
-                    .spawn_scoped(s, "tcplab-http-tw", || {
-                        sample_time_wait(&stop, cfg.sample_ms, now_ns(), &AtomicU64::new(0))
-                    })
-                    .map_err(lab_err)?;
-                let run = chost
-                    .run(|| run_client_live(cfg, listen, facts, interval_ms, on_interval))
-                    .map_err(lab_err);
-                stop.store(true, Ordering::Release);
-                let tw = watcher.join().ok();
-                let mut r = run??;
-                r.server_time_wait = tw;
-                Ok(r)
-            });
-            let stopped = nginx.stop().map_err(lab_err);
-            let mut r = r?;
-            if let Err(e) = stopped {
-                r.meta.cut(format!("stopping nginx: {e}"));
-            }
-            r
+            (None, Some(nginx), Some(root))
         }
     };
+    let run = std::thread::scope(|s| -> Result<HttpResult> {
+        let serving = builtin
+            .as_ref()
+            .map(|http| shost.spawn_scoped(s, "tcplab-http-serve", || http.serve(&stop)))
+            .transpose()
+            .map_err(lab_err)?;
+        let watcher = shost
+            .spawn_scoped(s, "tcplab-http-tw", || {
+                sample_time_wait(&stop, cfg.sample_ms, now_ns(), &AtomicU64::new(0))
+            })
+            .map_err(lab_err)?;
+        let run = chost
+            .run(|| run_client_live(cfg, listen, facts, interval_ms, on_interval))
+            .map_err(lab_err);
+        stop.store(true, Ordering::Release);
+        let served = serving.is_none_or(|h| matches!(h.join(), Ok(Ok(()))));
+        let tw = watcher.join().ok();
+        let mut r = run??;
+        if !served {
+            r.meta.cut("the built-in HTTP server failed");
+        }
+        r.server_time_wait = tw;
+        Ok(r)
+    });
+    let stopped = nginx.map(|n| n.stop().map_err(lab_err));
+    let mut result = run?;
+    if let Some(Err(e)) = stopped {
+        result.meta.cut(format!("stopping nginx: {e}"));
+    }
     let counters1 = shost.run(sysinfo::all_counters).map_err(lab_err)?;
     result.server_counters = counters1
         .iter()

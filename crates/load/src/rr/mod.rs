@@ -137,17 +137,7 @@ impl RrConfig {
                 "depth x message size above 64 KiB could deadlock both sides in write; lower --depth",
             ));
         }
-        match (self.count, self.duration_ms) {
-            (None, None) => {
-                return Err(LoadError::config(
-                    "count",
-                    "give --count or --duration (every run is bounded)",
-                ));
-            }
-            (Some(0), _) => return Err(LoadError::config("count", "must be at least 1")),
-            (_, Some(0)) => return Err(LoadError::config("duration", "must be above 0 s")),
-            _ => {}
-        }
+        crate::error::check_bounds(self.count, self.duration_ms)?;
         if let Some(rate) = self.rate {
             if !(rate.is_finite() && rate > 0.0 && rate <= 10_000_000.0) {
                 return Err(LoadError::config(
