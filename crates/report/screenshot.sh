@@ -12,9 +12,11 @@
 # in Chromium at 1280 and 900 px and keeps OUT_DIR/{demo,sweep}.{html,png} (for the docs).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# Paths given on the command line are the caller's, read before moving to the workspace.
+from="$PWD"
 cd "$here/../.."
 if [ "${1:-}" = "--studies" ]; then
-    out="$(realpath -m "${2:-/tmp}")"
+    out="$(cd "$from" && realpath -m "${2:-/tmp}")"
     mkdir -p "$out"
     # The pages and screenshots are kept even when a check fails (the test says which).
     status=0
@@ -29,8 +31,8 @@ if [ -z "$browser" ]; then
     exit 2
 fi
 if [ "${1:-}" = "--page" ]; then
-    page="$(realpath "${2:?--page REPORT.html OUT.png [HEIGHT]}")"
-    png="$(realpath -m "${3:?--page REPORT.html OUT.png [HEIGHT]}")"
+    page="$(cd "$from" && realpath "${2:?--page REPORT.html OUT.png [HEIGHT]}")"
+    png="$(cd "$from" && realpath -m "${3:?--page REPORT.html OUT.png [HEIGHT]}")"
     work="$(mktemp -d)"
     trap 'rm -rf "$work"' EXIT
     height="${4:-}"
@@ -43,7 +45,7 @@ if [ "${1:-}" = "--page" ]; then
     echo "screenshot: $png (1280x${height:-2400})"
     exit 0
 fi
-out="${1:-/tmp}"
+out="$(cd "$from" && realpath -m "${1:-/tmp}")"
 cargo run -q -p tcplab-report --example sample_report -- "$out/report.html"
 # A fresh profile directory, removed on exit, keeps the run independent of any user profile.
 profile="$(mktemp -d)"

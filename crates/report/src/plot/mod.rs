@@ -237,9 +237,9 @@ fn draw_panels(
         let (xs, ys) = (xr.0..xr.1, yr.0..yr.1);
         match (x.scale, panel.y.scale) {
             (Linear, Linear) => draw_axes_and_series(region, xs, ys, &ctx)?,
-            (Log, Linear) => draw_axes_and_series(region, xs.log_scale(), ys, &ctx)?,
-            (Linear, Log) => draw_axes_and_series(region, xs, ys.log_scale(), &ctx)?,
-            (Log, Log) => draw_axes_and_series(region, xs.log_scale(), ys.log_scale(), &ctx)?,
+            (Log, Linear) => draw_axes_and_series(region, log_coord(xr), ys, &ctx)?,
+            (Linear, Log) => draw_axes_and_series(region, xs, log_coord(yr), &ctx)?,
+            (Log, Log) => draw_axes_and_series(region, log_coord(xr), log_coord(yr), &ctx)?,
         }
         if list
             .iter()
@@ -369,18 +369,69 @@ where
     Ok(())
 }
 
-/// A tick label; on a log axis only 1, 2 and 5 times a power of ten are labelled (the other
-/// ticks keep their grid line), so the labels of a decade do not crowd.
-fn tick_label(v: f64, scale: Scale) -> String {
-    if scale == Scale::Log && v > 0.0 {
-        let mantissa = v / 10f64.powf(v.log10().floor());
-        if ![1.0, 2.0, 5.0, 10.0]
-            .iter()
-            .any(|m| (mantissa - m).abs() < 1e-6)
-        {
-            return String::new();
-        }
+/// A log axis over `(lo, hi)` with its ticks from [`log_ticks`]: plotters' own start at the first
+/// power of ten inside the range, so data below it (20-90 on a 16-950 axis) had no label.
+fn log_coord(
+    (lo, hi): (f64, f64),
+) -> plotters::coord::combinators::WithKeyPoints<plotters::coord::combinators::LogCoord<f64>> {
+    use plotters::coord::combinators::BindKeyPoints;
+    (lo..hi).log_scale().with_key_points(log_ticks(lo, hi))
+}
+
+/// Ticks for a log axis from `lo` to `hi`: 1, 2 and 5 times each power of ten inside it; every
+/// mantissa 1-9 when that leaves fewer than three (a narrow axis), evenly spaced round values when
+/// even that leaves fewer than two; powers of ten alone when 1-2-5 leaves more than twelve (an
+/// axis over many decades).
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return Vec::new();
     }
+    let within = |mantissas: &[f64]| -> Vec<f64> {
+        let mut ticks = Vec::new();
+        let mut exp = lo.log10().floor() as i32;
+        while 10f64.powi(exp) <= hi {
+            for m in mantissas {
+                let v = m * 10f64.powi(exp);
+                if v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9) {
+                    ticks.push(v);
+                }
+            }
+            exp += 1;
+        }
+        ticks
+    };
+    let ticks = within(&[1.0, 2.0, 5.0]);
+    if ticks.len() < 3 {
+        let ticks = within(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]);
+        return if ticks.len() >= 2 {
+            ticks
+        } else {
+            round_steps(lo, hi)
+        };
+    }
+    if ticks.len() > 12 {
+        return within(&[1.0]);
+    }
+    ticks
+}
+
+/// About four evenly spaced ticks from `lo` to `hi` at a round step (1, 2 or 5 times a power of ten).
+fn round_steps(lo: f64, hi: f64) -> Vec<f64> {
+    let raw = (hi - lo) / 4.0;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * power);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last).map(|k| k as f64 * step).collect()
+}
+
+/// A tick label: the value, compact. On a log axis only the ticks [`log_ticks`] chose are drawn,
+/// so each is labelled.
+fn tick_label(v: f64, _scale: Scale) -> String {
     compact(v)
 }
 
@@ -519,11 +570,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn log_ticks_label_one_two_five() {
+    fn log_ticks_cover_the_whole_range() {
+        // The demo's CDF: data from 21 to 760 Mbit/s; the labels must reach below 100.
+        assert_eq!(log_ticks(16.0, 950.0), vec![20.0, 50.0, 100.0, 200.0, 500.0]);
+        assert_eq!(log_ticks(16.8, 45.0), vec![20.0, 30.0, 40.0]);
+        assert_eq!(log_ticks(21.0, 36.0), vec![25.0, 30.0, 35.0]);
+        assert_eq!(log_ticks(0.5, 4.0), vec![0.5, 1.0, 2.0]);
+        let wide = log_ticks(1e-3, 1e6);
+        assert_eq!(wide.len(), 10);
+        assert!(wide.iter().all(|v| (v.log10() - v.log10().round()).abs() < 1e-9));
+        assert!(log_ticks(0.0, 1.0).is_empty());
         assert_eq!(tick_label(20.0, Scale::Log), "20");
-        assert_eq!(tick_label(5.0, Scale::Log), "5");
         assert_eq!(tick_label(0.1, Scale::Log), "0.1");
-        assert_eq!(tick_label(30.0, Scale::Log), "");
         assert_eq!(tick_label(30.0, Scale::Linear), "30");
     }
 
