@@ -20,16 +20,14 @@ fn crr(cfg: &CrrConfig) -> CrrResult {
 
 #[test]
 fn healthy_crr_has_no_connection_trouble() {
-    let Some((r, facts)) = in_fresh_netns(|| {
+    let (r, facts) = in_fresh_netns(|| {
         let cfg = CrrConfig {
             count: Some(300),
             duration_ms: None,
             ..CrrConfig::default()
         };
         (crr(&cfg), facts_here(PORT_KEYS))
-    }) else {
-        return;
-    };
+    });
     assert_eq!(r.summary.transactions, 300);
     let found = diagnose(&Battery {
         crr: Some(r),
@@ -46,7 +44,7 @@ fn healthy_crr_has_no_connection_trouble() {
 
 #[test]
 fn narrow_port_range_runs_out_and_is_named() {
-    let Some((r, facts)) = in_fresh_netns(|| {
+    let (r, facts) = in_fresh_netns(|| {
         sysctl("net.ipv4.ip_local_port_range", "40000 40199");
         sysctl("net.ipv4.tcp_tw_reuse", "0");
         let cfg = CrrConfig {
@@ -55,9 +53,7 @@ fn narrow_port_range_runs_out_and_is_named() {
             ..CrrConfig::default()
         };
         (crr(&cfg), facts_here(PORT_KEYS))
-    }) else {
-        return;
-    };
+    });
     eprintln!(
         "200 ports: {} connections, {} EADDRNOTAVAIL, TIME_WAIT max {}",
         r.summary.transactions, r.errors_total.addrnotavail, r.time_wait.max
@@ -103,7 +99,7 @@ fn narrow_port_range_runs_out_and_is_named() {
             _ => None,
         })
         .collect();
-    let Some((after, facts)) = in_fresh_netns(move || {
+    let (after, facts) = in_fresh_netns(move || {
         sysctl("net.ipv4.ip_local_port_range", "40000 40199");
         sysctl("net.ipv4.tcp_tw_reuse", "0");
         for (k, v) in &fixes {
@@ -115,9 +111,7 @@ fn narrow_port_range_runs_out_and_is_named() {
             ..CrrConfig::default()
         };
         (crr(&cfg), facts_here(PORT_KEYS))
-    }) else {
-        return;
-    };
+    });
     eprintln!(
         "after the fix: {} connections, {} EADDRNOTAVAIL, TIME_WAIT max {}",
         after.summary.transactions, after.errors_total.addrnotavail, after.time_wait.max

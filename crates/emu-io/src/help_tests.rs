@@ -64,14 +64,16 @@ fn a_helper_sends_overdue_frames_in_order_and_never_while_the_owner_holds_them()
     as_root_in_private_netns(help_on_veth);
 }
 
-/// Runs `test` in a thread of its own inside a new network namespace (skipped unless root):
-/// the namespace and its veth pairs vanish with the thread, never in `ip netns list`.
+/// Runs `test` in a thread of its own inside a new network namespace (fails unless root, as CI
+/// runs the suite): the namespace and its veth pairs vanish with the thread, never in
+/// `ip netns list`.
 fn as_root_in_private_netns(test: fn()) {
     // Safety: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root (a network namespace, packet sockets)");
-        return;
-    }
+    let root = unsafe { libc::geteuid() } == 0;
+    assert!(
+        root,
+        "needs root (a network namespace, packet sockets): run the suite as root"
+    );
     std::thread::spawn(move || {
         enter_private_netns();
         test();

@@ -17,20 +17,20 @@ use tcplab_lab::Facts;
 use tcplab_lab::facts::HostFacts;
 use tcplab_load::Server;
 
-/// Runs `f` on a thread in a fresh network namespace with loopback up; `None` when this
-/// process may not create one (not root), so the test can skip.
-pub fn in_fresh_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+/// Runs `f` on a thread in a fresh network namespace with loopback up; fails (never skips) when
+/// this process may not create one: CI runs the suite as root.
+pub fn in_fresh_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::spawn(move || {
         // Safety: unshare only changes this thread's namespace membership; no memory is passed.
-        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
-            eprintln!(
-                "skipping: unshare(CLONE_NEWNET): {}",
-                std::io::Error::last_os_error()
-            );
-            return None;
-        }
+        let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+        assert_eq!(
+            rc,
+            0,
+            "unshare(CLONE_NEWNET): {} (these tests need root: run the suite as root)",
+            std::io::Error::last_os_error()
+        );
         loopback_up();
-        Some(f())
+        f()
     })
     .join()
     .unwrap()
