@@ -28,7 +28,7 @@ use crate::counters::DirCounters;
 use crate::flow::flow_key;
 use crate::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
 use crate::lone::LoneSignal;
-use crate::model::{Corruption, Decision, Departure, Model, ModelDrop};
+use crate::model::Model;
 use crate::port::{RxPort, TxPort};
 use crate::ring::tx_v2::TxPush;
 use crate::ring::{PACKET_OUTGOING, RxFrame, RxNext, TP_STATUS_CSUMNOTREADY};
@@ -36,6 +36,7 @@ use crate::schedule::{Entry, Schedule};
 use crate::segment::{self, Plan};
 use crate::slab::Slab;
 use crate::sys::clock::{Nanos, current_cpu, monotonic_ns, realtime_ns};
+use tcplab_emu::{Corruption, Departure, DropCause, Verdict};
 
 /// A reconfiguration request and where to send the model's answer.
 pub type ReconfigRequest<C> = (C, Sender<Result<(), String>>);
@@ -59,8 +60,8 @@ enum Cut {
     No,
     /// Cut; every segment's fate is settled.
     Done,
-    /// The model left every segment intact: send it whole, leaving at this departure.
-    Intact(Departure),
+    /// The model left every segment intact: send it whole, leaving at this time.
+    Intact(Nanos),
 }
 
 /// Most segment decisions held at once (a 64 KiB super-packet at `gso_size` 64).
@@ -134,7 +135,7 @@ pub struct Direction<M: Model> {
     /// once).
     scratch: Vec<u8>,
     /// The model's decisions for the segments of one super-packet (preallocated).
-    decisions: Vec<Decision>,
+    decisions: Vec<Verdict>,
     /// The latest departure the model has given in this direction (GSO mode).
     latest: Nanos,
     /// Counts sends that carried a lone frame (`IoOptions::lone_pause_ns`; off by default).
@@ -292,10 +293,7 @@ impl<M: Model> Direction<M> {
         };
         let decision = match cut {
             Cut::Done => return false,
-            Cut::Intact(first) => Decision::Send {
-                first,
-                second: None,
-            },
+            Cut::Intact(at) => Verdict::send_at(at),
             Cut::No => {
                 if self.segmenting && cost.segments > 1 {
                     DirCounters::add(&c.unsegmented, 1);
@@ -304,22 +302,23 @@ impl<M: Model> Direction<M> {
             }
         };
         match decision {
-            Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
-            Decision::Drop(ModelDrop::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
-            Decision::Send {
-                first,
-                second: None,
-            } if self.direct_ok(f, first, mono_now) && self.rx.ring.hold() => {
+            Verdict::Drop(DropCause::Loss) => DirCounters::add(&c.drop_loss, 1),
+            Verdict::Drop(DropCause::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
+            Verdict::Send(d)
+                if d.second().is_none()
+                    && self.direct_ok(f, d.first(), mono_now)
+                    && self.rx.ring.hold() =>
+            {
                 self.held.push(Held {
                     off: f.data_off - prefix,
                     len: f.snaplen as usize + prefix,
-                    at: first.at,
+                    at: d.first().at,
                 });
                 return true;
             }
-            Decision::Send { first, second } => {
-                self.store(f, first, c);
-                if let Some(dup) = second {
+            Verdict::Send(d) => {
+                self.store(f, d.first(), c);
+                if let Some(dup) = d.second() {
                     DirCounters::add(&c.duplicates, 1);
                     self.store(f, dup, c);
                 }
@@ -329,10 +328,10 @@ impl<M: Model> Direction<M> {
     }
 
     /// The model's decision for a frame charged as `cost`, sent or dropped whole.
-    fn arrive_whole(&mut self, cost: WireCost, now: Nanos, c: &DirCounters) -> Decision {
+    fn arrive_whole(&mut self, cost: WireCost, now: Nanos, c: &DirCounters) -> Verdict {
         DirCounters::add(&c.segments_in, u64::from(cost.segments));
         let d = self.model.arrive_train(cost.bytes, cost.segments, now);
-        self.latest = self.latest.max(latest_departure(&d));
+        self.latest = self.latest.max(d.latest());
         d
     }
 
@@ -399,7 +398,7 @@ impl<M: Model> Direction<M> {
         let keep = n as usize <= self.decisions.capacity();
         for i in 0..n {
             let d = self.model.arrive(plan.segment_len(i) as u32, now);
-            self.latest = self.latest.max(latest_departure(&d));
+            self.latest = self.latest.max(d.latest());
             if keep {
                 self.decisions.push(d);
             } else {
@@ -408,7 +407,7 @@ impl<M: Model> Direction<M> {
         }
         if let Some(at) = intact_departure(&self.decisions, latest).filter(|_| keep) {
             DirCounters::add(&c.kept_whole, 1);
-            return Cut::Intact(Departure { at, corrupt: None });
+            return Cut::Intact(at);
         }
         for i in 0..self.decisions.len() {
             let d = self.decisions[i];
@@ -420,13 +419,13 @@ impl<M: Model> Direction<M> {
     }
 
     /// Carries out the model's decision `d` for segment `i`.
-    fn act_on_segment(&mut self, plan: &Plan, frame: &[u8], i: u32, d: Decision, c: &DirCounters) {
+    fn act_on_segment(&mut self, plan: &Plan, frame: &[u8], i: u32, d: Verdict, c: &DirCounters) {
         match d {
-            Decision::Drop(ModelDrop::Loss) => DirCounters::add(&c.drop_loss, 1),
-            Decision::Drop(ModelDrop::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
-            Decision::Send { first, second } => {
-                self.store_segment(plan, frame, i, first, c);
-                if let Some(dup) = second {
+            Verdict::Drop(DropCause::Loss) => DirCounters::add(&c.drop_loss, 1),
+            Verdict::Drop(DropCause::QueueFull) => DirCounters::add(&c.drop_queue_full, 1),
+            Verdict::Send(d) => {
+                self.store_segment(plan, frame, i, d.first(), c);
+                if let Some(dup) = d.second() {
                     DirCounters::add(&c.duplicates, 1);
                     self.store_segment(plan, frame, i, dup, c);
                 }
@@ -733,27 +732,14 @@ fn flow_for(flow_turns: bool, frame: &[u8]) -> u32 {
     if flow_turns { flow_key(frame) } else { 0 }
 }
 
-/// The latest departure in `d` (0 for a drop).
-fn latest_departure(d: &Decision) -> Nanos {
-    match d {
-        Decision::Drop(_) => 0,
-        Decision::Send { first, second } => first.at.max(second.map_or(0, |s| s.at)),
-    }
-}
-
 /// The departure of a super-packet whose segments got the decisions `ds`, if the model left
 /// it intact: every segment sent once and uncorrupted, none leaving before the segment ahead
 /// of it or before `latest` (the latest departure given to anything earlier), so that sending
 /// it whole at its last segment's departure changes no order on the wire. `None` otherwise
 /// (it must be cut).
-fn intact_departure(ds: &[Decision], latest: Nanos) -> Option<Nanos> {
-    ds.iter().try_fold(latest, |prev, d| match *d {
-        Decision::Send {
-            first,
-            second: None,
-        } if first.corrupt.is_none() && first.at >= prev => Some(first.at),
-        _ => None,
-    })
+fn intact_departure(ds: &[Verdict], latest: Nanos) -> Option<Nanos> {
+    ds.iter()
+        .try_fold(latest, |prev, d| d.single_intact().filter(|at| *at >= prev))
 }
 
 /// Flips the corruption's bits in `frame`.

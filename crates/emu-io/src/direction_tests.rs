@@ -2,11 +2,8 @@
 
 use super::*;
 
-fn send(at: Nanos) -> Decision {
-    Decision::Send {
-        first: Departure { at, corrupt: None },
-        second: None,
-    }
+fn send(at: Nanos) -> Verdict {
+    Verdict::send_at(at)
 }
 
 #[test]
@@ -22,31 +19,23 @@ fn a_super_packet_is_intact_only_if_every_segment_leaves_once_unchanged_in_order
     assert_eq!(intact_departure(&ds, 101), None);
     // A later segment skipped the delay line (reorder) and overtook the one ahead.
     assert_eq!(intact_departure(&[send(100), send(50)], 0), None);
-    let lost = [send(100), Decision::Drop(ModelDrop::Loss)];
+    let lost = [send(100), Verdict::Drop(DropCause::Loss)];
     assert_eq!(intact_departure(&lost, 0), None);
-    let full = [Decision::Drop(ModelDrop::QueueFull), send(100)];
+    let full = [Verdict::Drop(DropCause::QueueFull), send(100)];
     assert_eq!(intact_departure(&full, 0), None);
-    let dup = Decision::Send {
-        first: Departure {
-            at: 100,
-            corrupt: None,
-        },
-        second: Some(Departure {
-            at: 100,
-            corrupt: None,
-        }),
+    let once = Departure {
+        at: 100,
+        corrupt: None,
     };
+    let dup = Verdict::Send(tcplab_emu::Departures::two(once, once));
     assert_eq!(intact_departure(&[send(90), dup], 0), None);
-    let corrupt = Decision::Send {
-        first: Departure {
-            at: 100,
-            corrupt: Some(Corruption { offset: 7, mask: 1 }),
-        },
-        second: None,
-    };
+    let corrupt = Verdict::Send(tcplab_emu::Departures::one(Departure {
+        at: 100,
+        corrupt: Some(Corruption { offset: 7, mask: 1 }),
+    }));
     assert_eq!(intact_departure(&[corrupt, send(100)], 0), None);
-    assert_eq!(latest_departure(&dup), 100);
-    assert_eq!(latest_departure(&lost[1]), 0);
+    assert_eq!(dup.latest(), 100);
+    assert_eq!(lost[1].latest(), 0);
 }
 
 #[test]

@@ -5,43 +5,26 @@
 //! Configurations are validated on the caller's thread before anything changes, so a bad
 //! `reconfigure` leaves both directions as they were.
 
-use tcplab_emu::{DirectionConfig, DirectionModel, DropCause, LinkConfig, LinkModel, Verdict};
+use tcplab_emu::{DirectionConfig, DirectionModel, LinkConfig, LinkModel, Verdict};
 
 use crate::bridge::Bridge;
 use crate::error::IoError;
-use crate::model::{Corruption, Decision, Departure, Model, ModelDrop};
+use crate::model::Model;
 use crate::options::IoOptions;
 use crate::sys::clock::{Nanos, monotonic_ns, realtime_ns};
 
 /// The bridge with `tcplab_emu`'s model in each direction.
 pub type EmuBridge = Bridge<DirectionModel>;
 
-fn departure(d: tcplab_emu::Departure) -> Departure {
-    Departure {
-        at: d.at,
-        corrupt: d.corrupt.map(|c| Corruption {
-            offset: c.offset,
-            mask: c.mask,
-        }),
-    }
-}
-
 impl Model for DirectionModel {
     type Config = DirectionConfig;
 
-    fn arrive(&mut self, len: u32, now: Nanos) -> Decision {
-        Model::arrive_train(self, len, 1, now)
+    fn arrive(&mut self, len: u32, now: Nanos) -> Verdict {
+        DirectionModel::arrive(self, len, now)
     }
 
-    fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Decision {
-        match DirectionModel::arrive_train(self, len, segments, now) {
-            Verdict::Drop(DropCause::Loss) => Decision::Drop(ModelDrop::Loss),
-            Verdict::Drop(DropCause::QueueFull) => Decision::Drop(ModelDrop::QueueFull),
-            Verdict::Send(d) => Decision::Send {
-                first: departure(d.first()),
-                second: d.second().map(departure),
-            },
-        }
+    fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Verdict {
+        DirectionModel::arrive_train(self, len, segments, now)
     }
 
     fn may_reorder(&self) -> bool {
@@ -99,18 +82,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn emu_verdicts_map_onto_decisions() {
+    fn a_transparent_link_sends_every_frame_once_on_arrival() {
         let mut m = DirectionModel::new(&DirectionConfig::default(), 1).unwrap();
         assert!(!Model::may_reorder(&m));
-        let Decision::Send {
-            first,
-            second: None,
-        } = Model::arrive(&mut m, 1514, 1_000)
-        else {
-            panic!("a transparent link sends every frame once")
-        };
-        assert_eq!(first.at, 1_000);
-        assert_eq!(first.corrupt, None);
+        assert_eq!(
+            Model::arrive(&mut m, 1514, 1_000).single_intact(),
+            Some(1_000)
+        );
     }
 
     #[test]

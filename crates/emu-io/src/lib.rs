@@ -38,9 +38,9 @@
 //! * [`need`] — what a run measures ([`Need`]: latency, or throughput over a known RTT) and
 //!   how late its frames may leave for that, judged over the frames between two snapshots.
 //!   Pure.
-//! * [`model`] — the [`Model`] trait the I/O drives (`arrive(len, now) -> Decision`,
+//! * [`model`] — the [`Model`] trait the I/O drives (`arrive(len, now) -> tcplab_emu::Verdict`,
 //!   `may_reorder`, `reconfigure`) and [`BasicModel`] (fixed delay + seeded Bernoulli loss).
-//!   `tcplab_emu::DirectionModel` has the same shape (departures computed at arrival).
+//!   `tcplab_emu::DirectionModel` implements it (departures computed at arrival).
 //! * `direction`, `worker` — the packet path and the wait loop (ppoll with an absolute
 //!   deadline minus a spin margin, then spin, within a spin budget of 25 % of each 10 ms so
 //!   a SCHED_FIFO worker never runs into RT throttling; or busy-poll). Workers run SCHED_FIFO
@@ -126,7 +126,7 @@ pub use counters::{DirSnapshot, Drops};
 pub use emu::EmuBridge;
 pub use error::IoError;
 pub use lateness::LatenessSummary;
-pub use model::{BasicConfig, BasicModel, Corruption, Decision, Departure, Model, ModelDrop};
+pub use model::{BasicConfig, BasicModel, Model};
 pub use need::Need;
 pub use options::{GSO_RING_FRAMES, GSO_SLAB_SLOTS, IoOptions, RxRingKind, Threads, TxKind};
 pub use sys::clock::Nanos;

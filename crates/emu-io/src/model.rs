@@ -1,63 +1,24 @@
 //! The link-model interface the I/O layer drives, and [`BasicModel`], a small seeded
-//! delay + Bernoulli-loss model for tests and for running without `tcplab-emu`.
+//! delay + Bernoulli-loss model for tests and for running without `tcplab-emu`'s full chain.
 //!
 //! The I/O layer is sans-policy: for every received frame it calls [`Model::arrive`] with the
-//! wire length and the CLOCK_MONOTONIC receive time, and the model answers drop or one/two
-//! departure times (computed at arrival). `tcplab_emu::DirectionModel` has this shape; an
-//! adapter implements this trait for it.
+//! wire length and the CLOCK_MONOTONIC receive time, and the model answers with
+//! `tcplab_emu`'s [`Verdict`]: drop, or one or two departures computed at arrival. The trait
+//! exists so tests can drive the bridge with a model of their own; `tcplab_emu::DirectionModel`
+//! implements it by calling its own methods.
 
 use crate::sys::clock::Nanos;
-
-/// Why the model dropped a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub enum ModelDrop {
-    /// The loss process chose this frame.
-    Loss,
-    /// The bottleneck queue was full (drop-tail).
-    QueueFull,
-}
-
-/// Bits to flip in a departing copy: `frame[offset] ^= mask`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Corruption {
-    /// Byte offset from the first L2 byte (ignored if beyond the frame).
-    pub offset: u32,
-    /// XOR mask.
-    pub mask: u8,
-}
-
-/// One scheduled copy of a frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Departure {
-    /// Absolute CLOCK_MONOTONIC ns at which the frame is to leave.
-    pub at: Nanos,
-    /// Optional corruption of this copy.
-    pub corrupt: Option<Corruption>,
-}
-
-/// The model's answer for one frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// Drop it.
-    Drop(ModelDrop),
-    /// Send it at `first.at`, and a duplicate at `second.at` if present.
-    Send {
-        /// The frame itself.
-        first: Departure,
-        /// A duplicate copy.
-        second: Option<Departure>,
-    },
-}
+use tcplab_emu::{DropCause, Verdict};
 
 /// One direction's link model, as the I/O layer sees it.
 pub trait Model: Send + 'static {
     /// The configuration [`Model::reconfigure`] accepts.
     type Config: Send + 'static;
     /// A frame of `len` wire bytes arrived at `now`.
-    fn arrive(&mut self, len: u32, now: Nanos) -> Decision;
+    fn arrive(&mut self, len: u32, now: Nanos) -> Verdict;
     /// A GSO super-packet standing for `segments` wire packets of `len` bytes in all arrived
     /// at `now` (GSO mode). The default charges it as one frame of `len` bytes.
-    fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Decision {
+    fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Verdict {
         let _ = segments;
         self.arrive(len, now)
     }
@@ -131,17 +92,14 @@ impl BasicModel {
 impl Model for BasicModel {
     type Config = BasicConfig;
 
-    fn arrive(&mut self, _len: u32, now: Nanos) -> Decision {
+    fn arrive(&mut self, _len: u32, now: Nanos) -> Verdict {
         if self.lost() {
-            return Decision::Drop(ModelDrop::Loss);
+            return Verdict::Drop(DropCause::Loss);
         }
         // A delay decrease takes effect without overtaking frames already scheduled.
         let at = (now + self.cfg.delay_ns).max(self.last_departure);
         self.last_departure = at;
-        Decision::Send {
-            first: Departure { at, corrupt: None },
-            second: None,
-        }
+        Verdict::send_at(at)
     }
 
     fn may_reorder(&self) -> bool {
@@ -174,14 +132,7 @@ mod tests {
             },
             1,
         );
-        let Decision::Send {
-            first,
-            second: None,
-        } = m.arrive(100, 5)
-        else {
-            panic!()
-        };
-        assert_eq!(first.at, 10_000_005);
+        assert_eq!(m.arrive(100, 5).single_intact(), Some(10_000_005));
         m.reconfigure(
             &BasicConfig {
                 delay_ns: 1_000,
@@ -190,14 +141,12 @@ mod tests {
             6,
         )
         .unwrap();
-        let Decision::Send { first, .. } = m.arrive(100, 6) else {
-            panic!()
-        };
-        assert_eq!(first.at, 10_000_005, "held behind the earlier frame");
-        let Decision::Send { first, .. } = m.arrive(100, 20_000_000) else {
-            panic!()
-        };
-        assert_eq!(first.at, 20_001_000);
+        assert_eq!(
+            m.arrive(100, 6).single_intact(),
+            Some(10_000_005),
+            "held behind the earlier frame"
+        );
+        assert_eq!(m.arrive(100, 20_000_000).single_intact(), Some(20_001_000));
         assert!(
             m.reconfigure(
                 &BasicConfig {
@@ -222,7 +171,7 @@ mod tests {
                 seed,
             );
             (0..n)
-                .filter(|_| matches!(m.arrive(64, 0), Decision::Drop(ModelDrop::Loss)))
+                .filter(|_| matches!(m.arrive(64, 0), Verdict::Drop(DropCause::Loss)))
                 .count()
         };
         let lost = count(42) as f64;

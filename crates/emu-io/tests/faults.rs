@@ -86,19 +86,12 @@ struct Slow;
 
 impl tcplab_emu_io::Model for Slow {
     type Config = ();
-    fn arrive(&mut self, _len: u32, now: u64) -> tcplab_emu_io::Decision {
+    fn arrive(&mut self, _len: u32, now: u64) -> tcplab_emu::Verdict {
         let until = std::time::Instant::now() + Duration::from_micros(200);
         while std::time::Instant::now() < until {
             std::hint::spin_loop();
         }
-        let first = tcplab_emu_io::Departure {
-            at: now,
-            corrupt: None,
-        };
-        tcplab_emu_io::Decision::Send {
-            first,
-            second: None,
-        }
+        tcplab_emu::Verdict::send_at(now)
     }
     fn may_reorder(&self) -> bool {
         false

@@ -172,7 +172,7 @@ struct Slow {
 
 impl tcplab_emu_io::Model for Slow {
     type Config = ();
-    fn arrive(&mut self, _len: u32, now: u64) -> tcplab_emu_io::Decision {
+    fn arrive(&mut self, _len: u32, now: u64) -> tcplab_emu::Verdict {
         if let Some(seen) = &self.seen {
             seen.lock().expect("lock").push((now, monotonic_ns()));
         }
@@ -180,13 +180,7 @@ impl tcplab_emu_io::Model for Slow {
         while std::time::Instant::now() < until {
             std::hint::spin_loop();
         }
-        tcplab_emu_io::Decision::Send {
-            first: tcplab_emu_io::Departure {
-                at: now,
-                corrupt: None,
-            },
-            second: None,
-        }
+        tcplab_emu::Verdict::send_at(now)
     }
     fn may_reorder(&self) -> bool {
         false

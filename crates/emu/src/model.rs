@@ -48,10 +48,19 @@ pub struct Departures {
 }
 
 impl Departures {
-    fn one(d: Departure) -> Self {
+    /// One copy leaving as `d`.
+    pub fn one(d: Departure) -> Self {
         Self {
             items: [d, d],
             len: 1,
+        }
+    }
+
+    /// The original leaving as `first` and a duplicate as `second`.
+    pub fn two(first: Departure, second: Departure) -> Self {
+        Self {
+            items: [first, second],
+            len: 2,
         }
     }
 
@@ -98,6 +107,29 @@ pub enum Verdict {
     Drop(DropCause),
     /// Send it (and a duplicate) at these times.
     Send(Departures),
+}
+
+impl Verdict {
+    /// Send one intact copy at `at`.
+    pub fn send_at(at: Nanos) -> Self {
+        Verdict::Send(Departures::one(Departure { at, corrupt: None }))
+    }
+
+    /// The latest departure it schedules (0 for a drop).
+    pub fn latest(&self) -> Nanos {
+        match self {
+            Verdict::Drop(_) => 0,
+            Verdict::Send(d) => d.iter().map(|d| d.at).max().unwrap_or(0),
+        }
+    }
+
+    /// The departure of a packet sent once and intact, if that is what this is.
+    pub fn single_intact(&self) -> Option<Nanos> {
+        match self {
+            Verdict::Send(d) if d.len() == 1 && d.first().corrupt.is_none() => Some(d.first().at),
+            _ => None,
+        }
+    }
 }
 
 /// What one direction has done, for the I/O layer's report.
