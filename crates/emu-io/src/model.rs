@@ -7,7 +7,7 @@
 //! exists so tests can drive the bridge with a model of their own; `tcplab_emu::DirectionModel`
 //! implements it by calling its own methods.
 
-use crate::sys::clock::Nanos;
+use crate::io::sys::clock::Nanos;
 use tcplab_emu::{DropCause, Verdict};
 
 /// One direction's link model, as the I/O layer sees it.
@@ -27,7 +27,7 @@ pub trait Model: Send + 'static {
     fn may_reorder(&self) -> bool;
     /// True if an element acts on single packets (loss, duplicate, reorder, corrupt): GSO
     /// mode then cuts super-packets into their wire segments before [`Model::arrive`]
-    /// (`crate::segment`). Default false: super-packets cross whole.
+    /// (`crate::wire::segment`). Default false: super-packets cross whole.
     fn needs_per_packet(&self) -> bool {
         false
     }

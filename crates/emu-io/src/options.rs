@@ -103,7 +103,7 @@ pub struct IoOptions {
     /// of frames that waited for their departure are kept short. Default 8 (BENCH.md,
     /// "overdue frames take turns by flow"). The direct path (frames due on arrival) still sends up to `batch`.
     pub due_batch: u32,
-    /// Due frames take turns by flow, each flow's frames in schedule order (`crate::due`):
+    /// Due frames take turns by flow, each flow's frames in schedule order (`crate::sched::due`):
     /// when the emulator is behind, a sparse flow does not wait for a burst's overdue frames.
     /// Default true (BENCH.md, "overdue frames take turns by flow"); false keeps one FIFO for all flows.
     pub flow_turns: bool,
@@ -133,11 +133,11 @@ pub struct IoOptions {
     /// After a send that carried a frame alone in its flow (see `spin_min_gap_ns`: a ping, a
     /// request, a response), a worker on another CPU that would keep running (frames
     /// received, overdue or to help) pauses up to this long, at most once per
-    /// [`crate::lone::LONE_PAUSE_SPACING`]: such a frame wakes a thread on the receiving host,
+    /// `sched::lone::LONE_PAUSE_SPACING`: such a frame wakes a thread on the receiving host,
     /// and on shared CPUs that thread is queued on the other CPU, behind that CPU's SCHED_FIFO
-    /// worker (`crate::lone`). A pause never makes a lone frame late, nor any frame by more
+    /// worker (`crate::sched::lone`). A pause never makes a lone frame late, nor any frame by more
     /// than `lone_pause_late_ns`; a worker already behind by the late limit pauses with
-    /// frames due (`crate::lone::pause_len`). 0 = never (at most 1 ms).
+    /// frames due (`crate::sched::lone::pause_len`). 0 = never (at most 1 ms).
     pub lone_pause_ns: u64,
     /// How late a lone pause may make the pausing worker's next frame, ns, while the worker
     /// holds no lone frame (only a bulk flow's: a late lone frame would be someone's probe).
@@ -160,10 +160,10 @@ pub struct IoOptions {
     /// (needed without CAP_SYS_NICE).
     pub rt_priority: Option<u8>,
     /// A SCHED_FIFO worker whose turns have been light this long (no frame held for a later
-    /// departure, fewer than [`crate::policy::BUSY_FRAMES_PER_SEC`] frames received a second:
+    /// departure, fewer than `sched::policy::BUSY_FRAMES_PER_SEC` frames received a second:
     /// the ACKs of a bulk flow through an unimpaired direction) runs SCHED_OTHER until it
     /// holds a frame or falls behind again, so it stops preempting the flow's sender for every
-    /// few ACKs and the scheduler can run it on an idle CPU (`crate::policy`). A worker
+    /// few ACKs and the scheduler can run it on an idle CPU (`crate::sched::policy`). A worker
     /// holding a frame for a later departure is SCHED_FIFO again before it sleeps to it.
     /// Default 10 ms: one unimpaired iperf3 flow was ahead with it in 24 of 36 alternating
     /// rounds, at 0.90x the kernel bridge against 0.88x (geometric means; BENCH.md,
@@ -177,7 +177,7 @@ pub struct IoOptions {
     /// cross whole and partial checksums stay partial. The model charges a super-packet as
     /// the wire packets it stands for (`tcplab_emu::DirectionModel::arrive_train`); a
     /// direction whose model needs per-packet granularity cuts them into wire segments
-    /// instead (`crate::segment`). RX rings then
+    /// instead (`crate::wire::segment`). RX rings then
     /// hold at most [`GSO_RING_FRAMES`] frames and slabs [`GSO_SLAB_SLOTS`] slots (64 KiB each).
     pub gso: bool,
     /// The virtio-net header without super-packets, for paths with segmentation offloads off
@@ -314,7 +314,7 @@ impl IoOptions {
                 "use at most 1 ms (1000000), or 0 for no pauses after lone frames",
             );
         }
-        if self.lone_pause_late_ns > crate::lateness::LATE_LIMIT_NS {
+        if self.lone_pause_late_ns > crate::report::lateness::LATE_LIMIT_NS {
             return bad(
                 "lone_pause_late_ns",
                 self.lone_pause_late_ns.to_string(),
