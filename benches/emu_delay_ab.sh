@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Delay accuracy under a bulk flow, two emulator I/O settings side by side (A, B, A, B, ...).
 # Usage: sudo benches/emu_delay_ab.sh OPTS_A OPTS_B [ROUNDS] [idle|paced|unpaced|rows]
-#   OPTS_*: TCPLAB_EMU_IO JSON, e.g. '{}' (the defaults) and '{"flow_turns":false,"due_batch":64}'.
+#   OPTS_*: TCPLAB_EMU_IO JSON, e.g. '{}' (the defaults) and '{"tuning":{"flow_turns":false,"due_batch":64}}'.
 # Each phase is benches/emu.sh's delay phase (`lab up --topology path --delay 10ms`, a bulk iperf3
 # flow server -> client, paced with --fq-rate 1G or not, 300 pings at 10 ms and `tcplab rr` for
 # RR_SECS=10 s) with the probes at SCHED_FIFO 20 (PROBE= runs them at normal priority, PROBE="nice

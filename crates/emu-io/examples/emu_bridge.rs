@@ -61,11 +61,11 @@ fn main() {
                 opts.busy_poll = true;
                 opts.rt_priority = None;
             }
-            "--spin-ns" => opts.spin_ns = value(&mut args, &flag),
+            "--spin-ns" => opts.tuning.spin_ns = value(&mut args, &flag),
             "--rt" => opts.rt_priority = Some(value(&mut args, &flag)),
             "--no-rt" => opts.rt_priority = None,
-            "--no-ring-ts" => opts.ring_timestamps = false,
-            "--batch" => opts.batch = value(&mut args, &flag),
+            "--no-ring-ts" => opts.tuning.ring_timestamps = false,
+            "--batch" => opts.tuning.batch = value(&mut args, &flag),
             "--ring-frames" => opts.ring_frames = value(&mut args, &flag),
             "--tx" => {
                 opts.tx = match value::<String>(&mut args, &flag).as_str() {

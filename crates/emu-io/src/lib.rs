@@ -26,7 +26,7 @@
 //! * `run/` — each direction's packet path, the worker threads (the wait loop: ppoll to an
 //!   absolute deadline minus a spin margin, then spin within a budget of 25 % of each 10 ms so
 //!   a SCHED_FIFO worker never meets RT throttling; an awake worker may send the other
-//!   direction's overdue frames, [`IoOptions::help_due`]), the keep-awake spinners (a halted
+//!   direction's overdue frames, `Tuning::help_due`), the keep-awake spinners (a halted
 //!   vCPU wakes up to a tick late), and [`Bridge`]: start / stats / reconfigure / stop.
 //!   [`EmuBridge`] is the bridge with `tcplab_emu`'s `DirectionModel` in each direction;
 //!   `Bridge::with_models` takes any [`Model`].
@@ -80,6 +80,7 @@ pub mod options;
 pub mod report;
 pub(crate) mod run;
 pub(crate) mod sched;
+pub mod tuning;
 pub(crate) mod wire;
 
 pub use error::IoError;
@@ -94,3 +95,4 @@ pub use report::verdict::{Fidelity, Report, ThreadUsage, Thresholds};
 pub use report::{lateness, summary};
 pub use run::bridge::{Bridge, Snapshot};
 pub use run::emu::{EmuBridge, fresh_seed};
+pub use tuning::Tuning;

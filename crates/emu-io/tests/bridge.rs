@@ -431,7 +431,10 @@ fn a_light_worker_gives_up_sched_fifo_and_takes_it_back_to_hold_a_frame() {
     drop(bridge.stop());
     // With the option at 0 the workers stay SCHED_FIFO however light their turns.
     let opts = IoOptions {
-        light_other_after_ns: 0,
+        tuning: tcplab_emu_io::Tuning {
+            light_other_after_ns: 0,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let fifo = lab

@@ -107,7 +107,10 @@ fn ring_overflow_is_counted_and_makes_the_run_untrustworthy() {
     let lab = PathLab::new();
     let opts = IoOptions {
         ring_frames: 64,
-        batch: 64,
+        tuning: tcplab_emu_io::Tuning {
+            batch: 64,
+            ..Default::default()
+        },
         ..Default::default()
     };
     let bridge = lab

@@ -197,11 +197,15 @@ fn slow_bridge(lab: &PathLab, ring_frames: u32, cpus: Vec<usize>) -> (Bridge<Slo
     let fwd = Slow {
         seen: Some(Arc::clone(&seen)),
     };
+    let base = xdp_opts(TxKind::Sendmmsg);
     let opts = IoOptions {
         ring_frames,
-        batch: 64,
         cpus,
-        ..xdp_opts(TxKind::Sendmmsg)
+        tuning: tcplab_emu_io::Tuning {
+            batch: 64,
+            ..base.tuning
+        },
+        ..base
     };
     let bridge = lab
         .middle

@@ -50,8 +50,8 @@ pub struct Emulator {
 /// on at every link end, as in a lab without an emulator, and partial checksums cross it as
 /// they cross a kernel bridge (see [`tx_checksum_stays_on`]).
 /// Every other I/O option takes its default unless [`IO_OPTIONS_ENV`] holds a JSON object of
-/// `IoOptions` fields (for experiments and benchmarks, e.g. `{"keep_awake": false}`; an
-/// explicit `"vnet_hdr"` is kept).
+/// `IoOptions` fields (for experiments and benchmarks, e.g. `{"keep_awake": false}` or
+/// `{"tuning": {"flow_turns": false}}`; an explicit `"vnet_hdr"` is kept).
 pub fn io_options(offloads: Offloads) -> Result<IoOptions> {
     options_for(offloads, std::env::var(IO_OPTIONS_ENV).ok().as_deref())
 }
@@ -400,15 +400,18 @@ mod tests {
         assert!(!o.carries_vnet(), "the TX ring cannot carry it");
         let o = options_for(off, Some(r#"{"rx_ring": "Xdp"}"#)).unwrap();
         assert!(!o.carries_vnet(), "AF_XDP cannot carry it");
-        let o = options_for(off, Some(r#"{"vnet_hdr": false, "batch": 32}"#)).unwrap();
-        assert!(!o.vnet_hdr && o.batch == 32, "an explicit false is kept");
+        let o = options_for(off, Some(r#"{"vnet_hdr": false, "tuning": {"batch": 32}}"#)).unwrap();
+        assert!(
+            !o.vnet_hdr && o.tuning.batch == 32,
+            "an explicit false is kept"
+        );
     }
 
     #[test]
     fn io_option_overrides_parse_validate_and_name_the_variable() {
-        let o = parse_io_options(r#"{"keep_awake": false, "batch": 32}"#).unwrap();
+        let o = parse_io_options(r#"{"keep_awake": false, "tuning": {"batch": 32}}"#).unwrap();
         assert!(!o.keep_awake);
-        assert_eq!(o.batch, 32);
+        assert_eq!(o.tuning.batch, 32);
         assert_eq!(o.ring_frames, IoOptions::default().ring_frames);
         let e = parse_io_options(r#"{"keep_awak": false}"#)
             .unwrap_err()
@@ -417,7 +420,12 @@ mod tests {
             e.starts_with("TCPLAB_EMU_IO: unknown field `keep_awak`"),
             "{e}"
         );
-        let e = parse_io_options(r#"{"batch": 0}"#).unwrap_err().to_string();
-        assert!(e.starts_with("TCPLAB_EMU_IO: IoOptions.batch = 0"), "{e}");
+        let e = parse_io_options(r#"{"tuning": {"batch": 0}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("TCPLAB_EMU_IO: IoOptions.tuning.batch = 0"),
+            "{e}"
+        );
     }
 }

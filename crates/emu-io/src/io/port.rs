@@ -176,7 +176,7 @@ pub fn open_rx(iface: &IfaceInfo, opts: &IoOptions) -> Result<RxPort, IoError> {
     let v3 = opts.rx_ring == RxRingKind::V3;
     let (req, version) = if v3 {
         (
-            v3_request(frame_size, frames, opts.v3_retire_ms),
+            v3_request(frame_size, frames, opts.tuning.v3_retire_ms),
             libc::tpacket_versions::TPACKET_V3,
         )
     } else {
@@ -284,7 +284,7 @@ pub fn open_tx(iface: &IfaceInfo, opts: &IoOptions) -> Result<TxPort, IoError> {
             frame_size(iface, opts) as usize - crate::io::ring::tx_v2::DATA_OFFSET
         };
         return Ok(TxPort::Send {
-            batch: SendBatch::new(opts.batch as usize),
+            batch: SendBatch::new(opts.tuning.batch as usize),
             sock: TxSock::Packet(sock),
             max_frame,
         });

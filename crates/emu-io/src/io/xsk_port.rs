@@ -80,7 +80,7 @@ pub fn tx_port(
     let ring = sock.tx_side().ok_or_else(|| no_ring(iface, "TX"))?;
     Ok(TxPort::Send {
         max_frame: ring.max_frame(),
-        batch: SendBatch::new(opts.batch as usize),
+        batch: SendBatch::new(opts.tuning.batch as usize),
         sock: TxSock::Xsk {
             ring,
             sock: Arc::clone(sock),

@@ -132,7 +132,7 @@ pub struct DirSnapshot {
     /// last segment's departure (not counted in `segmented`).
     pub kept_whole: u64,
     /// Frames sent by the other direction's worker because they were overdue and this
-    /// direction's worker was not running ([`crate::IoOptions::help_due`]).
+    /// direction's worker was not running (`Tuning::help_due`).
     #[serde(default)]
     pub helped: u64,
     /// Lateness of released frames.

@@ -59,11 +59,11 @@ const NAMES: [&str; 2] = ["a->b", "b->a"];
 /// Each worker's own directions and the directions whose overdue frames it helps send.
 type Group<T> = (Vec<Arc<T>>, Vec<Arc<T>>);
 
-/// The directions each worker thread serves ([`Threads`]) and helps ([`IoOptions::help_due`]).
+/// The directions each worker thread serves ([`Threads`]) and helps (`Tuning::help_due`).
 pub(crate) fn thread_groups<T>(opts: &IoOptions, ab: Arc<T>, ba: Arc<T>) -> Vec<Group<T>> {
     match opts.threads {
         Threads::Single => vec![(vec![ab, ba], Vec::new())],
-        Threads::PerDirection if opts.help_due => vec![
+        Threads::PerDirection if opts.tuning.help_due => vec![
             (vec![Arc::clone(&ab)], vec![Arc::clone(&ba)]),
             (vec![ba], vec![ab]),
         ],
@@ -132,19 +132,15 @@ impl<M: Model> Bridge<M> {
                 model,
                 DirSettings {
                     slab_slots: opts.effective_slab_slots(),
-                    batch: opts.batch,
-                    ring_timestamps: opts.ring_timestamps,
                     vnet: opts.carries_vnet(),
                     gso: opts.gso,
-                    due_batch: opts.due_batch,
-                    flow_turns: opts.flow_turns,
-                    spin_min_gap: opts.spin_min_gap_ns,
+                    tuning: opts.tuning,
                 },
                 Arc::clone(&counters[i]),
                 rx,
             )
         };
-        let lone = if opts.lone_pause_ns > 0 {
+        let lone = if opts.tuning.lone_pause_ns > 0 {
             LoneSignal::on_allowed_cpus()
         } else {
             LoneSignal::off()
@@ -163,16 +159,10 @@ impl<M: Model> Bridge<M> {
                 stop: Arc::clone(&stop),
                 waker: Arc::clone(&waker),
                 busy_poll: opts.busy_poll,
-                spin_ns: opts.spin_ns,
-                spin_budget_ns: opts.spin_budget_ns,
-                yield_after_ns: opts.yield_after_ns,
-                yield_for_ns: opts.yield_for_ns,
-                lone_pause_ns: opts.lone_pause_ns,
-                lone_pause_late_ns: opts.lone_pause_late_ns,
+                tuning: opts.tuning,
                 lone: lone.clone(),
                 cpu: (!opts.cpus.is_empty()).then(|| opts.cpus[i % opts.cpus.len()]),
                 rt_priority: opts.rt_priority,
-                light_other_after_ns: opts.light_other_after_ns,
                 awake: keep_awake.as_ref().map(KeepAwake::handle),
             };
             let (ready_tx, ready_rx) = mpsc::channel();

@@ -33,6 +33,7 @@ use crate::report::counters::DirCounters;
 use crate::sched::lone::LoneSignal;
 use crate::sched::schedule::{Entry, Schedule};
 use crate::sched::slab::Slab;
+use crate::tuning::Tuning;
 use crate::wire::flow::flow_key;
 use crate::wire::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
 use crate::wire::segment::{self, Plan};
@@ -83,21 +84,13 @@ struct Held {
 pub struct DirSettings {
     /// Slab slots.
     pub slab_slots: u32,
-    /// Most frames per ring per loop turn.
-    pub batch: u32,
-    /// Arrival time from the kernel's receive timestamp.
-    pub ring_timestamps: bool,
     /// Virtio-net headers on both sockets (`IoOptions::carries_vnet`: GSO mode or `vnet_hdr`):
     /// each frame's header, partial checksum included, is carried from RX to TX.
     pub vnet: bool,
     /// GSO mode: super-packets may arrive (and are cut when the model needs single packets).
     pub gso: bool,
-    /// Most frames per send taken from the schedule.
-    pub due_batch: u32,
-    /// Due frames take turns by flow ([`crate::sched::due`]).
-    pub flow_turns: bool,
-    /// A frame is lone (spun to) if its flow's previous one departs this far from it.
-    pub spin_min_gap: Nanos,
+    /// Batches, flow turns, arrival stamps and which frames are lone (see [`Tuning`]).
+    pub tuning: Tuning,
 }
 
 /// One direction's state, owned by its worker thread.
@@ -120,7 +113,7 @@ pub struct Direction<M: Model> {
     /// Frames held in the RX ring for the direct path (preallocated).
     held: Vec<Held>,
     batch: usize,
-    /// Most frames per send from the schedule (see `IoOptions::due_batch`).
+    /// Most frames per send from the schedule (see `Tuning::due_batch`).
     due_batch: usize,
     flow_turns: bool,
     /// A due frame found the TX ring full; retry soon instead of sleeping.
@@ -138,7 +131,7 @@ pub struct Direction<M: Model> {
     decisions: Vec<Verdict>,
     /// The latest departure the model has given in this direction (GSO mode).
     latest: Nanos,
-    /// Counts sends that carried a lone frame (`IoOptions::lone_pause_ns`; off by default).
+    /// Counts sends that carried a lone frame (`Tuning::lone_pause_ns`; off by default).
     lone: LoneSignal,
 }
 
@@ -154,7 +147,8 @@ impl<M: Model> Direction<M> {
     ) -> Self {
         let slot = tx.max_frame();
         let reorder = model.may_reorder();
-        let batch = settings.batch as usize;
+        let t = settings.tuning;
+        let batch = t.batch as usize;
         let segmenting = settings.gso && model.needs_per_packet();
         let scratch = if settings.gso {
             vec![0; slot]
@@ -167,17 +161,17 @@ impl<M: Model> Direction<M> {
             tx,
             model,
             slab: Slab::new(settings.slab_slots, slot),
-            sched: Schedule::new(settings.slab_slots as usize, reorder, settings.spin_min_gap),
+            sched: Schedule::new(settings.slab_slots as usize, reorder, t.spin_min_gap_ns),
             counters,
             reconfig,
             batch_at: Vec::with_capacity(batch),
             due: Vec::with_capacity(batch),
             held: Vec::with_capacity(batch),
             batch,
-            due_batch: settings.due_batch.clamp(1, settings.batch) as usize,
-            flow_turns: settings.flow_turns,
+            due_batch: t.due_batch.clamp(1, t.batch) as usize,
+            flow_turns: t.flow_turns,
             tx_blocked: false,
-            ring_timestamps: settings.ring_timestamps,
+            ring_timestamps: t.ring_timestamps,
             vnet: settings.vnet,
             gso: settings.gso,
             segmenting,
@@ -587,7 +581,7 @@ impl<M: Model> Direction<M> {
     }
 
     /// Releases frames overdue at `now` on behalf of the other direction's worker (see
-    /// `IoOptions::help_due`): one send of at most `due_batch`, so that the helper goes back
+    /// `Tuning::help_due`): one send of at most `due_batch`, so that the helper goes back
     /// to its own direction's ring and departures between sends (its own frames, a probe's
     /// request among them, would otherwise wait behind up to `batch` of this direction's,
     /// ~0.2 ms). Returns true if more are overdue and the last send was not blocked: the

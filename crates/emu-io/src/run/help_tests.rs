@@ -1,7 +1,7 @@
-//! Tests of how the two workers share the CPUs. `IoOptions::help_due`: which worker helps which
+//! Tests of how the two workers share the CPUs. `Tuning::help_due`: which worker helps which
 //! direction, and (as root, on veth pairs in a private network namespace that vanishes with
 //! its thread) that a helper sends a direction's frames only once they are overdue and only
-//! while its owner is not running. `IoOptions::lone_pause_ns`: that a send carrying a lone
+//! while its owner is not running. `Tuning::lone_pause_ns`: that a send carrying a lone
 //! frame is noted and ends the release, so the worker can pause before its next send.
 
 use std::os::fd::{AsFd, AsRawFd};
@@ -18,6 +18,7 @@ use crate::options::{IoOptions, Threads};
 use crate::report::counters::DirCounters;
 use crate::run::direction::{DirSettings, Direction};
 use crate::sched::lone::LoneSignal;
+use crate::tuning::Tuning;
 
 /// An ethertype from the IEEE local experimental range, so the capture ignores anything else.
 const ETHERTYPE: u16 = 0x88b5;
@@ -36,16 +37,22 @@ fn each_worker_helps_only_the_other_direction_and_only_when_asked() {
             .collect::<Vec<_>>()
     };
     let opts = IoOptions {
-        help_due: true,
+        tuning: Tuning {
+            help_due: true,
+            ..Tuning::default()
+        },
         ..IoOptions::default()
     };
     assert_eq!(
         names(&opts),
         [(vec!["a->b"], vec!["b->a"]), (vec!["b->a"], vec!["a->b"])]
     );
-    assert!(IoOptions::default().help_due, "on by default");
+    assert!(IoOptions::default().tuning.help_due, "on by default");
     let off = IoOptions {
-        help_due: false,
+        tuning: Tuning {
+            help_due: false,
+            ..Tuning::default()
+        },
         ..IoOptions::default()
     };
     assert_eq!(
@@ -125,13 +132,16 @@ impl Rig {
         );
         let settings = DirSettings {
             slab_slots: 64,
-            batch: 64,
-            ring_timestamps: true,
             vnet: false,
             gso: false,
-            due_batch: 8,
-            flow_turns: true,
-            spin_min_gap: lone_gap,
+            tuning: Tuning {
+                batch: 64,
+                ring_timestamps: true,
+                due_batch: 8,
+                flow_turns: true,
+                spin_min_gap_ns: lone_gap,
+                ..Tuning::default()
+            },
         };
         let dir = Direction::new(
             "a->b",

@@ -2,7 +2,7 @@
 //!
 //! Each turn: release everything due, apply reconfigurations, drain the RX rings, release what
 //! became due, send the other direction's overdue frames if its worker is not running
-//! (`IoOptions::help_due`), then wait.
+//! (`Tuning::help_due`), then wait.
 //! Waiting is on an absolute schedule: the next departure is an absolute CLOCK_MONOTONIC time;
 //! the worker sleeps in `ppoll` on the RX fds (and a wake-up eventfd) with a timeout computed
 //! from that absolute time *minus* `spin_ns`, then spins to the departure (only for a frame
@@ -28,6 +28,7 @@ use crate::run::awake::{AwakeHandle, LINGER};
 use crate::run::direction::Direction;
 use crate::sched::lone::{self, LonePause, LoneSignal};
 use crate::sched::policy::{Class, ClassPolicy, TurnLoad};
+use crate::tuning::Tuning;
 
 /// How often the kernel's RX-ring drop counters are read.
 const STATS_EVERY: Nanos = 50_000_000;
@@ -35,7 +36,7 @@ const STATS_EVERY: Nanos = 50_000_000;
 const TX_BLOCKED_PAUSE: Nanos = 50_000;
 /// Longest sleep with nothing queued (a safety net; stop and reconfigure wake via eventfd).
 const IDLE_SLEEP: Nanos = 200_000_000;
-/// Window over which spinning is budgeted (`IoOptions::spin_budget_ns` per window).
+/// Window over which spinning is budgeted (`Tuning::spin_budget_ns` per window).
 pub const SPIN_WINDOW: Nanos = 10_000_000;
 
 /// Spin time used in the current window, against a limit per window; past it, the worker
@@ -84,31 +85,19 @@ pub struct WorkerCtl {
     pub waker: Arc<Waker>,
     /// Spin instead of sleeping.
     pub busy_poll: bool,
-    /// Spin margin before a departure.
-    pub spin_ns: Nanos,
-    /// Most spinning per `SPIN_WINDOW`.
-    pub spin_budget_ns: Nanos,
-    /// Pause after running this long without sleeping (0 = never); see `IoOptions`.
-    pub yield_after_ns: Nanos,
-    /// Length of that pause.
-    pub yield_for_ns: Nanos,
-    /// Pause this long after a lone frame left while busy (0 = never); see `IoOptions`.
-    pub lone_pause_ns: Nanos,
-    /// How late such a pause may make the next frame; see `IoOptions`.
-    pub lone_pause_late_ns: Nanos,
+    /// Spin margins and budgets, pauses, the light worker's class (see [`Tuning`]).
+    pub tuning: Tuning,
     /// Counts sends of lone frames in either direction, by the CPU that made them.
     pub lone: LoneSignal,
     /// CPU to pin to.
     pub cpu: Option<usize>,
     /// SCHED_FIFO priority.
     pub rt_priority: Option<u8>,
-    /// SCHED_OTHER after this long of light turns (0 = never); see `crate::sched::policy`.
-    pub light_other_after_ns: Nanos,
     /// Keeps the CPUs awake while a frame waits (None: keep-awake off).
     pub awake: Option<AwakeHandle>,
 }
 
-/// A direction shared between its own worker and, with `IoOptions::help_due`, the other
+/// A direction shared between its own worker and, with `Tuning::help_due`, the other
 /// direction's worker. The owner holds the lock for its whole turn and its spins and lets go
 /// only to sleep, so the other worker sends its overdue frames only while it sleeps or waits
 /// for a CPU. A worker never holds two directions' locks unless it owns both (one thread).
@@ -225,11 +214,11 @@ pub fn run<M: Model>(
         .join(",");
     let (start, cpu0) = (monotonic_ns(), thread_cpu_ns());
     let mut last_stats = start;
-    let mut budget = SpinBudget::new(ctl.spin_budget_ns);
+    let mut budget = SpinBudget::new(ctl.tuning.spin_budget_ns);
     let mut awake_since = start;
     let mut lone_pause = LonePause::default();
     let mut class = ClassPolicy::new(match ctl.rt_priority {
-        Some(_) => ctl.light_other_after_ns,
+        Some(_) => ctl.tuning.light_other_after_ns,
         None => 0,
     });
     while !ctl.stop.load(Ordering::Acquire) {
@@ -244,7 +233,7 @@ pub fn run<M: Model>(
             apply_class(c, ctl.rt_priority)?;
         }
         if should_pause(ctl, &end, more_help, awake_since, now) {
-            pause(ctl, now, ctl.yield_for_ns);
+            pause(ctl, now, ctl.tuning.yield_for_ns);
             awake_since = monotonic_ns();
             continue;
         }
@@ -293,7 +282,7 @@ fn owed_lone_pause(
     helping: bool,
     now: Nanos,
 ) -> Option<Nanos> {
-    if ctl.lone_pause_ns == 0 {
+    if ctl.tuning.lone_pause_ns == 0 {
         return None;
     }
     let busy = end.received > 0 || helping || end.next.is_some_and(|t| t <= now);
@@ -301,10 +290,10 @@ fn owed_lone_pause(
     let late = if end.holds_lone {
         0
     } else {
-        ctl.lone_pause_late_ns
+        ctl.tuning.lone_pause_late_ns
     };
-    let limits = (ctl.spin_ns, LATE_LIMIT_NS, late);
-    let len = lone::pause_len(ctl.lone_pause_ns, limits, end.next, now);
+    let limits = (ctl.tuning.spin_ns, LATE_LIMIT_NS, late);
+    let len = lone::pause_len(ctl.tuning.lone_pause_ns, limits, end.next, now);
     let sent_elsewhere = ctl.lone.elsewhere(current_cpu());
     state
         .take(sent_elsewhere, now, busy && len > 0)
@@ -320,12 +309,12 @@ fn pause(ctl: &WorkerCtl, now: Nanos, len: Nanos) {
     sleep_until(now + len);
 }
 
-/// Whether to pause now (see `IoOptions::yield_after_ns`): the worker has run that long
+/// Whether to pause now (see `Tuning::yield_after_ns`): the worker has run that long
 /// without sleeping while it holds frames for later departures (a delay line, a rate queue).
 /// Holding frames is what keeps a worker awake for milliseconds (it spins to, or is behind,
 /// a continuous schedule); frames due on arrival (no impairment) leave as they come and the
 /// worker sleeps when its ring is empty, so there a pause would only take capacity away.
-/// Overdue frames are sent meanwhile by the other worker (`IoOptions::help_due`). A helper
+/// Overdue frames are sent meanwhile by the other worker (`Tuning::help_due`). A helper
 /// that keeps sending the other direction's backlog counts as holding frames (`helping`).
 fn should_pause(
     ctl: &WorkerCtl,
@@ -334,9 +323,9 @@ fn should_pause(
     awake_since: Nanos,
     now: Nanos,
 ) -> bool {
-    ctl.yield_after_ns > 0
+    ctl.tuning.yield_after_ns > 0
         && (end.next.is_some() || helping)
-        && now.saturating_sub(awake_since) >= ctl.yield_after_ns
+        && now.saturating_sub(awake_since) >= ctl.tuning.yield_after_ns
 }
 
 /// Moves the calling worker to `class` (`crate::sched::policy`). Failing to get SCHED_FIFO back
@@ -434,7 +423,7 @@ fn wait<M: Model>(
     let now = monotonic_ns();
     // The budget is asked first: it keeps state (its window).
     let spin_ok = budget.allows(now) && lone;
-    match plan_wait(next, now, ctl.spin_ns, ctl.busy_poll, spin_ok) {
+    match plan_wait(next, now, ctl.tuning.spin_ns, ctl.busy_poll, spin_ok) {
         WaitPlan::Now => return Ok(false),
         WaitPlan::Spin(until) => {
             budget.charge(spin(&mut lock_own(own), ctl, until));
@@ -498,16 +487,19 @@ mod tests {
             stop: Arc::new(AtomicBool::new(false)),
             waker: Arc::new(Waker::new().expect("eventfd")),
             busy_poll: false,
-            spin_ns: 100_000,
-            spin_budget_ns: SPIN_WINDOW / 4,
-            yield_after_ns,
-            yield_for_ns: 20_000,
-            lone_pause_ns: 0,
-            lone_pause_late_ns: 0,
+            tuning: Tuning {
+                spin_ns: 100_000,
+                spin_budget_ns: SPIN_WINDOW / 4,
+                yield_after_ns,
+                yield_for_ns: 20_000,
+                lone_pause_ns: 0,
+                lone_pause_late_ns: 0,
+                light_other_after_ns: 0,
+                ..Tuning::default()
+            },
             lone: LoneSignal::off(),
             cpu: None,
             rt_priority: None,
-            light_other_after_ns: 0,
             awake: None,
         }
     }

@@ -1,4 +1,4 @@
-//! Pauses after a lone frame leaves (`IoOptions::lone_pause_ns`).
+//! Pauses after a lone frame leaves (`Tuning::lone_pause_ns`).
 //!
 //! A frame alone in its flow (a ping, a request or a response: [`crate::sched::schedule::Entry::lone`])
 //! usually wakes a thread on the receiving host that waits for it. On the shared test VM that
@@ -10,7 +10,7 @@
 //! running and can send the pausing worker's overdue frames meanwhile (`help_due`).
 //!
 //! While the pausing worker holds no lone frame, the pause may make its next frame up to
-//! `IoOptions::lone_pause_late_ns` late: under a flow paced at 1 Gbit/s a frame leaves every
+//! `Tuning::lone_pause_late_ns` late: under a flow paced at 1 Gbit/s a frame leaves every
 //! 12 µs, and a pause that had to end before it never happened (BENCH.md, "a lone pause may make a bulk frame up to 60 µs late").
 
 use std::sync::Arc;

@@ -27,7 +27,7 @@ pub struct Entry {
     pub flow: u32,
     /// No earlier frame of its flow was scheduled within the schedule's lone gap of it: a
     /// ping, a request or reply of a request/response, not a frame in the middle of a bulk
-    /// flow. The worker spins only to such frames (`IoOptions::spin_min_gap_ns`). Flows are
+    /// flow. The worker spins only to such frames (`Tuning::spin_min_gap_ns`). Flows are
     /// told apart by [`crate::sched::due`]'s buckets, so a probe whose key shares a bucket with a
     /// bulk flow's (1 in 1024) counts as part of it and leaves on the timer's wake-up.
     pub lone: bool,
@@ -132,7 +132,7 @@ impl Schedule {
     }
 
     /// Whether any queued frame is lone: someone's probe, request or reply, which a lone
-    /// pause must never make late (`IoOptions::lone_pause_late_ns`).
+    /// pause must never make late (`Tuning::lone_pause_late_ns`).
     pub fn holds_lone(&self) -> bool {
         self.lone_held > 0
     }

@@ -572,13 +572,19 @@ mod tests {
     #[test]
     fn log_ticks_cover_the_whole_range() {
         // The demo's CDF: data from 21 to 760 Mbit/s; the labels must reach below 100.
-        assert_eq!(log_ticks(16.0, 950.0), vec![20.0, 50.0, 100.0, 200.0, 500.0]);
+        assert_eq!(
+            log_ticks(16.0, 950.0),
+            vec![20.0, 50.0, 100.0, 200.0, 500.0]
+        );
         assert_eq!(log_ticks(16.8, 45.0), vec![20.0, 30.0, 40.0]);
         assert_eq!(log_ticks(21.0, 36.0), vec![25.0, 30.0, 35.0]);
         assert_eq!(log_ticks(0.5, 4.0), vec![0.5, 1.0, 2.0]);
         let wide = log_ticks(1e-3, 1e6);
         assert_eq!(wide.len(), 10);
-        assert!(wide.iter().all(|v| (v.log10() - v.log10().round()).abs() < 1e-9));
+        assert!(
+            wide.iter()
+                .all(|v| (v.log10() - v.log10().round()).abs() < 1e-9)
+        );
         assert!(log_ticks(0.0, 1.0).is_empty());
         assert_eq!(tick_label(20.0, Scale::Log), "20");
         assert_eq!(tick_label(0.1, Scale::Log), "0.1");

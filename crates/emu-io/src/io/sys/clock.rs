@@ -221,16 +221,22 @@ mod tests {
     #[test]
     fn sleep_until_is_absolute_and_tight() {
         set_timer_slack_min();
-        let start = monotonic_ns();
-        let deadline = start + 2_000_000;
-        sleep_until(deadline);
-        let woke = monotonic_ns();
-        assert!(woke >= deadline, "woke {} ns early", deadline - woke);
-        // Generous bound: shared CI cores; the point is that it is not jiffy (4 ms) granular.
+        // Never early, on any attempt. Late only by the scheduler: on CPUs shared with the rest
+        // of the suite one wake-up can be milliseconds late, so the bound is on the median of
+        // 20. A timer of jiffy (4 ms) granularity wakes under 1 ms late a quarter of the time,
+        // so its median fails the bound (all but 1.4 % of the time); an hrtimer's passes.
+        let mut late = Vec::with_capacity(20);
+        for _ in 0..20 {
+            let deadline = monotonic_ns() + 500_000;
+            sleep_until(deadline);
+            let woke = monotonic_ns();
+            assert!(woke >= deadline, "woke {} ns early", deadline - woke);
+            late.push(woke - deadline);
+        }
+        late.sort_unstable();
         assert!(
-            woke - deadline < 3_000_000,
-            "woke {} ns late",
-            woke - deadline
+            late[10] < 1_000_000,
+            "wake-ups late by (ns, sorted): {late:?}"
         );
     }
 
