@@ -133,17 +133,34 @@ mod tests {
         rest.split_whitespace().nth(n - 3).unwrap().to_owned()
     }
 
+    /// Field `n` of `pid`'s stat once it reads `want`, or what it reads after 5 s. A new or
+    /// woken process on a loaded machine may wait a while for a CPU before it gets there.
+    fn settled(pid: libc::pid_t, n: usize, want: &str) -> String {
+        let start = std::time::Instant::now();
+        loop {
+            let v = stat_field(pid, n);
+            if v == want || start.elapsed().as_secs() >= 5 {
+                return v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     #[test]
     fn spinners_run_idle_in_their_own_session_only_while_a_frame_waits() {
         let k = KeepAwake::start().unwrap();
         assert_eq!(k.spinners(), allowed_cpus().unwrap().len());
         let pids = k.pids.clone();
-        std::thread::sleep(std::time::Duration::from_millis(50));
         for &pid in &pids {
-            // proc(5): 3 state, 6 session, 41 policy (5 = SCHED_IDLE).
-            assert_eq!(stat_field(pid, 41), "5", "spinner {pid} is not SCHED_IDLE");
+            // proc(5): 3 state, 6 session, 41 policy (5 = SCHED_IDLE). Each spinner sets its
+            // own policy and session once it first runs.
             assert_eq!(
-                stat_field(pid, 6),
+                settled(pid, 41, "5"),
+                "5",
+                "spinner {pid} is not SCHED_IDLE"
+            );
+            assert_eq!(
+                settled(pid, 6, &pid.to_string()),
                 pid.to_string(),
                 "spinner {pid} leads no session"
             );
@@ -154,7 +171,7 @@ mod tests {
                 "{group}"
             );
             assert_eq!(
-                stat_field(pid, 3),
+                settled(pid, 3, "S"),
                 "S",
                 "spinner {pid} spins with nothing held"
             );
@@ -174,13 +191,9 @@ mod tests {
         // The window lapses: they sleep again, once each gets the CPU to see it (a runnable
         // SCHED_IDLE task may wait a while on a loaded machine, taking nothing meanwhile).
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let settle = std::time::Instant::now();
         for &pid in &pids {
-            while stat_field(pid, 3) != "S" && settle.elapsed().as_secs() < 5 {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
             assert_eq!(
-                stat_field(pid, 3),
+                settled(pid, 3, "S"),
                 "S",
                 "spinner {pid} spins after the window"
             );
