@@ -80,6 +80,8 @@ pub mod options;
 pub mod report;
 pub(crate) mod run;
 pub(crate) mod sched;
+#[cfg(test)]
+pub(crate) mod sim;
 pub mod tuning;
 pub(crate) mod wire;
 

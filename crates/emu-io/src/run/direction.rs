@@ -33,6 +33,7 @@ use crate::report::counters::DirCounters;
 use crate::sched::lone::LoneSignal;
 use crate::sched::schedule::{Entry, Schedule};
 use crate::sched::slab::Slab;
+use crate::sched::worker::{another_send, leaves_from_ring};
 use crate::tuning::Tuning;
 use crate::wire::flow::flow_key;
 use crate::wire::gso::{F_NEEDS_CSUM, VNET_HDR_LEN, VnetHdr, WireCost, wire_cost};
@@ -458,16 +459,15 @@ impl<M: Model> Direction<M> {
             .push(dep.at, slot, (VNET_HDR_LEN + len) as u32, flow);
     }
 
-    /// True if `f` can leave straight from the RX ring: `sendmmsg` egress, due now, nothing
-    /// queued ahead, and no rewriting needed.
+    /// True if `f`, sent once at `dep`, can leave straight from the RX ring
+    /// ([`leaves_from_ring`]).
     fn direct_ok(&self, f: &RxFrame, dep: Departure, mono_now: Nanos) -> bool {
-        matches!(self.tx, TxPort::Send { .. })
-            && dep.at <= mono_now
+        let from_ring = matches!(self.tx, TxPort::Send { .. })
             && dep.corrupt.is_none()
-            && self.sched.is_empty()
-            && self.held.len() < self.batch
             && f.vlan.is_none()
-            && (self.vnet || f.status & TP_STATUS_CSUMNOTREADY == 0)
+            && (self.vnet || f.status & TP_STATUS_CSUMNOTREADY == 0);
+        let held = (self.held.len(), self.batch);
+        leaves_from_ring(dep.at, mono_now, self.sched.is_empty(), held, from_ring)
     }
 
     /// Sends the held frames from the RX ring in one `sendmmsg` and gives them back.
@@ -564,13 +564,15 @@ impl<M: Model> Direction<M> {
                 TxPort::Send { .. } => self.send_due(now),
             };
             released += moved;
-            // A lone frame just left (here or in the other direction): stop so the worker
-            // can pause for the thread it woke (`crate::sched::lone`).
-            if moved < self.due_batch
-                || self.tx_blocked
-                || self.rx_ready()
-                || self.lone.epoch() != lone_epoch
-            {
+            let lone = &self.lone;
+            let (rx, blocked) = (&mut self.rx, self.tx_blocked);
+            if !another_send(
+                moved,
+                self.due_batch,
+                blocked,
+                || rx.ring.peek() != RxNext::Empty,
+                || lone.epoch() != lone_epoch,
+            ) {
                 break;
             }
             now = monotonic_ns();

@@ -249,6 +249,38 @@ impl WorkerSched {
     }
 }
 
+/// Whether a frame the model sends once, uncorrupted, at `at` leaves straight from the RX ring
+/// at `now` (the direct path: no copy) rather than through the schedule: only when it is due,
+/// nothing is queued ahead of it (`nothing_queued`: else it would overtake), the frames already held for
+/// this send are fewer than a batch, and the egress can send from the ring (`from_ring`:
+/// `sendmmsg`, and the frame needs no rewriting: no VLAN tag to re-insert, no checksum to
+/// complete).
+pub(crate) fn leaves_from_ring(
+    at: Nanos,
+    now: Nanos,
+    nothing_queued: bool,
+    (held, batch): (usize, usize),
+    from_ring: bool,
+) -> bool {
+    from_ring && at <= now && nothing_queued && held < batch
+}
+
+/// Whether a release goes on to another send after one that moved `moved` frames (sends of at
+/// most `due_batch`): not when that send was short (nothing more is due), the TX ring is full,
+/// a frame waits in the RX ring (behind a backlog, a newly arrived frame of another flow must
+/// reach the schedule to get its turn, `due`), or a lone frame just left here or in the other
+/// direction (the worker may owe a pause for the thread it woke, `lone`). The last two are
+/// read only when the first two leave the question open (each reads shared memory).
+pub(crate) fn another_send(
+    moved: usize,
+    due_batch: usize,
+    tx_blocked: bool,
+    rx_waiting: impl FnOnce() -> bool,
+    lone_sent: impl FnOnce() -> bool,
+) -> bool {
+    moved >= due_batch && !tx_blocked && !rx_waiting() && !lone_sent()
+}
+
 /// Plans the wait for the earliest departure `next` at `now`. `spin_ok` false (spin budget
 /// spent, or the frame is not lone in its flow) turns every spin into a sleep to the exact
 /// departure.

@@ -276,3 +276,46 @@ fn a_spent_spin_budget_sleeps_to_the_exact_departure() {
     assert!(!b.allows(2 * SPIN_WINDOW - 1), "spent within the window");
     assert!(b.allows(2 * SPIN_WINDOW), "a new window starts afresh");
 }
+
+#[test]
+fn a_frame_leaves_from_the_ring_only_when_due_with_nothing_ahead() {
+    assert!(leaves_from_ring(100, 100, true, (0, 64), true));
+    assert!(
+        !leaves_from_ring(101, 100, true, (0, 64), true),
+        "not yet due"
+    );
+    assert!(
+        !leaves_from_ring(100, 100, false, (0, 64), true),
+        "would overtake"
+    );
+    assert!(
+        !leaves_from_ring(100, 100, true, (64, 64), true),
+        "a full send"
+    );
+    assert!(
+        !leaves_from_ring(100, 100, true, (0, 64), false),
+        "needs a copy"
+    );
+}
+
+#[test]
+fn a_release_stops_after_a_short_send_a_blocked_ring_an_arrival_or_a_lone_send() {
+    let never = || -> bool { panic!("read although the answer was known") };
+    assert!(another_send(8, 8, false, || false, || false));
+    assert!(
+        !another_send(7, 8, false, never, never),
+        "nothing more was due"
+    );
+    assert!(
+        !another_send(8, 8, true, never, never),
+        "the TX ring is full"
+    );
+    assert!(
+        !another_send(8, 8, false, || true, never),
+        "a frame waits in the ring"
+    );
+    assert!(
+        !another_send(8, 8, false, || false, || true),
+        "a lone frame left"
+    );
+}
