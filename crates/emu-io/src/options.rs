@@ -337,26 +337,6 @@ mod tests {
         );
         let e = rejection(IoOptions {
             tuning: Tuning {
-                spin_min_gap_ns: 1_000_000_001,
-                ..Default::default()
-            },
-            ..Default::default()
-        });
-        assert!(
-            e.starts_with("IoOptions.tuning.spin_min_gap_ns = 1000000001: use at most 1 s"),
-            "{e}"
-        );
-        IoOptions {
-            tuning: Tuning {
-                spin_min_gap_ns: 0,
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-        .validate()
-        .unwrap();
-        let e = rejection(IoOptions {
-            tuning: Tuning {
                 lone_pause_ns: 1_000_001,
                 ..Default::default()
             },

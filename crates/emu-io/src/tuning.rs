@@ -20,17 +20,17 @@ pub struct Tuning {
     /// Default 2.5 ms; 250 µs did not consistently shorten the endpoints' CPU waits under a
     /// paced flow (BENCH.md, "the worker's pause").
     pub spin_budget_ns: u64,
-    /// Spin only to a frame whose flow's previous frame departs at least this long from it
-    /// (0 = spin to every departure); other frames leave on the hrtimer wake-up. A ping or a
-    /// request/response (one frame per flow every few ms) keeps its spin, also in the middle
-    /// of a bulk flow, while the bulk flow's own frames (a TCP flow paced at 1 Gbit/s arrived
-    /// in bursts 0.5-1 ms apart, its ACKs 20-50 µs apart) no longer keep a SCHED_FIFO worker
-    /// spinning before each, about a fifth of a CPU that the flow's endpoints and the probes
-    /// queue behind. Flows are those of `flow_turns` (one per direction when that is off).
-    /// Default 2 ms: under a paced 1 Gbit/s flow normal-priority rr's median fell from
-    /// 20.30-20.35 to 20.12-20.15 ms, and SCHED_FIFO probes' to 20.07-20.10 (BENCH.md,
-    /// "spin only to frames alone in their flow").
-    pub spin_min_gap_ns: u64,
+    /// Spin to every departure, not only to frames lone in their flow (`sched::schedule::
+    /// LONE_GAP`: a ping, a request or a response); the others then leave on the hrtimer
+    /// wake-up. Which frames count as lone does not change with it (nor the pauses or the
+    /// verdict that read it). Default false: spinning before each of a bulk flow's frames kept
+    /// a SCHED_FIFO worker busy for about a fifth of a CPU that the flow's endpoints and the
+    /// probes queued behind; under a paced 1 Gbit/s flow normal-priority rr's median fell from
+    /// 20.30-20.35 to 20.12-20.15 ms, and SCHED_FIFO probes' to 20.07-20.10 (BENCH.md, "spin
+    /// only to frames alone in their flow"). The harness (docs/scheduling-harness.md), which
+    /// does not charge a spin to the endpoints, shows the frames' own side: every class
+    /// leaves closer to its time when every departure is spun to.
+    pub spin_to_every_departure: bool,
     /// Most frames moved per ring per loop turn (bounds the time one direction can starve the
     /// other and the size of one TX kick). Default 64: 0.79/0.87x of the kernel bridge against
     /// 0.68/0.81x for 256 and 0.75/0.78x for 32 in two interleaved runs (BENCH.md).
@@ -67,7 +67,7 @@ pub struct Tuning {
     pub yield_after_ns: u64,
     /// How long such a pause lasts, ns (1 µs..=1 ms).
     pub yield_for_ns: u64,
-    /// After a send that carried a frame alone in its flow (see `spin_min_gap_ns`: a ping, a
+    /// After a send that carried a frame alone in its flow (`sched::schedule::Entry::lone`: a ping, a
     /// request, a response), a worker on another CPU that would keep running (frames
     /// received, overdue or to help) pauses up to this long, at most once per
     /// `sched::lone::LONE_PAUSE_SPACING`: such a frame wakes a thread on the receiving host,
@@ -105,7 +105,7 @@ impl Default for Tuning {
         Self {
             spin_ns: 100_000,
             spin_budget_ns: 2_500_000,
-            spin_min_gap_ns: 2_000_000,
+            spin_to_every_departure: false,
             batch: 64,
             due_batch: 8,
             flow_turns: true,
@@ -145,13 +145,6 @@ impl Tuning {
                 "tuning.spin_ns",
                 self.spin_ns.to_string(),
                 "use at most 10 ms (10000000)",
-            );
-        }
-        if self.spin_min_gap_ns > 1_000_000_000 {
-            return bad(
-                "tuning.spin_min_gap_ns",
-                self.spin_min_gap_ns.to_string(),
-                "use at most 1 s (1000000000), or 0 to spin to every departure",
             );
         }
         if self.yield_after_ns > 0 && !(1_000..=1_000_000).contains(&self.yield_for_ns) {

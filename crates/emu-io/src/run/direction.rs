@@ -162,7 +162,7 @@ impl<M: Model> Direction<M> {
             tx,
             model,
             slab: Slab::new(settings.slab_slots, slot),
-            sched: Schedule::new(settings.slab_slots as usize, reorder, t.spin_min_gap_ns),
+            sched: Schedule::new(settings.slab_slots as usize, reorder),
             counters,
             reconfig,
             batch_at: Vec::with_capacity(batch),

@@ -90,7 +90,7 @@ fn as_root_in_private_netns(test: fn()) {
 }
 
 /// A direction ea -> eb on two veth pairs in the calling thread's namespace (a 20 ms delay,
-/// `due_batch` 8, a frame lone when its flow had none within `lone_gap`), with a socket that
+/// `due_batch` 8, a frame lone when its flow had none within `LONE_GAP`), with a socket that
 /// injects frames into `pa` (they reach `ea`) and one that captures what leaves on `pb`.
 struct Rig {
     dir: Shared<BasicModel>,
@@ -101,7 +101,7 @@ struct Rig {
 }
 
 impl Rig {
-    fn new(lone_gap: Nanos, lone: LoneSignal) -> Self {
+    fn new(lone: LoneSignal) -> Self {
         quiet_ipv6();
         for args in [
             "link add ea type veth peer name pa",
@@ -139,7 +139,6 @@ impl Rig {
                 ring_timestamps: true,
                 due_batch: 8,
                 flow_turns: true,
-                spin_min_gap_ns: lone_gap,
                 ..Tuning::default()
             },
         };
@@ -177,7 +176,7 @@ impl Rig {
 
 /// The test proper, in a namespace of its own.
 fn help_on_veth() {
-    let rig = Rig::new(0, LoneSignal::off());
+    let rig = Rig::new(LoneSignal::off());
     let (shared, counters) = (&rig.dir, &rig.counters);
     // More than one send's worth (due_batch 8): a helper sends one batch per call.
     const FRAMES: u8 = 11;
@@ -233,7 +232,7 @@ fn lone_on_veth() {
         .expect("a CPU");
     crate::io::sys::clock::pin_to_cpu(cpu).expect("pin the test thread");
     let lone = LoneSignal::on(2);
-    let rig = Rig::new(2_000_000, lone.clone());
+    let rig = Rig::new(lone.clone());
     const FRAMES: u8 = 11;
     rig.send_and_take(FRAMES);
     std::thread::sleep(Duration::from_nanos(DELAY + 5_000_000));

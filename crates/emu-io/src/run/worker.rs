@@ -6,7 +6,7 @@
 //! Waiting is on an absolute schedule: the next departure is an absolute CLOCK_MONOTONIC time;
 //! the worker sleeps in `ppoll` on the RX fds (and a wake-up eventfd) with a timeout computed
 //! from that absolute time *minus* `spin_ns`, then spins to the departure (only for a frame
-//! alone in its flow, `spin_min_gap_ns`, and within a spin budget). Every wake-up
+//! alone in its flow, `sched::schedule::LONE_GAP`, and within a spin budget). Every wake-up
 //! releases every frame due, so a burst leaves in one TX kick. `ppoll` (an hrtimer, slack set to
 //! 1 ns) rather than `clock_nanosleep(TIMER_ABSTIME)` because the worker must also wake for
 //! arriving frames; since the timeout is recomputed from the absolute deadline at each call,

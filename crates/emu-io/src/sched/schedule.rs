@@ -12,6 +12,14 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::io::sys::clock::Nanos;
 use crate::sched::due::{BUCKETS, DueQueues, bucket};
 
+/// A frame is lone ([`Entry::lone`]) when its flow's previous one departs at least this far
+/// from it. A ping or a request/response (one frame per flow every few ms) is lone, also in
+/// the middle of a bulk flow, while a bulk flow's own frames are not: a TCP flow paced at
+/// 1 Gbit/s arrived in bursts 0.5-1 ms apart and its ACKs 20-50 µs apart (BENCH.md, "spin
+/// only to frames alone in their flow"). Flows are those of `Tuning::flow_turns` (one per
+/// direction when that is off).
+pub const LONE_GAP: Nanos = 2_000_000;
+
 /// A queued frame: where it is stored and when it leaves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
@@ -25,9 +33,10 @@ pub struct Entry {
     pub len: u32,
     /// Flow key ([`crate::wire::flow::flow_key`]): frames of one flow leave in schedule order.
     pub flow: u32,
-    /// No earlier frame of its flow was scheduled within the schedule's lone gap of it: a
-    /// ping, a request or reply of a request/response, not a frame in the middle of a bulk
-    /// flow. The worker spins only to such frames (`Tuning::spin_min_gap_ns`). Flows are
+    /// No earlier frame of its flow was scheduled within [`LONE_GAP`] of it: a ping, a
+    /// request or reply of a request/response, not a frame in the middle of a bulk flow. The
+    /// one classification the worker's spins, the lone pauses, a release's early stop and the
+    /// fidelity verdict's lone-frame lateness all read. Flows are
     /// told apart by [`crate::sched::due`]'s buckets, so a probe whose key shares a bucket with a
     /// bulk flow's (1 in 1024) counts as part of it and leaves on the timer's wake-up.
     pub lone: bool,
@@ -53,17 +62,21 @@ pub struct Schedule {
     clamped: u64,
     /// Latest departure scheduled per flow bucket (0: none yet), for [`Entry::lone`].
     flow_last: Vec<Nanos>,
-    /// A frame is lone if its flow's previous one departs at least this far from it (0:
-    /// every frame is).
+    /// A frame is lone if its flow's previous one departs at least this far from it
+    /// ([`LONE_GAP`]; 0 in tests: every frame is).
     lone_gap: Nanos,
     /// Lone frames queued ([`Self::holds_lone`]).
     lone_held: usize,
 }
 
 impl Schedule {
-    /// A schedule with room for `capacity` entries preallocated; `reorder` picks the heap;
-    /// `lone_gap` decides [`Entry::lone`].
-    pub fn new(capacity: usize, reorder: bool, lone_gap: Nanos) -> Self {
+    /// A schedule with room for `capacity` entries preallocated; `reorder` picks the heap.
+    pub fn new(capacity: usize, reorder: bool) -> Self {
+        Self::with_lone_gap(capacity, reorder, LONE_GAP)
+    }
+
+    /// [`Self::new`] with another gap deciding [`Entry::lone`] (tests).
+    pub(crate) fn with_lone_gap(capacity: usize, reorder: bool, lone_gap: Nanos) -> Self {
         let queue = if reorder {
             Queue::Heap(BinaryHeap::with_capacity(capacity))
         } else {
@@ -210,7 +223,7 @@ mod tests {
 
     #[test]
     fn fifo_releases_only_what_is_due_in_order() {
-        let mut s = Schedule::new(8, false, 0);
+        let mut s = Schedule::with_lone_gap(8, false, 0);
         s.push(100, 0, 60, 0);
         s.push(100, 1, 60, 0);
         s.push(250, 2, 60, 0);
@@ -224,7 +237,7 @@ mod tests {
 
     #[test]
     fn fifo_holds_back_an_early_departure_and_counts_it() {
-        let mut s = Schedule::new(4, false, 0);
+        let mut s = Schedule::with_lone_gap(4, false, 0);
         s.push(500, 0, 60, 0);
         s.push(300, 1, 60, 0);
         assert_eq!(s.clamped(), 1);
@@ -234,7 +247,7 @@ mod tests {
 
     #[test]
     fn due_frames_of_two_flows_take_turns_and_later_ones_wait() {
-        let mut s = Schedule::new(8, false, 0);
+        let mut s = Schedule::with_lone_gap(8, false, 0);
         for (at, slot) in [(100, 0), (101, 1), (102, 2)] {
             s.push(at, slot, 1514, 7);
         }
@@ -252,7 +265,7 @@ mod tests {
 
     #[test]
     fn a_due_frame_put_back_is_the_next_departure() {
-        let mut s = Schedule::new(4, false, 0);
+        let mut s = Schedule::with_lone_gap(4, false, 0);
         s.push(100, 0, 60, 1);
         s.push(900, 1, 60, 1);
         let e = s.pop_due(150).unwrap();
@@ -264,7 +277,7 @@ mod tests {
 
     #[test]
     fn heap_reorders_by_departure_and_keeps_ties_in_arrival_order() {
-        let mut s = Schedule::new(4, true, 0);
+        let mut s = Schedule::with_lone_gap(4, true, 0);
         s.push(500, 0, 60, 0);
         s.push(300, 1, 60, 0);
         s.push(300, 2, 60, 0);
@@ -273,7 +286,7 @@ mod tests {
 
     #[test]
     fn switching_to_heap_keeps_every_entry_and_push_front_retries_first() {
-        let mut s = Schedule::new(4, false, 0);
+        let mut s = Schedule::with_lone_gap(4, false, 0);
         s.push(100, 0, 60, 0);
         s.push(200, 1, 60, 0);
         s.set_reorder(true);
@@ -287,7 +300,7 @@ mod tests {
     #[test]
     fn a_frame_is_lone_only_if_its_flow_had_none_within_the_gap() {
         let gap = 2_000_000;
-        let mut s = Schedule::new(16, false, gap);
+        let mut s = Schedule::with_lone_gap(16, false, gap);
         // A bulk flow (7), frames 12 µs apart, and a probe (9) in the middle of it.
         s.push(10_000_000, 0, 1514, 7);
         s.push(10_012_000, 1, 1514, 7);
@@ -320,7 +333,7 @@ mod tests {
         );
         assert!(!s.next_is_lone(), "nothing queued");
         assert!(!s.holds_lone(), "and no lone frame held");
-        let mut every = Schedule::new(4, false, 0);
+        let mut every = Schedule::with_lone_gap(4, false, 0);
         every.push(100, 0, 60, 7);
         every.push(101, 1, 60, 7);
         assert!(
@@ -344,7 +357,7 @@ mod tests {
 
     #[test]
     fn holds_lone_until_the_last_lone_frame_leaves_or_while_one_is_put_back() {
-        let mut s = Schedule::new(8, false, 2_000_000);
+        let mut s = Schedule::with_lone_gap(8, false, 2_000_000);
         assert!(!s.holds_lone(), "empty");
         // A bulk flow (7): only its first frame is lone.
         s.push(1_000_000, 0, 1514, 7);
@@ -377,7 +390,7 @@ mod tests {
             reorder: bool,
             lone_gap in 0u64..60,
         ) {
-            let mut s = Schedule::new(8, reorder, lone_gap);
+            let mut s = Schedule::with_lone_gap(8, reorder, lone_gap);
             let mut now = 0;
             let mut out: Vec<Entry> = Vec::new();
             for (i, &(gap, flow, op)) in ops.iter().enumerate() {

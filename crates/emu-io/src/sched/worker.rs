@@ -187,7 +187,8 @@ impl WorkerSched {
             return step(Action::Again);
         }
         // The budget is asked first: it keeps state (its window).
-        let spin_ok = self.budget.allows(now) && end.next_lone;
+        let lone = end.next_lone || self.tuning.spin_to_every_departure;
+        let spin_ok = self.budget.allows(now) && lone;
         let plan = plan_wait(end.next, now, self.tuning.spin_ns, self.busy_poll, spin_ok);
         step(Action::Wait {
             plan,

@@ -20,9 +20,9 @@ fn report() -> String {
     let cases: [(&str, Tuning); 6] = [
         ("defaults", d),
         (
-            "spin to every departure (spin_min_gap_ns 0)",
+            "spin to every departure (spin_to_every_departure)",
             Tuning {
-                spin_min_gap_ns: 0,
+                spin_to_every_departure: true,
                 ..d
             },
         ),

@@ -193,7 +193,7 @@ impl World {
             Dir {
                 rx: BTreeMap::new(),
                 model: DirectionModel::new(&cfg, seed).expect("a delay-only link is valid"),
-                sched: Schedule::new(1 << 16, false, tuning.spin_min_gap_ns),
+                sched: Schedule::new(1 << 16, false),
                 slots: Vec::new(),
                 free: Vec::new(),
             }
