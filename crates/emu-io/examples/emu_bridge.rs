@@ -1,5 +1,5 @@
 //! Runs the emulator bridge (tcplab_emu's model) between two interfaces of the current
-//! namespace for a fixed time, then prints the report and verdict as JSON (for BENCH.md).
+//! namespace for a fixed time, then prints the report and verdict as JSON (for emu-io-bench.md).
 //!
 //! `emu_bridge IFACE_A IFACE_B [--delay 10ms] [--jitter ..] [--loss 1%] [--rate 1gbit]
 //!  [--queue 1000] [--seed N] [--seconds S] [--threads single|per] [--rx v2|v3|xdp] [--busy]

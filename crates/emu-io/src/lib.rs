@@ -49,14 +49,14 @@
 //! before the next frame goes.
 //!
 //! # Performance
-//! `docs/BENCHMARKS.md` and `BENCH.md` beside this crate (`benches/emu.sh`, `bench.sh`): offloads
+//! `docs/BENCHMARKS.md` and docs/notebook/emu-io-bench.md (`benches/emu.sh`, `bench.sh`): offloads
 //! off on a quiet 2-vCPU machine, a median 0.88-1.02x the kernel bridge's TCP throughput over
 //! three sets of 12 alternating rounds (on a second VM whose kernel bridge is faster, 0.82-0.89x,
 //! and 0.92x once light workers run SCHED_OTHER; 0.81-1.03x per run on a busy one;
 //! AF_XDP on veth lost or tied: veth must copy TCP's cloned skbs before XDP, so receiving costs
 //! two copies instead of one). GSO mode with offloads on reaches 0.64-0.72x the kernel bridge with
 //! offloads on, 2.3-2.9x the offloads-off kernel bridge. With `--loss 0.1%` (segmenting) it keeps
-//! most of that: 2.1-4.6x the offloads-off emulator with the same loss (BENCH.md, "segmentation"). Idle lateness
+//! most of that: 2.1-4.6x the offloads-off emulator with the same loss (emu-io-bench.md, "segmentation"). Idle lateness
 //! is 1-12 µs at p99. Under a bulk TCP flow it is 41-47 µs at p50 and 90-139 µs at p99 when the
 //! flow is paced at 1 Gbit/s, and 0.7-2.4 ms at p99 unpaced. veth runs the receiver's TCP stack
 //! inside each `sendmmsg` (2.7 µs per frame), so a sender's micro-bursts leave over three times

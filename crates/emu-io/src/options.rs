@@ -20,7 +20,7 @@ pub enum RxRingKind {
     /// default: 0.79-0.88x of the kernel bridge against 0.81-0.92x for V2 in the same
     /// interleaved runs, because veth must copy TCP's cloned skbs before XDP
     /// (`skb_pp_cow_data`) and copy mode copies again into the UMEM: two copies, V2 one
-    /// (BENCH.md, "AF_XDP on veth").
+    /// (emu-io-bench.md, "AF_XDP on veth").
     Xdp,
 }
 
@@ -34,12 +34,12 @@ pub enum TxKind {
     /// One `sendmmsg` per batch from where the frame lies (a slab slot, or the RX ring itself
     /// when a frame is due on arrival): one copy. Default: equal throughput within the noise
     /// (+3 % over six interleaved pairs), lower data-direction lateness median (43-163 µs vs
-    /// 172-458 µs) and less worker CPU (BENCH.md, "`sendmmsg` egress").
+    /// 172-458 µs) and less worker CPU (emu-io-bench.md, "`sendmmsg` egress").
     #[default]
     Sendmmsg,
     /// The TX ring of the interface's AF_XDP socket, kicked with `sendto` (copy mode: the
     /// kernel copies each frame into a new skb, 32 frames per call at most). A tie with
-    /// `Sendmmsg` (median ratio 1.01 over 34 interleaved pairs, BENCH.md, "AF_XDP on veth"); needs
+    /// `Sendmmsg` (median ratio 1.01 over 34 interleaved pairs, emu-io-bench.md, "AF_XDP on veth"); needs
     /// no XDP program, but no other AF_XDP socket on the interface.
     Xsk,
 }
@@ -51,12 +51,12 @@ pub enum Threads {
     /// kick, which runs the receiver's stack in softirq, delays the ACK direction).
     Single,
     /// One thread per direction (default: 0.49-1.03x the kernel bridge vs 0.44-0.71x for
-    /// `Single` on 2 shared cores, see BENCH.md).
+    /// `Single` on 2 shared cores, see emu-io-bench.md).
     #[default]
     PerDirection,
 }
 
-/// I/O options. `Default` is what the benchmarks in BENCH.md picked; missing fields in a
+/// I/O options. `Default` is what the benchmarks in emu-io-bench.md picked; missing fields in a
 /// serialized form take their defaults.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -77,7 +77,7 @@ pub struct IoOptions {
     /// Run workers as SCHED_FIFO with this priority (1..=99): their wake-ups then preempt
     /// ordinary tasks (the TCP endpoints, compilers) instead of waiting for a CFS slice.
     /// Default `Some(10)`: per direction it measured 0.30x → 0.65x and 0.74x → 0.87x of the
-    /// kernel bridge in two runs (BENCH.md), and a tighter wake-up tail. The kernel's RT throttling
+    /// kernel bridge in two runs (emu-io-bench.md), and a tighter wake-up tail. The kernel's RT throttling
     /// (sched_rt_runtime_us) still leaves 5 % of each CPU to others. The cost: when the
     /// emulator is saturated (a UDP flood), normal-priority endpoints on the same CPUs starve. `None` keeps SCHED_OTHER
     /// (needed without CAP_SYS_NICE).

@@ -182,7 +182,7 @@ impl PathArgs {
 /// 1 Gbit/s, 10 ms lab on two vCPUs, 10 runs each: the stream kept its need in 10 against 8
 /// with one wire packet per frame, the message-size sweep in 8 against 0, at 0.20-0.30 against
 /// 1.56-1.71 s of server CPU per GB; loss and the other per-packet elements still act on each
-/// wire segment (measured in crates/emu-io/BENCH.md and `benches/trust.sh`).
+/// wire segment (measured in docs/notebook/emu-io-bench.md and `benches/trust.sh`).
 pub const EMULATED_OFFLOADS: &str = "on";
 
 fn toml_string(s: &str) -> String {

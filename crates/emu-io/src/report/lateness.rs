@@ -185,7 +185,7 @@ impl LatenessHistogram {
 /// `start` to `end` can be taken to have left. The kernel passes a batch's frames to the driver
 /// one after another inside the call, and on veth each hand-off also runs the receiving
 /// host's stack for that frame before the next one goes: a 64-frame `sendmmsg` took 170-600 µs
-/// under a bulk TCP flow (BENCH.md, "why a bulk flow makes the emulator late"). Stamping every frame with `start` understated
+/// under a bulk TCP flow (emu-io-bench.md, "why a bulk flow makes the emulator late"). Stamping every frame with `start` understated
 /// the lateness of a batch's last frames by up to that; spreading the call evenly over its
 /// frames puts the first at `start` and the last one frame's share before `end`.
 pub fn handoff_time(start: Nanos, end: Nanos, i: usize, n: usize) -> Nanos {

@@ -6,7 +6,7 @@
 //! the 2-vCPU test VM that exit made hrtimer sleeps late by p50 74 µs, p99 1.8 ms, max 4.1 ms
 //! (a pure `ppoll` test at SCHED_FIFO, idle machine), against p99 134 ns, max 116 µs with a
 //! spinner on each CPU: 10 ms of emulated delay then measured 20.1/23.1 ms ping RTT
-//! (median/p99) without keep-awake and 20.1/20.3 ms with it (BENCH.md, "keep-awake"). Bare
+//! (median/p99) without keep-awake and 20.1/20.3 ms with it (emu-io-bench.md, "keep-awake"). Bare
 //! metal with deep C-states pays the same kind of exit latency.
 //!
 //! Cost: the spinners take only CPU time nobody else wants (`SCHED_IDLE` in a session of

@@ -2,7 +2,7 @@
 //!
 //! A frame alone in its flow (a ping, a request or a response: [`crate::sched::schedule::Entry::lone`])
 //! usually wakes a thread on the receiving host that waits for it. On the shared test VM that
-//! thread is queued on the *other* CPU, behind the SCHED_FIFO worker running there (BENCH.md,
+//! thread is queued on the *other* CPU, behind the SCHED_FIFO worker running there (emu-io-bench.md,
 //! "what the normal-priority rr threads wait for": the rr server, woken by the forward worker's send, spent 79 % of its CPU wait
 //! behind the data direction's worker). So the [`LoneSignal`] counts lone sends by the CPU
 //! they were made on, and a busy worker on any other CPU pauses once ([`LonePause`]) so the
@@ -11,7 +11,7 @@
 //!
 //! While the pausing worker holds no lone frame, the pause may make its next frame up to
 //! `Tuning::lone_pause_late_ns` late: under a flow paced at 1 Gbit/s a frame leaves every
-//! 12 µs, and a pause that had to end before it never happened (BENCH.md, "a lone pause may make a bulk frame up to 60 µs late").
+//! 12 µs, and a pause that had to end before it never happened (emu-io-bench.md, "a lone pause may make a bulk frame up to 60 µs late").
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -12,7 +12,7 @@
 //! batches) and the sender keeps its CPU. Side by side on the 2-vCPU test VM, one unimpaired
 //! iperf3 flow was ahead with it in 24 of 36 alternating rounds, at a geometric mean of 0.90x
 //! the kernel bridge against 0.88x with both workers kept SCHED_FIFO; with neither SCHED_FIFO
-//! it fell to 0.78x (BENCH.md, "a light worker runs SCHED_OTHER").
+//! it fell to 0.78x (emu-io-bench.md, "a light worker runs SCHED_OTHER").
 //!
 //! Timing is unaffected where it matters: a worker that holds a frame for a later departure
 //! (any delay, jitter or rate element) is SCHED_FIFO again before it sleeps to that departure,

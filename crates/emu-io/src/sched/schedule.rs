@@ -15,7 +15,7 @@ use crate::sched::due::{BUCKETS, DueQueues, bucket};
 /// A frame is lone ([`Entry::lone`]) when its flow's previous one departs at least this far
 /// from it. A ping or a request/response (one frame per flow every few ms) is lone, also in
 /// the middle of a bulk flow, while a bulk flow's own frames are not: a TCP flow paced at
-/// 1 Gbit/s arrived in bursts 0.5-1 ms apart and its ACKs 20-50 µs apart (BENCH.md, "spin
+/// 1 Gbit/s arrived in bursts 0.5-1 ms apart and its ACKs 20-50 µs apart (emu-io-bench.md, "spin
 /// only to frames alone in their flow"). Flows are those of `Tuning::flow_turns` (one per
 /// direction when that is off).
 pub const LONE_GAP: Nanos = 2_000_000;

@@ -33,7 +33,7 @@ pub(crate) const SPIN_WINDOW: Nanos = 10_000_000;
 /// the spin margin (a rate limit: one frame every 12 µs at 1 Gbit/s) keep a SCHED_FIFO worker
 /// spinning non-stop, and the kernel's RT throttling (`sched_rt_runtime_us`, 95 %) then stops
 /// it for 50 ms: lateness max 37-48 ms under a 1 Gbit/s bulk flow before this budget
-/// (BENCH.md).
+/// (emu-io-bench.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct SpinBudget {
     window_start: Nanos,

@@ -42,7 +42,7 @@ pub(crate) struct Costs {
 }
 
 impl Default for Costs {
-    /// Figures of the 2-vCPU test machine (`BENCH.md`): 2.7 µs per veth hand-off, hrtimer
+    /// Figures of the 2-vCPU test machine (`emu-io-bench.md`): 2.7 µs per veth hand-off, hrtimer
     /// wake-ups of a SCHED_FIFO thread 10-40 µs late, and 1 % of them 0.3-0.6 ms late (the
     /// emulator's lateness p99 under an unpaced bulk flow was 0.7-2.4 ms).
     fn default() -> Self {
@@ -531,7 +531,7 @@ impl World {
 
     /// What a frame handed off at `at` from CPU `w` causes on the receiving host.
     fn deliver(&mut self, w: usize, at: Nanos, frame: Frame) {
-        // The thread a frame wakes is queued on the other CPU (BENCH.md, "what the
+        // The thread a frame wakes is queued on the other CPU (emu-io-bench.md, "what the
         // normal-priority rr threads wait for").
         let other = 1 - w;
         match frame.class {
