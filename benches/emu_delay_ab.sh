@@ -2,6 +2,8 @@
 # Delay accuracy under a bulk flow, two emulator I/O settings side by side (A, B, A, B, ...).
 # Usage: sudo benches/emu_delay_ab.sh OPTS_A OPTS_B [ROUNDS] [idle|paced|unpaced|rows]
 #   OPTS_*: TCPLAB_EMU_IO JSON, e.g. '{}' (the defaults) and '{"tuning":{"flow_turns":false,"due_batch":64}}'.
+#   OLD_TCPLAB=/path/to/tcplab runs A with that build (two builds side by side, e.g. '{}' '{}');
+#   not with rows, whose base phase writes this build's option names.
 # Each phase is benches/emu.sh's delay phase (`lab up --topology path --delay 10ms`, a bulk iperf3
 # flow server -> client, paced with --fq-rate 1G or not, 300 pings at 10 ms and `tcplab rr` for
 # RR_SECS=10 s) with the probes at SCHED_FIFO 20 (PROBE= runs them at normal priority, PROBE="nice
@@ -23,12 +25,15 @@ source "$root/benches/emu_lib.sh"
 echo "# $(date -u '+%F %H:%M') UTC, $(git -C "$root" rev-parse --short HEAD), bulk ${4:-paced}, $rounds rounds"
 PROBE=${PROBE-chrt -f 20}
 echo "# probes: ${PROBE:-normal priority}"
+A_T=${OLD_TCPLAB:-$T}
+[ -n "${OLD_TCPLAB:-}" ] && [ "$bulk" = rows ] && { echo "OLD_TCPLAB cannot be used with rows" >&2; exit 2; }
+[ -n "${OLD_TCPLAB:-}" ] && echo "# A: $OLD_TCPLAB; B: $T"
 for _ in $(seq 1 "$rounds"); do
   if [ "$bulk" = rows ]; then
     delay_rows "A $A" TCPLAB_EMU_IO="$A"
     delay_rows "B $B" TCPLAB_EMU_IO="$B"
   else
-    delay_phase "A $A" "$bulk" TCPLAB_EMU_IO="$A"
+    T=$A_T delay_phase "A $A" "$bulk" TCPLAB_EMU_IO="$A"
     delay_phase "B $B" "$bulk" TCPLAB_EMU_IO="$B"
   fi
 done

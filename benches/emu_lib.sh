@@ -5,8 +5,13 @@
 if ! command -v iperf3 >/dev/null || ! command -v ping >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 iputils-ping >/dev/null
 fi
-cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
-T="$root/target/release/tcplab"
+# TCPLAB=/path/to/tcplab measures that build instead of this tree's (an older build, side by side).
+if [ -n "${TCPLAB:-}" ]; then
+  T=$TCPLAB
+else
+  cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
+  T="$root/target/release/tcplab"
+fi
 export TCPLAB_STATE_DIR=$(mktemp -d)
 trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR"' EXIT
 SERVER=198.18.0.101
@@ -92,8 +97,8 @@ base_phase() { # label, bulk, then env for lab up
 }
 
 # The base lab's env: the delayed phase's, with both workers kept SCHED_FIFO
-# (`light_other_after_ns` 0) unless it sets that itself. An unimpaired direction's worker would
-# otherwise run SCHED_OTHER under the load (crates/emu-io/src/policy.rs) and its frames wait for
+# (`tuning.light_other_after_ns` 0) unless it sets that itself. An unimpaired direction's worker would
+# otherwise run SCHED_OTHER under the load (crates/emu-io/src/sched/policy.rs) and its frames wait for
 # a CPU, which raises the base and so lowers the excess: the stricter base is the honest one.
 fifo_base_env() {
   python3 - "$@" <<'PY'
@@ -103,7 +108,7 @@ io = {}
 for a in env:
     if a.startswith("TCPLAB_EMU_IO="):
         io = json.loads(a.split("=", 1)[1])
-io.setdefault("light_other_after_ns", 0)
+io.setdefault("tuning", {}).setdefault("light_other_after_ns", 0)
 rest = [a for a in env if not a.startswith("TCPLAB_EMU_IO=")]
 print("\n".join(rest + ["TCPLAB_EMU_IO=" + json.dumps(io, separators=(",", ":"))]))
 PY
