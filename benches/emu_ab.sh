@@ -4,6 +4,8 @@
 # six orders in turn (whichever runs later in a round gains a few per cent on this machine), the
 # ratio of each build to the same round's kernel bridge.
 # Usage: sudo benches/emu_ab.sh OLD_TCPLAB [ROUNDS]   (default 12 rounds; installs iperf3)
+# Writes every round and the summary to RESULTS (default benches/results/emu_ab.json), from
+# which benches/render.py makes docs/BENCHMARKS.md's table.
 # OLD_TCPLAB is another build's binary, e.g. from
 #   git worktree add /tmp/old HEAD~1 && CARGO_TARGET_DIR=/tmp/old-target cargo build --release -p tcplab --manifest-path /tmp/old/Cargo.toml
 set -euo pipefail
@@ -36,9 +38,24 @@ for r in $(seq 1 "$rounds"); do
   results+=("$ro,$rn")
   echo "round $r ($order): kernel bridge ${v[kb]}, old ${v[eo]} ($ro), new ${v[en]} ($rn) Gbit/s; load $(cut -d' ' -f1 /proc/loadavg)"
 done
-python3 -c '
-import sys, statistics as s
-o=[float(x.split(",")[0]) for x in sys.argv[1:]]; n=[float(x.split(",")[1]) for x in sys.argv[1:]]
+out=${RESULTS:-$root/benches/results/emu_ab.json}
+mkdir -p "$(dirname "$out")"
+python3 - "$out" "$(date -u '+%F %H:%M')" "$(git -C "$root" rev-parse --short HEAD)" "$OLD" "${results[@]}" <<'PY'
+import json, sys, statistics as s
+out, date, commit, old = sys.argv[1:5]
+rounds = [tuple(float(v) for v in x.split(",")) for x in sys.argv[5:]]
+o = [r[0] for r in rounds]; n = [r[1] for r in rounds]
+summary = {}
 for name, v in (("old", o), ("new", n)):
+    summary[name] = {"median": round(s.median(v), 3), "min": min(v), "max": max(v),
+                     "geometric_mean": round(s.geometric_mean(v), 3)}
     print(f"{name}: ratio median {s.median(v):.3f}, geometric mean {s.geometric_mean(v):.3f}, range {min(v):.3f}-{max(v):.3f}, {sum(x >= 0.9 for x in v)} of {len(v)} at or above 0.9")
-print(f"new above old in {sum(b > a for a, b in zip(o, n))} of {len(o)} rounds")' "${results[@]}"
+ahead = sum(b > a for a, b in zip(o, n))
+print(f"new above old in {ahead} of {len(o)} rounds")
+json.dump({"benchmark": "emu_ab", "date": date, "commit": commit, "old": old,
+           "what": "iperf3 TCP 5 s per lab per round through each build's emulator, ratio to the kernel bridge in the same round",
+           "command": "sudo benches/emu_ab.sh OLD_TCPLAB " + str(len(rounds)),
+           "rounds": [{"old": a, "new": b} for a, b in rounds], "summary": summary,
+           "new_above_old": ahead}, open(out, "w"), indent=1)
+print(f"written: {out}")
+PY
