@@ -110,6 +110,8 @@ pub struct AgentArgs {
     /// Where held sysctls' old values are journaled before they change (default
     /// /run/tcplab/sysctl-net<namespace inode>.journal); an agent that finds one at start
     /// restores it first.
+    // The help text shows `<namespace inode>` as it is; rustdoc would take it for HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
 }

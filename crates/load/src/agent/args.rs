@@ -46,7 +46,7 @@ pub struct AgentOptions {
     /// Authenticated clients may hold changes to `net.` sysctls under a lease. Needs `keys`.
     pub allow_sysctl: bool,
     /// Where held sysctls' old values are journaled before they change (default
-    /// /run/tcplab/sysctl-net<namespace inode>.journal).
+    /// `/run/tcplab/sysctl-net<namespace inode>.journal`).
     pub journal: Option<PathBuf>,
 }
 
