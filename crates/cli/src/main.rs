@@ -1,5 +1,5 @@
-//! `tcplab`: argument parsing and dispatch only. Every command lives in `cmd/`; the work lives in
-//! the library crates.
+//! `tcplab`: argument parsing and dispatch only. Every command lives in `cmd/`, the workloads'
+//! flags in this package's library (`workload_args`); the work lives in the library crates.
 
 #[macro_use]
 mod output;
@@ -8,6 +8,7 @@ mod cmd;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use tcplab::workload_args;
 
 /// A TCP performance lab for Linux: emulated networks, workloads, diagnosis, tuning.
 #[derive(Debug, Parser)]
@@ -24,23 +25,23 @@ enum Command {
     Lab(cmd::lab::LabCommand),
     /// The server side of every workload (stream, msgs, rr, crr): the agent, with keys and limits;
     /// with --http PORT, an HTTP/1.1 file server of SPECweb96's file set beside it.
-    Serve(tcplab_load::cli::ServeArgs),
+    Serve(workload_args::ServeArgs),
     /// Agent keys: make a key pair, show a key's public line.
     #[command(subcommand)]
     Key(cmd::key::KeyCommand),
     /// Bulk throughput: N flows, up/down/bidirectional, per-interval tcp_info.
-    Stream(tcplab_load::cli::StreamArgs),
+    Stream(workload_args::StreamArgs),
     /// A timed stream of small messages (sfperf): per-message cost, one-way delays, stalls.
-    Msgs(tcplab_load::cli::MsgsArgs),
+    Msgs(workload_args::MsgsArgs),
     /// Request/response latency (closed loop or open loop with coordinated-omission correction).
-    Rr(tcplab_load::cli::RrArgs),
+    Rr(workload_args::RrArgs),
     /// Connect-request-response-close rate, connect times, SYN retransmits, TIME_WAIT.
-    Crr(tcplab_load::cli::CrrArgs),
+    Crr(workload_args::CrrArgs),
     /// Latency under load: probes before, during and after bulk flows up, down or both.
-    Rrul(tcplab_load::cli::RrulArgs),
+    Rrul(workload_args::RrulArgs),
     /// HTTP/1.1 GET load on a web server (or SPECweb96's file set in a lab, served by tcplab
     /// or nginx): ops/s, response times per file class, errors, SYN and TIME_WAIT evidence.
-    Http(tcplab_load::http::args::HttpArgs),
+    Http(workload_args::HttpArgs),
     /// Run one configuration of a scenario file (the baseline unless --config).
     Run(cmd::study::RunArgs),
     /// Run every configuration of a scenario file, with repetitions, racing and a stored result.

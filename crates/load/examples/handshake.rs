@@ -9,23 +9,49 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-use tcplab_load::auth::args::ClientKeyArgs;
+use tcplab_load::auth::args::ClientKeys;
 use tcplab_load::auth::noise::Initiator;
 use tcplab_load::proto::{self, Ctrl, TestSpec};
 use tcplab_load::rr::RrConfig;
 use tcplab_load::session::Session;
 
-#[derive(Parser)]
+const USAGE: &str = "usage: handshake --to ADDR:PORT [--tries 200] [--key FILE] \
+                     [--server-key KEY|FILE] [--insecure]";
+
 struct Args {
     /// The agent.
-    #[arg(long)]
     to: SocketAddr,
     /// Tries of each kind.
-    #[arg(long, default_value_t = 200)]
     tries: usize,
-    #[command(flatten)]
-    auth: ClientKeyArgs,
+    /// This client's key and the server keys it believes.
+    auth: ClientKeys,
+}
+
+impl Args {
+    /// The flags of this process (this crate parses no flags with clap; a bench tool's few are
+    /// read by hand).
+    fn parse() -> anyhow::Result<Self> {
+        let mut to = None;
+        let mut tries = 200;
+        let mut auth = ClientKeys::default();
+        let mut args = std::env::args().skip(1);
+        while let Some(flag) = args.next() {
+            let mut value = || {
+                args.next()
+                    .ok_or_else(|| anyhow::anyhow!("{flag} needs a value\n{USAGE}"))
+            };
+            match flag.as_str() {
+                "--to" => to = Some(value()?.parse()?),
+                "--tries" => tries = value()?.parse()?,
+                "--key" => auth.key = Some(value()?.into()),
+                "--server-key" => auth.server_key = Some(value()?),
+                "--insecure" => auth.insecure = true,
+                _ => anyhow::bail!("unknown flag {flag}\n{USAGE}"),
+            }
+        }
+        let to = to.ok_or_else(|| anyhow::anyhow!("--to is required\n{USAGE}"))?;
+        Ok(Self { to, tries, auth })
+    }
 }
 
 fn micros(mut v: Vec<f64>, what: &str) {
@@ -47,7 +73,7 @@ fn frame(body: &[u8]) -> Vec<u8> {
 
 fn main() -> anyhow::Result<()> {
     use std::io::{Read, Write};
-    let a = Args::parse();
+    let a = Args::parse()?;
     let auth = a.auth.credentials()?;
     let t = Duration::from_secs(5);
     let (mut connect, mut handshake, mut session) = (Vec::new(), Vec::new(), Vec::new());

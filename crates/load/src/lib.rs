@@ -2,7 +2,7 @@
 //!
 //! # Map
 //! ```text
-//! cli ──► place (where: --to ADDR | --lab NAME ─► lab) ──► <workload>::run_client ──► Report
+//! front ──► place (where: --to ADDR | --lab NAME ─► lab) ──► <workload>::run_client ──► Report
 //!                                                        │ session (control protocol, client side)
 //!  server::Server ──► <workload>::serve                  │ proto (length-prefixed JSON frames,
 //!        (one thread per test, data listener per test)   │   bulk: binary per-message arrays)
@@ -14,8 +14,12 @@
 //!                               sysinfo + sockdiag (netstat counters, TIME_WAIT of this netns)
 //! stats (summaries/percentiles, post-run) · samples (raw samples file) · report (JSON, text)
 //! live (--ndjson of msgs/rr/crr: a reporter thread reading counters the timed loop publishes)
+//! units (durations, byte counts, rates, size lists as people write them)
 //! remote (a coordinator's asks of an agent: facts, clock offset, run_from, SysctlHold)
 //! ```
+//!
+//! This crate parses no flags: crates/cli does, into the configs and plain options that
+//! [`front`] (and [`http::front`]) run and print.
 //!
 //! Workloads, one module each, each with a serde config (`validate` names the flag), a
 //! `run_client(cfg, target, facts, ..) -> Result<XResult>` (msgs, rr and crr also a
@@ -46,10 +50,10 @@
 pub mod agent;
 pub mod auth;
 pub mod bulk;
-pub mod cli;
 pub mod clock;
 pub mod crr;
 pub mod error;
+pub mod front;
 pub mod http;
 pub mod lab;
 pub mod live;
@@ -71,6 +75,7 @@ pub mod stats;
 pub mod stream;
 pub mod sysinfo;
 pub mod tcpinfo;
+pub mod units;
 
 pub use error::{LoadError, Result};
 pub use report::Report;

@@ -38,7 +38,7 @@ pub const MAX_SIZE: u32 = 16 << 20;
 pub const MAX_TOTAL_BYTES: u64 = 64 << 30;
 
 /// How the sender writes each message.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Pattern {
     /// One write per message.

@@ -16,35 +16,26 @@ pub const TCP_RTO_MIN_US: libc::c_int = 45;
 pub const TCP_DELACK_MAX_US: libc::c_int = 46;
 
 /// The socket options a workload may set; `None`/`false` leaves the kernel default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SockOpts {
     /// Set TCP_NODELAY (disable Nagle's algorithm).
-    #[arg(long)]
     pub nodelay: bool,
     /// Set TCP_CORK on sending sockets.
-    #[arg(long)]
     pub cork: bool,
     /// Set TCP_QUICKACK, re-armed after every read (the kernel clears it by itself).
-    #[arg(long)]
     pub quickack: bool,
     /// TCP_CONGESTION: congestion control algorithm (e.g. cubic, reno, bbr).
-    #[arg(long = "cc", value_name = "ALGO")]
     pub congestion: Option<String>,
     /// SO_SNDBUF in bytes (the kernel doubles it).
-    #[arg(long, value_name = "BYTES")]
     pub sndbuf: Option<u32>,
     /// SO_RCVBUF in bytes (the kernel doubles it).
-    #[arg(long, value_name = "BYTES")]
     pub rcvbuf: Option<u32>,
     /// TCP_NOTSENT_LOWAT in bytes.
-    #[arg(long, value_name = "BYTES")]
     pub notsent_lowat: Option<u32>,
     /// TCP_RTO_MIN_US: minimum retransmission timeout in µs (Linux 6.15+).
-    #[arg(long, value_name = "US")]
     pub rto_min_us: Option<u32>,
     /// TCP_DELACK_MAX_US: maximum delayed-ACK timeout in µs (Linux 6.15+).
-    #[arg(long, value_name = "US")]
     pub delack_max_us: Option<u32>,
 }
 

@@ -38,7 +38,7 @@ pub const MAX_WRITE: u32 = 16 << 20;
 pub const RECV_BUF: usize = 128 << 10;
 
 /// Which way the data goes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     /// Client sends, server receives.

@@ -1,11 +1,11 @@
 //! The built-in HTTP/1.1 file server on loopback: exact bytes of every file, keep-alive,
 //! pipelining, HTTP/1.0, HEAD, errors, slow and stalled clients, the connection cap, hostile
-//! input, the files on disk, and `tcplab serve --http`. Every wait is bounded; no assertion
-//! depends on exact timing.
+//! input and the files on disk (`tcplab serve --http` is tested with the command line,
+//! crates/cli/tests/workload_cli.rs). Every wait is bounded; no assertion depends on exact
+//! timing.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use tcplab_load::http::files::{check_written, write_set};
 use tcplab_load::http::fileset::{FileId, FileSet};
-use tcplab_load::http::serve::{HttpArgs, HttpLimits, HttpServeCounts, HttpServer};
+use tcplab_load::http::serve::{HttpLimits, HttpServeCounts, HttpServer};
 use tcplab_load::sockopt::SockOpts;
 
 /// Longest any single wait of a test.
@@ -600,69 +600,4 @@ fn the_set_written_to_disk_checks() {
     std::fs::remove_file(tmp.path().join("dir00001/class0_9")).expect("rm");
     let e = check_written(&set, tmp.path()).expect_err("missing");
     assert!(e.to_string().contains("dir00001/class0_9"), "{e}");
-}
-
-#[test]
-fn serve_runs_http_beside_the_agent_and_stops_with_it() {
-    use clap::Parser;
-    use tcplab_load::cli::ServeArgs;
-    #[derive(Parser)]
-    struct Cmd {
-        #[command(flatten)]
-        serve: ServeArgs,
-    }
-    // Two free ports (both held while the second is chosen, so they differ).
-    let free = || std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let (a, h) = (free(), free());
-    let port = |l: &std::net::TcpListener| l.local_addr().expect("addr").port();
-    let (agent_port, http_port) = (port(&a), port(&h));
-    drop((a, h));
-    let listen = format!("127.0.0.1:{agent_port}");
-    let http = http_port.to_string();
-    let argv = [
-        "serve",
-        "--listen",
-        &listen,
-        "--max-tests",
-        "1",
-        "--http",
-        &http,
-    ];
-    let cmd = Cmd::try_parse_from(argv.iter().chain(&["--http-dirs", "1"])).expect("flags");
-    assert_eq!(cmd.serve.http.port, Some(http_port));
-    assert_eq!(cmd.serve.http.http_dirs, 1);
-    assert!(
-        Cmd::try_parse_from(["serve", "--http-dirs", "2"]).is_err(),
-        "needs --http"
-    );
-    let (tx, rx) = std::sync::mpsc::channel();
-    let serve = cmd.serve.clone();
-    std::thread::spawn(move || {
-        let _ = tx.send(serve.run().expect("run"));
-    });
-    let addr = SocketAddr::from(([127, 0, 0, 1], http_port));
-    let end = Instant::now() + WAIT;
-    let r = loop {
-        if let Ok(s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
-            s.set_read_timeout(Some(WAIT)).expect("timeout");
-            let mut c = Client { s, buf: Vec::new() };
-            break c.get(&file(0, 3, 1).path());
-        }
-        assert!(Instant::now() < end, "serve --http never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!((r.status, r.body.len()), (200, 102_400));
-    // One connection to the agent is its --max-tests 1; the HTTP server stops with it.
-    drop(TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], agent_port))).expect("agent"));
-    let code = rx.recv_timeout(WAIT).expect("serve returned");
-    assert_eq!(code, ExitCode::SUCCESS);
-    // A set over 1 GiB is refused at once, naming the flag (exit code 2).
-    let mut big = cmd.serve.clone();
-    big.listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    big.http = HttpArgs {
-        port: Some(0),
-        http_dirs: 500,
-        ..HttpArgs::default()
-    };
-    assert_eq!(big.run().expect("run"), ExitCode::from(2));
 }

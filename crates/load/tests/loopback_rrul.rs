@@ -1,15 +1,12 @@
 //! rrul end to end on loopback: a short run (0.5 s idle, 1 s of load both ways, 0.5 s idle)
 //! against an in-process server fills every phase with probes, moves bulk bytes both ways,
-//! and its JSON, NDJSON, samples file and human form agree with the result.
+//! and its JSON, samples file and human form agree with the result. (`tcplab rrul`'s flags and
+//! NDJSON are tested with the command line, crates/cli/tests/workload_cli.rs.)
 
 mod common;
 
-use std::process::ExitCode;
-
-use clap::Parser;
 use common::{LoopServer, validate_schema};
 use tcplab_load::Report;
-use tcplab_load::cli::RrulArgs;
 use tcplab_load::rrul::{self, LoadDirection, PhaseName, RrulConfig, RrulResult};
 use tcplab_load::sockopt::SockOpts;
 
@@ -152,75 +149,6 @@ fn a_short_rrul_fills_every_phase_and_moves_bytes_both_ways() {
     assert!(human.contains("  phase               before"), "{human}");
 }
 
-#[derive(Parser)]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Cmd,
-}
-
-#[derive(clap::Subcommand)]
-enum Cmd {
-    Rrul(RrulArgs),
-}
-
-/// Runs `tcplab rrul <args>` in-process; returns (exit code, stdout).
-fn run(args: &[&str]) -> (ExitCode, String) {
-    let cli = Cli::try_parse_from(["tcplab", "rrul"].into_iter().chain(args.iter().copied()))
-        .expect("arguments parse");
-    let Cmd::Rrul(a) = &cli.cmd;
-    let mut out = Vec::new();
-    let code = a.run_with(&mut out);
-    (code, String::from_utf8(out).expect("utf-8 output"))
-}
-
-#[test]
-fn the_cli_prints_phases_as_ndjson_then_the_result() {
-    let srv = LoopServer::start();
-    let to = srv.addr.to_string();
-    let (code, out) = run(&[
-        "--to",
-        &to,
-        "--dir",
-        "up",
-        "--before",
-        "300ms",
-        "--during",
-        "0.5",
-        "--after",
-        "300ms",
-        "--drain",
-        "200ms",
-        "--spacing",
-        "10ms",
-        "--interval",
-        "0.25",
-        "--req",
-        "32",
-        "--resp",
-        "100",
-        "--ndjson",
-    ]);
-    assert_eq!(code, ExitCode::SUCCESS, "{out}");
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
-    let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
-    assert_eq!(types, ["phase", "phase", "phase", "result"]);
-    let names: Vec<&str> = lines[..3]
-        .iter()
-        .filter_map(|l| l["phase"]["name"].as_str())
-        .collect();
-    assert_eq!(names, ["before", "during", "after"]);
-    let result = &lines[3];
-    validate_schema(result);
-    assert_eq!(result["config"]["direction"], "up");
-    assert_eq!(result["config"]["req"], 32);
-    assert_eq!(result["config"]["resp"], 100);
-    assert!(result["summary"]["down_bps"].is_null(), "up only");
-    assert_eq!(result["probes"]["config"]["opts"]["nodelay"], true);
-}
-
 #[test]
 fn a_refused_bulk_option_fails_at_once_naming_its_flag() {
     let srv = LoopServer::start();
@@ -239,11 +167,5 @@ fn a_refused_bulk_option_fails_at_once_naming_its_flag() {
         t.elapsed() < std::time::Duration::from_secs(1),
         "checked before the 2 s idle phase, took {:?}",
         t.elapsed()
-    );
-    let (code, _) = run(&["--to", &srv.addr.to_string(), "--before", "50ms", "--json"]);
-    assert_eq!(
-        code,
-        ExitCode::from(2),
-        "a bad phase length is a usage error"
     );
 }

@@ -1,5 +1,6 @@
-//! The flags of `tcplab serve` that make it an agent (keys, scope, limits), and the lines it
-//! prints at start, so whoever starts it sees at once who may use it and how much.
+//! What makes `tcplab serve` an agent (keys, scope, limits: the values of its flags, which
+//! crates/cli parses), and the lines it prints at start, so whoever starts it sees at once who
+//! may use it and how much.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -13,69 +14,43 @@ use crate::auth::scope::LAB_RANGES;
 use crate::auth::{KeyList, KeyPair};
 use crate::error::{LoadError, Result};
 
-/// Authentication, scope and limits of `tcplab serve`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct AgentArgs {
-    /// Clients allowed to start tests: their public keys, one per line, with a comment (like
-    /// ssh's authorized_keys; `tcplab key gen` prints one). Without it the server is
-    /// unauthenticated and serves only loopback and lab addresses.
-    #[arg(long, value_name = "FILE")]
+/// Authentication, scope and limits of `tcplab serve`; each field is the flag of its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentOptions {
+    /// Clients allowed to start tests: a file of their public keys, one per line, with a
+    /// comment. `None`: unauthenticated, serving only loopback and lab addresses.
     pub keys: Option<PathBuf>,
-    /// The server's own secret key, whose public half clients pin with --server-key (default:
-    /// TCPLAB_KEY; without --keys, a key made for this run).
-    #[arg(long, value_name = "FILE")]
+    /// The server's own secret key file (default: TCPLAB_KEY; without `keys`, a key made for
+    /// this run).
     pub key: Option<PathBuf>,
-    /// Without --keys, serve any address, not only loopback and lab ones: anyone who can reach
-    /// the port may run tests.
-    #[arg(long, conflicts_with = "keys")]
+    /// Without `keys`, serve any address, not only loopback and lab ones.
     pub insecure: bool,
-    /// Tests running at once; more are refused, naming this flag.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_tests,
-          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Tests running at once.
     pub max_concurrent: u32,
-    /// Longest test, seconds (0: no limit); a test asking for more is refused, one running
-    /// longer is stopped.
-    #[arg(long, value_name = "SECS", default_value = "300", value_parser = crate::cli::parse_duration_ms)]
+    /// Longest test, ms (0: no limit).
     pub max_duration: u64,
-    /// Data bytes per test, both ways (K/M/G suffixes, binary; 0: no limit); a test asking for
-    /// more is refused, one moving more is stopped.
-    #[arg(long, value_name = "BYTES", default_value = "100G", value_parser = crate::cli::parse_bytes)]
+    /// Data bytes per test, both ways (0: no limit).
     pub max_bytes: u64,
-    /// Control connections a client address may open per second (an IPv6 client counts by /64).
-    #[arg(long, value_name = "N", default_value_t = Limits::default().conn_rate,
-          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    /// Control connections a client address may open per second.
     pub max_conn_rate: u32,
-    /// Connections in their handshake at once (one address gets a sixteenth of them).
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_handshakes,
-          value_parser = clap::value_parser!(u32).range(1..=4096))]
+    /// Connections in their handshake at once.
     pub max_handshakes: u32,
     /// Workload threads of all running tests together.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_threads,
-          value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_threads: u32,
-    /// Longest any single wait of a test may last, seconds (a client's --timeout may shorten it).
-    #[arg(long, value_name = "SECS", default_value = "30", value_parser = crate::cli::parse_duration_ms)]
+    /// Longest any single wait of a test may last, ms.
     pub idle_timeout: u64,
-    /// The whole handshake, from connect to the test's parameters, seconds.
-    #[arg(long, value_name = "SECS", default_value = "5", value_parser = crate::cli::parse_duration_ms)]
+    /// The whole handshake, from connect to the test's parameters, ms.
     pub handshake_timeout: u64,
-    /// Stop (restoring every held sysctl) when stdin reaches EOF: a launcher holds stdin open
-    /// (an ssh session), so a coordinator that dies, even by SIGKILL, ends its agents.
-    #[arg(long)]
+    /// Stop (restoring every held sysctl) when stdin reaches EOF.
     pub stop_on_stdin_eof: bool,
-    /// Authenticated clients may hold changes to `net.` sysctls (this agent's network
-    /// namespace) under a lease; they are journaled first and restored on release, when the
-    /// client goes away, when its lease runs out, and when the agent stops. Needs --keys.
-    #[arg(long)]
+    /// Authenticated clients may hold changes to `net.` sysctls under a lease. Needs `keys`.
     pub allow_sysctl: bool,
     /// Where held sysctls' old values are journaled before they change (default
-    /// /run/tcplab/sysctl-net<namespace inode>.journal); an agent that finds one at start
-    /// restores it first.
-    #[arg(long, value_name = "FILE")]
+    /// `/run/tcplab/sysctl-net<namespace inode>.journal`).
     pub journal: Option<PathBuf>,
 }
 
-impl Default for AgentArgs {
+impl Default for AgentOptions {
     /// What `tcplab serve` with no agent flags means.
     fn default() -> Self {
         let l = Limits::default();
@@ -99,8 +74,8 @@ impl Default for AgentArgs {
     }
 }
 
-impl AgentArgs {
-    /// The limits these flags set.
+impl AgentOptions {
+    /// The limits these options set.
     pub fn limits(&self) -> Result<Limits> {
         for (flag, v) in [
             ("idle-timeout", self.idle_timeout),
@@ -135,7 +110,7 @@ impl AgentArgs {
         Ok(stop)
     }
 
-    /// The agent these flags describe; every problem names its flag (exit code 2).
+    /// The agent these options describe; every problem names its flag (exit code 2).
     pub fn config(&self) -> Result<AgentConfig> {
         let key_err = |flag| move |source| LoadError::Key { flag, source };
         let env_key = std::env::var(KEY_ENV).ok().filter(|v| !v.trim().is_empty());
@@ -337,7 +312,7 @@ mod tests {
     #[test]
     fn the_defaults_are_the_limits_defaults() {
         assert_eq!(
-            AgentArgs::default().limits().expect("limits"),
+            AgentOptions::default().limits().expect("limits"),
             Limits::default()
         );
     }
@@ -348,9 +323,9 @@ mod tests {
         let keys = dir.path().join("clients");
         let client = KeyPair::generate("c").expect("key");
         std::fs::write(&keys, client.public_line()).expect("write");
-        let args = AgentArgs {
+        let args = AgentOptions {
             keys: Some(keys.clone()),
-            ..AgentArgs::default()
+            ..AgentOptions::default()
         };
         // Only when TCPLAB_KEY is unset (the test cannot unset it safely if a user set it).
         if std::env::var_os(KEY_ENV).is_none() {
@@ -365,7 +340,7 @@ mod tests {
             .expect("key")
             .write_new(&server, false)
             .expect("write");
-        let cfg = AgentArgs {
+        let cfg = AgentOptions {
             key: Some(server),
             ..args
         }
@@ -378,9 +353,9 @@ mod tests {
                 .is_some()
         );
         std::fs::write(&keys, "# nobody yet\n").expect("write");
-        let e = AgentArgs {
+        let e = AgentOptions {
             keys: Some(keys),
-            ..AgentArgs::default()
+            ..AgentOptions::default()
         }
         .config()
         .expect_err("empty")

@@ -1,5 +1,5 @@
-//! The client flags that choose its key and the server keys it believes, shared by every
-//! workload command.
+//! A client's choice of its key and of the server keys it believes (what the workload
+//! commands' `--key`, `--server-key` and `--insecure` say; crates/cli parses them).
 
 use std::path::PathBuf;
 
@@ -7,26 +7,25 @@ use super::client::{ClientAuth, load_pins};
 use super::keys::KeyPair;
 use crate::error::{LoadError, Result};
 
-/// `--key`, `--server-key`, `--insecure` of the client commands.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ClientKeyArgs {
-    /// This client's secret key (default: TCPLAB_KEY, else ~/.config/tcplab/key if it exists,
-    /// else a key made for this run, which only servers without --keys accept).
-    #[arg(long, value_name = "FILE")]
+/// The keys a client uses: its own, and the server's it believes; left out, the
+/// environment's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientKeys {
+    /// This client's secret key file (`--key`; default: TCPLAB_KEY, else
+    /// ~/.config/tcplab/key if it exists, else a key made for this run, which only servers
+    /// without --keys accept).
     pub key: Option<PathBuf>,
     /// The server's public key (the line `tcplab serve` prints at start), or a file of keys
-    /// any of which is accepted (default: TCPLAB_SERVER_KEY). Needed for a server outside
+    /// any of which is accepted (`--server-key`; default: TCPLAB_SERVER_KEY). Needed for a server outside
     /// loopback and lab addresses; a server holding another key is refused.
-    #[arg(long, value_name = "KEY|FILE")]
     pub server_key: Option<String>,
-    /// Believe whatever key the server holds, on any address (a server someone in the path
-    /// pretends to be included).
-    #[arg(long, conflicts_with = "server_key")]
+    /// Believe whatever key the server holds, on any address (`--insecure`; a server someone
+    /// in the path pretends to be included).
     pub insecure: bool,
 }
 
-impl ClientKeyArgs {
-    /// The credentials these flags (and the environment, for what they leave out) describe.
+impl ClientKeys {
+    /// The credentials these keys (and the environment, for what they leave out) describe.
     pub fn credentials(&self) -> Result<ClientAuth> {
         let mut auth = match &self.key {
             Some(path) => ClientAuth::new(
@@ -48,12 +47,12 @@ impl ClientKeyArgs {
         Ok(auth.with_insecure(self.insecure))
     }
 
-    /// True when no flag was given (the environment's credentials apply as they are).
+    /// True when nothing was chosen (the environment's credentials apply as they are).
     pub fn is_empty(&self) -> bool {
         self.key.is_none() && self.server_key.is_none() && !self.insecure
     }
 
-    /// Makes these the process's credentials, unless no flag was given.
+    /// Makes these the process's credentials, unless nothing was chosen.
     pub fn install(&self) -> Result<()> {
         if !self.is_empty() {
             self.credentials()?.install();

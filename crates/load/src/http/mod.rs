@@ -2,11 +2,11 @@
 //! (pure), the response parser (pure), the client's event loops, and the built-in file server
 //! (`tcplab serve --http PORT`).
 
-pub mod args;
 pub mod client;
 pub mod config;
 pub mod files;
 pub mod fileset;
+pub mod front;
 pub(crate) mod human;
 pub mod mix;
 pub mod parse;

@@ -23,7 +23,7 @@ use crate::session::RunMeta;
 use crate::sysinfo;
 
 /// Which web server a lab run starts in the server host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ServerKind {
     /// tcplab's own file server (`tcplab serve --http`).

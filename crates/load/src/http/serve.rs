@@ -68,26 +68,20 @@ const LISTENER: u64 = u64::MAX;
 /// Workers at most, whatever the CPU count.
 const MAX_WORKERS: usize = 16;
 
-/// `tcplab serve`'s HTTP flags (flattened into its arguments).
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
-pub struct HttpArgs {
-    /// Also serve SPECweb96's file set over HTTP/1.1 (GET and HEAD, keep-alive, pipelining)
-    /// on this port of --listen's address; 0 picks a free port (printed). The files are built
-    /// in memory. No authentication: it serves loopback and lab addresses only, unless
-    /// --insecure.
-    #[arg(long = "http", value_name = "PORT")]
+/// The HTTP file server `tcplab serve` runs beside the agent (its `--http PORT`,
+/// `--http-dirs N`, `--http-max-connections N`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpServeOptions {
+    /// Serve SPECweb96's file set over HTTP/1.1 on this port of the agent's address (0 picks a
+    /// free port); `None`: no HTTP server.
     pub port: Option<u16>,
-    /// Directories of --http's file set (36 files, about 5.1 MB each; at most 209, 1 GiB).
-    #[arg(long, value_name = "N", default_value_t = 4, requires = "port",
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(super::fileset::MAX_DIRS)))]
+    /// Directories of the file set (36 files, about 5.1 MB each).
     pub http_dirs: u32,
-    /// Connections --http keeps open at once; one more is answered 503 and closed (counted).
-    #[arg(long, value_name = "N", default_value_t = HttpLimits::default().max_connections,
-          requires = "port", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Connections kept open at once; one more is answered 503 and closed (counted).
     pub http_max_connections: u32,
 }
 
-impl Default for HttpArgs {
+impl Default for HttpServeOptions {
     fn default() -> Self {
         Self {
             port: None,
@@ -97,7 +91,7 @@ impl Default for HttpArgs {
     }
 }
 
-impl HttpArgs {
+impl HttpServeOptions {
     /// The server these flags ask for on `ip` (`None` without --http); `lab_only` when it
     /// must serve only loopback and lab addresses.
     pub fn bind(&self, ip: std::net::IpAddr, lab_only: bool) -> Result<Option<HttpServer>> {

@@ -65,7 +65,7 @@ const PROBE_TICK_MS: u64 = 50;
 const OPEN_LOOP_LEAD_NS: u64 = 1_000_000;
 
 /// Which way the bulk load goes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LoadDirection {
     /// The client sends.

@@ -1,13 +1,14 @@
-//! The CLI front ends: JSON validated against the schema, NDJSON, samples files, errors and
-//! exit codes.
+//! The workload commands (`stream`, `msgs`, `rr`, `crr`, `rrul`, `serve`, `serve --http`), parsed
+//! by tcplab's flags and run in-process against loopback servers: JSON validated against the
+//! schema, NDJSON, samples files, errors and exit codes.
 
-mod common;
+mod common_load;
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use common::{LoopServer, validate_schema};
-use tcplab_load::cli::{CrrArgs, MsgsArgs, RrArgs, StreamArgs};
+use common_load::{LoopServer, validate_schema};
+use tcplab::workload_args::{CrrArgs, MsgsArgs, RrArgs, RrulArgs, StreamArgs};
 
 #[derive(Parser)]
 struct Cli {
@@ -21,6 +22,7 @@ enum Cmd {
     Msgs(MsgsArgs),
     Rr(RrArgs),
     Crr(CrrArgs),
+    Rrul(RrulArgs),
 }
 
 /// Runs `tcplab <args>` in-process; returns (exit code, stdout).
@@ -33,6 +35,7 @@ fn run(args: &[&str]) -> (ExitCode, String) {
         Cmd::Msgs(a) => a.run_with(&mut out),
         Cmd::Rr(a) => a.run_with(&mut out),
         Cmd::Crr(a) => a.run_with(&mut out),
+        Cmd::Rrul(a) => a.run_with(&mut out),
     };
     (code, String::from_utf8(out).expect("utf-8 output"))
 }
@@ -168,6 +171,7 @@ fn run_stamped(args: &[&str]) -> (ExitCode, Vec<(f64, serde_json::Value)>) {
         Cmd::Msgs(a) => a.run_with(&mut out),
         Cmd::Rr(a) => a.run_with(&mut out),
         Cmd::Crr(a) => a.run_with(&mut out),
+        Cmd::Rrul(a) => a.run_with(&mut out),
     };
     let text = String::from_utf8(out.buf).expect("utf-8");
     let lines: Vec<serde_json::Value> = text
@@ -420,15 +424,14 @@ fn terminal_summaries_are_readable() {
 
 #[test]
 fn serve_runs_tests_and_refuses_a_busy_port() {
-    use tcplab_load::cli::ServeArgs;
+    use tcplab_load::front::ServeOptions;
     let free = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
         .expect("addr");
     // As root the server also runs at SCHED_FIFO 3 (`--rt-priority`), on its own thread.
-    // Safety: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let serve = ServeArgs {
+    let root = rustix::process::geteuid().is_root();
+    let serve = ServeOptions {
         listen: free,
         max_tests: Some(1),
         rt_priority: root.then_some(3),
@@ -455,7 +458,7 @@ fn serve_runs_tests_and_refuses_a_busy_port() {
         );
     });
     let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let serve = ServeArgs {
+    let serve = ServeOptions {
         listen: busy.local_addr().expect("addr"),
         max_tests: Some(1),
         rt_priority: None,
@@ -505,8 +508,7 @@ fn a_real_time_priority_is_recorded_and_given_back() {
         "--rt-priority",
         "5",
     ];
-    // Safety: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         let (code, out) = run(&args);
         assert_eq!(code, ExitCode::from(2), "{out}");
         assert!(out.contains("rt-priority"), "{out}");
@@ -529,4 +531,188 @@ fn a_real_time_priority_is_recorded_and_given_back() {
         v["facts"].get("sched").is_none(),
         "not recorded unless asked for"
     );
+}
+
+/// `tcplab rrul --ndjson`: one line per phase, then the result, whose config is the flags'.
+#[test]
+fn rrul_prints_phases_as_ndjson_then_the_result() {
+    let srv = LoopServer::start();
+    let to = srv.addr.to_string();
+    let (code, out) = run(&[
+        "rrul",
+        "--to",
+        &to,
+        "--dir",
+        "up",
+        "--before",
+        "300ms",
+        "--during",
+        "0.5",
+        "--after",
+        "300ms",
+        "--drain",
+        "200ms",
+        "--spacing",
+        "10ms",
+        "--interval",
+        "0.25",
+        "--req",
+        "32",
+        "--resp",
+        "100",
+        "--ndjson",
+    ]);
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    let types: Vec<&str> = lines.iter().filter_map(|l| l["type"].as_str()).collect();
+    assert_eq!(types, ["phase", "phase", "phase", "result"]);
+    let names: Vec<&str> = lines[..3]
+        .iter()
+        .filter_map(|l| l["phase"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["before", "during", "after"]);
+    let result = &lines[3];
+    validate_schema(result);
+    assert_eq!(result["config"]["direction"], "up");
+    assert_eq!(result["config"]["req"], 32);
+    assert_eq!(result["config"]["resp"], 100);
+    assert!(result["summary"]["down_bps"].is_null(), "up only");
+    assert_eq!(result["probes"]["config"]["opts"]["nodelay"], true);
+}
+
+/// An rrul phase too short to hold its probes is a usage error (exit code 2).
+#[test]
+fn a_bad_rrul_phase_length_is_a_usage_error() {
+    let srv = LoopServer::start();
+    let (code, _) = run(&[
+        "rrul",
+        "--to",
+        &srv.addr.to_string(),
+        "--before",
+        "50ms",
+        "--json",
+    ]);
+    assert_eq!(
+        code,
+        ExitCode::from(2),
+        "a bad phase length is a usage error"
+    );
+}
+
+/// `tcplab serve --http PORT`: the file server runs beside the agent and stops with it;
+/// `--http-dirs` needs `--http`; a file set over 1 GiB is refused at once (exit code 2).
+#[test]
+fn serve_runs_http_beside_the_agent_and_stops_with_it() {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::time::{Duration, Instant};
+
+    use tcplab::workload_args::ServeArgs;
+    use tcplab_load::http::fileset::FileId;
+    use tcplab_load::http::serve::HttpServeOptions;
+
+    /// Longest any single wait of the test.
+    const WAIT: Duration = Duration::from_secs(20);
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    /// One GET on a fresh connection: the status and the body.
+    fn get(s: &mut TcpStream, path: &str) -> (u16, Vec<u8>) {
+        s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+            .expect("send");
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let n = s.read(&mut chunk).expect("read");
+            assert!(n > 0, "EOF before the response's head");
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        let status: u16 = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .expect("status");
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .expect("Content-Length");
+        let mut body = buf.split_off(head_end);
+        while body.len() < len {
+            let n = s.read(&mut chunk).expect("read");
+            assert!(n > 0, "EOF before the body's end");
+            body.extend_from_slice(&chunk[..n]);
+        }
+        body.truncate(len);
+        (status, body)
+    }
+
+    // Two free ports (both held while the second is chosen, so they differ).
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let (a, h) = (free(), free());
+    let port = |l: &std::net::TcpListener| l.local_addr().expect("addr").port();
+    let (agent_port, http_port) = (port(&a), port(&h));
+    drop((a, h));
+    let listen = format!("127.0.0.1:{agent_port}");
+    let http = http_port.to_string();
+    let argv = [
+        "serve",
+        "--listen",
+        &listen,
+        "--max-tests",
+        "1",
+        "--http",
+        &http,
+    ];
+    let cmd = Cmd::try_parse_from(argv.iter().chain(&["--http-dirs", "1"])).expect("flags");
+    assert_eq!(cmd.serve.http.port, Some(http_port));
+    assert_eq!(cmd.serve.http.http_dirs, 1);
+    assert!(
+        Cmd::try_parse_from(["serve", "--http-dirs", "2"]).is_err(),
+        "needs --http"
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let serve = cmd.serve.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(serve.run().expect("run"));
+    });
+    let addr = SocketAddr::from(([127, 0, 0, 1], http_port));
+    let end = Instant::now() + WAIT;
+    let path = FileId::new(0, 3, 1).expect("file").path();
+    let r = loop {
+        if let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            s.set_read_timeout(Some(WAIT)).expect("timeout");
+            break get(&mut s, &path);
+        }
+        assert!(Instant::now() < end, "serve --http never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!((r.0, r.1.len()), (200, 102_400));
+    // One connection to the agent is its --max-tests 1; the HTTP server stops with it.
+    drop(TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], agent_port))).expect("agent"));
+    let code = rx.recv_timeout(WAIT).expect("serve returned");
+    assert_eq!(code, ExitCode::SUCCESS);
+    // A set over 1 GiB is refused at once, naming the flag (exit code 2).
+    let mut big = cmd.serve.options();
+    big.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    big.http = HttpServeOptions {
+        port: Some(0),
+        http_dirs: 500,
+        ..HttpServeOptions::default()
+    };
+    assert_eq!(big.run().expect("run"), ExitCode::from(2));
 }

@@ -1,24 +1,36 @@
-//! `tcplab http`: the command line of the HTTP client.
+//! `tcplab http`'s flags: the HTTP client.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Mutex;
 
-use super::config::HttpConfig;
-use super::mix::Mix;
-use super::result::HttpInterval;
-use super::run::{LabServer, ServerKind, run_client_live, run_in_lab};
-use crate::cli::{
-    Emit, emit_report, live_printer, parse_duration_ms, parse_interval_ms, report_error,
-};
-use crate::error::LoadError;
-use crate::live::OnLive;
-use crate::report::Report;
-use crate::sockopt::SockOpts;
+use tcplab_load::LoadError;
+use tcplab_load::front::Output;
+use tcplab_load::http::config::HttpConfig;
+use tcplab_load::http::front::{HttpOptions, read_url_paths, run_http};
+use tcplab_load::http::mix::Mix;
+use tcplab_load::http::run::{self, LabServer};
+use tcplab_load::units::{parse_duration_ms, parse_interval_ms};
 
-/// HTTP's default port, for `--to ADDR` without one.
-pub const DEFAULT_HTTP_PORT: u16 = 80;
+use super::common::SockOptArgs;
+
+/// Which web server a lab run starts in the server host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServerKind {
+    /// tcplab's own file server (`tcplab serve --http`).
+    Builtin,
+    /// Debian's nginx, with a generated configuration, serving the same files from disk.
+    Nginx,
+}
+
+impl From<ServerKind> for run::ServerKind {
+    fn from(k: ServerKind) -> Self {
+        match k {
+            ServerKind::Builtin => Self::Builtin,
+            ServerKind::Nginx => Self::Nginx,
+        }
+    }
+}
 
 /// `tcplab http`: HTTP/1.1 GET load, ops/s and response times overall and per file class.
 #[derive(Debug, Clone, clap::Args)]
@@ -108,29 +120,14 @@ pub struct HttpArgs {
     pub samples: Option<PathBuf>,
     /// Socket options of the client's connections (and of the built-in server's).
     #[command(flatten)]
-    pub opts: SockOpts,
+    pub opts: SockOptArgs,
 }
 
 impl HttpArgs {
     /// The library configuration these flags describe.
     pub fn config(&self) -> Result<HttpConfig, LoadError> {
         let mix = if let Some(file) = &self.urls {
-            let text = std::fs::read_to_string(file).map_err(|e| {
-                LoadError::config("urls", format!("reading {}: {e}", file.display()))
-            })?;
-            let paths: Vec<String> = text
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .map(String::from)
-                .collect();
-            if paths.is_empty() {
-                return Err(LoadError::config(
-                    "urls",
-                    format!("{} lists no URL path", file.display()),
-                ));
-            }
-            Mix::Paths(paths)
+            Mix::Paths(read_url_paths(file)?)
         } else if !self.url.is_empty() {
             Mix::Paths(self.url.clone())
         } else if self.specweb96 || self.lab.is_some() {
@@ -160,9 +157,30 @@ impl HttpArgs {
             timeout_ms: self.timeout,
             threads: self.threads,
             check_content: self.check_content,
-            opts: self.opts.clone(),
+            opts: self.opts.sock_opts(),
             ..HttpConfig::default()
         })
+    }
+
+    /// Where the run goes and how it prints, as tcplab-load takes them.
+    pub fn options(&self) -> HttpOptions {
+        HttpOptions {
+            to: self.to.clone(),
+            lab: self.lab.clone(),
+            client: self.client.clone(),
+            server: self.server.clone(),
+            lab_server: LabServer {
+                kind: self.server_kind.into(),
+                dirs: self.dirs,
+                workers: self.nginx_workers,
+            },
+            interval_ms: self.interval,
+            output: Output {
+                json: self.json,
+                ndjson: self.ndjson,
+                samples: self.samples.clone(),
+            },
+        }
     }
 
     /// Runs the load and prints the result to stdout.
@@ -172,57 +190,10 @@ impl HttpArgs {
 
     /// Runs the load and prints to `out` (what `run` does with stdout).
     pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
-        let out = Mutex::new(out);
-        let emit = Emit {
-            json: self.json,
-            ndjson: self.ndjson,
-            samples: self.samples.as_deref(),
-        };
-        let print = live_printer::<HttpInterval>(&out);
-        let cb: OnLive<'_, _> = if self.ndjson { Some(&print) } else { None };
-        match self.execute(cb) {
-            Ok(report) => emit_report(&emit, &out, &report),
-            Err(e) => report_error(&emit, &out, &e),
+        let opts = self.options();
+        match self.config() {
+            Ok(cfg) => run_http(&cfg, &opts, out),
+            Err(e) => tcplab_load::front::print_error(&opts.output, out, &e),
         }
     }
-
-    fn execute(&self, cb: OnLive<'_, HttpInterval>) -> Result<Report, LoadError> {
-        let cfg = self.config()?;
-        cfg.validate()?;
-        match (&self.to, &self.lab) {
-            (Some(to), _) => {
-                let target = parse_http_target(to)?;
-                let facts = serde_json::json!({});
-                let mut r = run_client_live(&cfg, target, facts, self.interval, cb)?;
-                r.server = "remote".into();
-                Ok(Report::Http(r))
-            }
-            (None, Some(lab)) => {
-                let lab = tcplab_lab::Lab::open(lab).map_err(|e| LoadError::Lab(e.to_string()))?;
-                let server = LabServer {
-                    kind: self.server_kind,
-                    dirs: self.dirs,
-                    workers: self.nginx_workers,
-                };
-                run_in_lab(
-                    &lab,
-                    &self.client,
-                    &self.server,
-                    &server,
-                    &cfg,
-                    self.interval,
-                    cb,
-                )
-            }
-            (None, None) => Err(LoadError::config(
-                "to",
-                "give --to ADDR[:PORT] or --lab NAME",
-            )),
-        }
-    }
-}
-
-/// `ADDR[:PORT]` of a web server; port 80 when left out. Names are resolved.
-pub fn parse_http_target(s: &str) -> Result<std::net::SocketAddr, LoadError> {
-    crate::cli::parse_target_port(s, DEFAULT_HTTP_PORT)
 }

@@ -1,11 +1,11 @@
-//! The four workloads' command lines without the rest of tcplab, for quick benchmarks of this
-//! crate alone: `cargo run --release -p tcplab-load --example workload -- rr --lab NAME ...`
-//! takes the same flags as `tcplab rr` (and stream, msgs, crr).
+//! The four workloads' command lines without the rest of tcplab's commands, for quick
+//! benchmarks: `cargo run --release -p tcplab --example workload -- rr --lab NAME ...` takes the
+//! same flags as `tcplab rr` (and stream, msgs, crr).
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use tcplab_load::cli::{CrrArgs, MsgsArgs, RrArgs, StreamArgs};
+use tcplab::workload_args::{CrrArgs, MsgsArgs, RrArgs, StreamArgs};
 
 #[derive(Parser)]
 struct Cli {
