@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// These tests measure: one at a time, so one's emulator does not starve another's workloads.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -150,7 +150,7 @@ impl Drop for Down {
 /// server as its own process at 198.18.0.101; commands run from the client with --to, not --lab.
 struct RemotePair {
     // Field order is drop order: the server ends before its namespace goes.
-    _serve: ServeGuard,
+    serve: ServeGuard,
     down: Down,
 }
 
@@ -177,12 +177,46 @@ impl RemotePair {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let pair = RemotePair {
-            _serve: ServeGuard(serve),
+        let mut pair = RemotePair {
+            serve: ServeGuard(serve),
             down,
         };
-        std::thread::sleep(Duration::from_millis(500));
+        pair.wait_listening();
         pair
+    }
+
+    /// Waits until the server host has a socket listening on port 5301 (read from its own
+    /// /proc/net/tcp, without connecting: a probe would count against the agent's limit on
+    /// control connections), rather than sleeping a fixed time that a loaded machine may
+    /// exceed. Fails if `tcplab serve` exits or is not listening within 30 s.
+    fn wait_listening(&mut self) {
+        let lab =
+            tcplab_lab::Lab::open_in(tcplab_lab::StateDir::at(self.down.0.path()), &self.down.1)
+                .unwrap();
+        let server = lab.host("server").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let tcp = server
+                .run(|| std::fs::read_to_string("/proc/thread-self/net/tcp"))
+                .unwrap()
+                .unwrap();
+            // `sl local_address rem_address st ...`: port 5301 is 14B5, LISTEN is 0A.
+            let listening = tcp.lines().skip(1).any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 3 && f[1].ends_with(":14B5") && f[3] == "0A"
+            });
+            if listening {
+                return;
+            }
+            if let Some(status) = self.serve.0.try_wait().unwrap() {
+                panic!("tcplab serve in the server host exited: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tcplab serve is not listening on 198.18.0.101:5301 after 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// `tcplab ARGS` in the client namespace.
