@@ -5,7 +5,7 @@
 # ratio of each build to the same round's kernel bridge.
 # Usage: sudo benches/emu_ab.sh OLD_TCPLAB [ROUNDS]   (default 12 rounds; installs iperf3)
 # Writes every round and the summary to RESULTS (default benches/results/emu_ab.json), from
-# which benches/render.py makes docs/BENCHMARKS.md's table.
+# which benches/render.py makes docs/BENCHMARKS.md's table; OLD_COMMIT names the old build there.
 # OLD_TCPLAB is another build's binary, e.g. from
 #   git worktree add /tmp/old HEAD~1 && CARGO_TARGET_DIR=/tmp/old-target cargo build --release -p tcplab --manifest-path /tmp/old/Cargo.toml
 set -euo pipefail
@@ -40,7 +40,7 @@ for r in $(seq 1 "$rounds"); do
 done
 out=${RESULTS:-$root/benches/results/emu_ab.json}
 mkdir -p "$(dirname "$out")"
-python3 - "$out" "$(date -u '+%F %H:%M')" "$(git -C "$root" rev-parse --short HEAD)" "$OLD" "${results[@]}" <<'PY'
+python3 - "$out" "$(date -u '+%F %H:%M')" "$(git -C "$root" rev-parse --short HEAD)" "${OLD_COMMIT:-$OLD}" "${results[@]}" <<'PY'
 import json, sys, statistics as s
 out, date, commit, old = sys.argv[1:5]
 rounds = [tuple(float(v) for v in x.split(",")) for x in sys.argv[5:]]

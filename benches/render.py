@@ -38,7 +38,7 @@ def emu_ab(d):
         "| build | throughput / kernel bridge, median [min-max] over "
         f"{n} rounds | geometric mean |",
         "|---|---|---|",
-        f"| before (`{pathlib.Path(d['old']).name}`) | {ratio(old)} | {old['geometric_mean']:.3f}x |",
+        f"| before (`{d['old']}`) | {ratio(old)} | {old['geometric_mean']:.3f}x |",
         f"| this commit (`{d['commit']}`) | {ratio(new)} | {new['geometric_mean']:.3f}x |",
         "",
         f"This commit ahead in {d['new_above_old']} of {n} rounds. {d['what']}. "
