@@ -99,7 +99,7 @@ pub struct TuneOutcome {
     pub report_input: Option<ReportInput>,
 }
 
-/// Seconds one run of the workload takes (excluding the lab build).
+/// Seconds one run of the workload takes (excluding the lab build) when the budget allows.
 fn run_seconds(w: WorkloadKind) -> f64 {
     match w {
         WorkloadKind::Msgs => 0.4,
@@ -108,12 +108,43 @@ fn run_seconds(w: WorkloadKind) -> f64 {
     }
 }
 
+/// The shortest run a figure still means something at: a stream past slow start on a WAN
+/// path, a few hundred request/response transactions.
+fn shortest_run(w: WorkloadKind) -> f64 {
+    match w {
+        WorkloadKind::Msgs => 0.4,
+        WorkloadKind::Rr | WorkloadKind::Crr | WorkloadKind::Stream => 1.0,
+    }
+}
+
+/// Seconds of harness per run besides the workload, as the repetitions were always sized (the
+/// lab's build overlaps the previous run's teardown).
+const RUN_OVERHEAD_S: f64 = 0.3;
+/// The race needs at least this many repetitions of each configuration.
+const MIN_REPS: u32 = 3;
+
+/// The length of each run and the repetitions per configuration that fit `race_s` seconds
+/// for `configs` configurations: the workload's usual length while three repetitions fit,
+/// more repetitions (up to 10) when there is room, and shorter runs (down to
+/// [`shortest_run`]) when there is not, so that `--budget` is kept where it can be.
+fn race_plan(w: WorkloadKind, race_s: f64, configs: usize) -> (f64, u32) {
+    let configs = configs.max(1) as f64;
+    let usual = run_seconds(w);
+    let reps = (race_s / (configs * (usual + RUN_OVERHEAD_S))).floor() as u32;
+    if reps >= MIN_REPS {
+        return (usual, reps.min(10));
+    }
+    let fits = race_s / (configs * f64::from(MIN_REPS)) - RUN_OVERHEAD_S;
+    let len = (fits * 10.0).floor() / 10.0;
+    (len.clamp(shortest_run(w), usual), MIN_REPS)
+}
+
 /// Builds the scenario text: top-level keys, the lab, the workload, the factors, the race.
 fn scenario_text(
     name: &str,
     opts: &TuneOptions,
     factors: &[Candidate],
-    repetitions: u32,
+    (repetitions, run_s): (u32, f64),
     combine: &str,
 ) -> String {
     let (metric, goal) = opts.workload.objective();
@@ -137,7 +168,7 @@ fn scenario_text(
         None => text.push_str(&opts.lab_toml),
     }
     text.push_str("\n[[workload]]\n");
-    text.push_str(&opts.workload.workload_toml(run_seconds(opts.workload)));
+    text.push_str(&opts.workload.workload_toml(run_s));
     for f in factors {
         text.push_str("\n[[factor]]\n");
         text.push_str(&f.to_toml());
@@ -206,12 +237,19 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
         });
     }
     let configs: usize = factors.iter().map(|f| f.values.len()).product::<usize>() + 1;
-    let per_run = run_seconds(opts.workload) + 0.3;
     let race_share = opts.budget.as_secs_f64() * 0.65;
-    let repetitions = ((race_share / (configs as f64 * per_run)).floor() as u32).clamp(3, 10);
-    let text = scenario_text("tune", opts, &factors, repetitions, "cross");
+    let (run_s, repetitions) = race_plan(opts.workload, race_share, configs);
+    let text = scenario_text("tune", opts, &factors, (repetitions, run_s), "cross");
+    let shortened = if run_s < run_seconds(opts.workload) {
+        format!(
+            " of {run_s:.1} s runs (shortened from {:.1} s to fit --budget)",
+            run_seconds(opts.workload)
+        )
+    } else {
+        String::new()
+    };
     progress(&format!(
-        "racing {configs} configurations x {repetitions} repetitions ({} factors: {})",
+        "racing {configs} configurations x {repetitions} repetitions{shortened} ({} factors: {})",
         factors.len(),
         factors
             .iter()
@@ -261,7 +299,7 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
     if !changed.is_empty() {
         progress("verifying the winner against the baseline on fresh repetitions");
         let reps = repetitions.max(5);
-        let text = scenario_text("tune-verify", opts, &changed, reps, "zip");
+        let text = scenario_text("tune-verify", opts, &changed, (reps, run_s), "zip");
         let vdb = opts.dir.join("tune-verify.db");
         let vstore = run_study(&text, &vdb, false, opts, stop)?;
         outcome.verification = verify(&vstore, opts.workload)?;
@@ -378,4 +416,38 @@ fn host_fixes(findings: &[Finding]) -> Vec<Apply> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_roomy_budget_keeps_the_usual_run_and_adds_repetitions() {
+        // The demo's default: 3 minutes, 65 % to the race, 9 configurations of a 3 s stream.
+        assert_eq!(race_plan(WorkloadKind::Stream, 117.0, 9), (3.0, 3));
+        assert_eq!(race_plan(WorkloadKind::Stream, 195.0, 9), (3.0, 6));
+        assert_eq!(
+            race_plan(WorkloadKind::Rr, 1_000.0, 2),
+            (2.0, 10),
+            "at most 10"
+        );
+    }
+
+    #[test]
+    fn a_tight_budget_shortens_the_runs_before_it_drops_below_three_repetitions() {
+        // 60 s budget: 39 s of race for 9 configurations fit 3 runs of 1.1 s each.
+        assert_eq!(race_plan(WorkloadKind::Stream, 39.0, 9), (1.1, 3));
+        // Tighter still: never under the shortest meaningful run, nor under 3 repetitions.
+        assert_eq!(race_plan(WorkloadKind::Stream, 10.0, 9), (1.0, 3));
+        assert_eq!(race_plan(WorkloadKind::Msgs, 1.0, 9), (0.4, 3));
+        // Each plan that shortened still fits its budget whenever the shortest run allows.
+        for race in [20.0, 30.0, 45.0, 60.0, 80.0] {
+            let (len, reps) = race_plan(WorkloadKind::Stream, race, 9);
+            if len > shortest_run(WorkloadKind::Stream) {
+                let used = 9.0 * f64::from(reps) * (len + RUN_OVERHEAD_S);
+                assert!(used <= race + 1e-9, "{race}: {len} s x {reps} uses {used}");
+            }
+        }
+    }
 }
