@@ -3,7 +3,7 @@
 //! On a busy host a latency workload measures the host's scheduler as much as the network: a
 //! woken rr thread waits for a CPU behind whatever runs there (a bulk flow's endpoints, the
 //! lab's emulator), 0.1-0.5 ms per transaction on the 2-vCPU test VM under a bulk flow
-//! (crates/emu-io/BENCH.md, "what the normal-priority rr threads wait for"). At SCHED_FIFO its wake-ups preempt ordinary
+//! (docs/notebook/emu-io-bench.md, "what the normal-priority rr threads wait for"). At SCHED_FIFO its wake-ups preempt ordinary
 //! tasks, which takes that wait out, as cyclictest's `-p` does for timer latency.
 //!
 //! The priority is set on the thread that starts the run; every thread it creates afterwards

@@ -71,7 +71,7 @@ pub fn parse_counters(text: &str) -> std::collections::BTreeMap<String, u64> {
 /// an empty namespace too, and on a `PREEMPT_NONE` kernel nothing else runs on its CPU
 /// meanwhile: crr's sampler, every 100 ms, held a lab emulator's SCHED_FIFO worker off its CPU
 /// for up to 1.3 ms and made 1.5-5 % of the crr's frames more than 100 µs late
-/// (`perf sched timehist`; measured in `crates/emu-io/BENCH.md`). The count is IPv4 and IPv6
+/// (`perf sched timehist`; measured in `docs/notebook/emu-io-bench.md`). The count is IPv4 and IPv6
 /// together, and also holds the namespace's orphaned FIN_WAIT2 sockets, which the kernel keeps
 /// as timewait minisockets too: a closing connection's, for about a round trip.
 pub fn count_time_wait() -> Option<u64> {
