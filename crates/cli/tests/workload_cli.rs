@@ -2,6 +2,7 @@
 //! by tcplab's flags and run in-process against loopback servers: JSON validated against the
 //! schema, NDJSON, samples files, errors and exit codes.
 
+#[path = "../../load/tests/common/mod.rs"]
 mod common_load;
 
 use std::process::ExitCode;

@@ -1,4 +1,5 @@
-//! Test support: a tcplab server on loopback, stopped and joined by Drop even when a test fails.
+//! Test support: a tcplab server on loopback, stopped and joined by Drop even when a test fails,
+//! and the result schema. Also used by crates/cli's workload tests (paths work from both crates).
 
 #![allow(dead_code)]
 
@@ -64,7 +65,7 @@ pub fn assert_cpu_waits(meta: &tcplab_load::session::RunMeta, wall_s: f64, threa
 pub fn validate_schema(doc: &serde_json::Value) {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/schema/result.schema.json"
+        "/../load/schema/result.schema.json"
     ))
     .expect("schema file");
     let schema: serde_json::Value = serde_json::from_str(&text).expect("schema is JSON");
