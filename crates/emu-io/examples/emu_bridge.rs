@@ -50,7 +50,7 @@ fn main() {
                 }
             }
             "--rx" => {
-                opts.rx_ring = match value::<String>(&mut args, &flag).as_str() {
+                opts.rings.rx = match value::<String>(&mut args, &flag).as_str() {
                     "v2" => RxRingKind::V2,
                     "v3" => RxRingKind::V3,
                     "xdp" => RxRingKind::Xdp,
@@ -66,16 +66,16 @@ fn main() {
             "--no-rt" => opts.rt_priority = None,
             "--no-ring-ts" => opts.tuning.ring_timestamps = false,
             "--batch" => opts.tuning.batch = value(&mut args, &flag),
-            "--ring-frames" => opts.ring_frames = value(&mut args, &flag),
+            "--ring-frames" => opts.rings.frames = value(&mut args, &flag),
             "--tx" => {
-                opts.tx = match value::<String>(&mut args, &flag).as_str() {
+                opts.rings.tx = match value::<String>(&mut args, &flag).as_str() {
                     "ring" => TxKind::Ring,
                     "sendmmsg" => TxKind::Sendmmsg,
                     "xsk" => TxKind::Xsk,
                     other => fail(&format!("--tx {other}: use ring, sendmmsg or xsk")),
                 }
             }
-            "--gso" => opts.gso = true,
+            "--gso" => opts.vnet = tcplab_emu_io::Vnet::Gso,
             "--cpus" => {
                 opts.cpus = value::<String>(&mut args, &flag)
                     .split(',')

@@ -89,7 +89,9 @@ pub use error::IoError;
 pub use io::sys;
 pub use io::sys::clock::{Nanos, monotonic_ns};
 pub use model::{BasicConfig, BasicModel, Model};
-pub use options::{GSO_RING_FRAMES, GSO_SLAB_SLOTS, IoOptions, RxRingKind, Threads, TxKind};
+pub use options::{
+    GSO_RING_FRAMES, GSO_SLAB_SLOTS, IoOptions, Rings, RxRingKind, Threads, TxKind, Vnet,
+};
 pub use report::counters::{DirSnapshot, Drops};
 pub use report::lateness::LatenessSummary;
 pub use report::need::{self, Need};

@@ -56,54 +56,83 @@ pub enum Threads {
     PerDirection,
 }
 
-/// I/O options. `Default` is what the benchmarks in emu-io-bench.md picked; missing fields in a
-/// serialized form take their defaults.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Which rings carry frames in and out, and how many frames they and the slab hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct IoOptions {
+pub struct Rings {
     /// RX ring layout.
-    pub rx_ring: RxRingKind,
+    pub rx: RxRingKind,
+    /// Egress path (always [`TxKind::Sendmmsg`] when frames carry a virtio-net header).
+    pub tx: TxKind,
     /// Frames per RX ring and per TX ring (power of two, 64..=262144).
-    pub ring_frames: u32,
+    pub frames: u32,
     /// Frames each direction can hold while they wait for departure (≥ 64). At 1 Gbit/s with
     /// 1514-byte frames, 10 ms of delay holds ~830 frames.
     pub slab_slots: u32,
+}
+
+impl Default for Rings {
+    fn default() -> Self {
+        Self {
+            rx: RxRingKind::V2,
+            tx: TxKind::Sendmmsg,
+            frames: 4096,
+            slab_slots: 16_384,
+        }
+    }
+}
+
+/// Whether frames carry a virtio-net header from RX to TX, and with it what offloads can cross.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub enum Vnet {
+    /// Plain frames: a partial checksum is completed in user space (counted as
+    /// `csum_partial`) and verified again by the receiver.
+    #[default]
+    Off,
+    /// For paths with segmentation offloads off and TX checksum offload on (a kernel lab's
+    /// default): `PACKET_VNET_HDR` on both sockets carries each frame's partial checksum from
+    /// RX to TX, so it stays partial as it would through a kernel bridge. Rings and slabs keep
+    /// their MTU-sized slots.
+    Header,
+    /// GSO-aware mode, for paths with segmentation offloads left on: the header as in
+    /// `Header`, ring and slab slots large enough for 64 KiB super-packets, so TSO/GSO
+    /// super-packets cross whole. The model charges a super-packet as the wire packets it
+    /// stands for (`tcplab_emu::DirectionModel::arrive_train`); a direction whose model needs
+    /// per-packet granularity cuts them into wire segments instead (`crate::wire::segment`).
+    /// RX rings then hold at most [`GSO_RING_FRAMES`] frames and slabs [`GSO_SLAB_SLOTS`]
+    /// slots (64 KiB each).
+    Gso,
+}
+
+/// The I/O choices a user makes: rings, threads and where they run, how they wait, and which
+/// offloads cross. How the workers schedule, wait and pause in detail is [`Tuning`], passed
+/// whole. `Default` is what the benchmarks (docs/notebook/emu-io-bench.md) picked; fields
+/// missing from a serialized form take their defaults.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IoOptions {
+    /// Rings, egress path and slab size.
+    pub rings: Rings,
     /// Thread layout.
     pub threads: Threads,
-    /// Spin instead of sleeping (lowest lateness, one core per worker at 100 %).
-    pub busy_poll: bool,
     /// CPUs to pin workers to (worker i gets `cpus[i % len]`); empty = no pinning.
     pub cpus: Vec<usize>,
     /// Run workers as SCHED_FIFO with this priority (1..=99): their wake-ups then preempt
     /// ordinary tasks (the TCP endpoints, compilers) instead of waiting for a CFS slice.
     /// Default `Some(10)`: per direction it measured 0.30x → 0.65x and 0.74x → 0.87x of the
-    /// kernel bridge in two runs (emu-io-bench.md), and a tighter wake-up tail. The kernel's RT throttling
-    /// (sched_rt_runtime_us) still leaves 5 % of each CPU to others. The cost: when the
-    /// emulator is saturated (a UDP flood), normal-priority endpoints on the same CPUs starve. `None` keeps SCHED_OTHER
-    /// (needed without CAP_SYS_NICE).
+    /// kernel bridge in two runs (emu-io-bench.md), and a tighter wake-up tail. The kernel's
+    /// RT throttling (sched_rt_runtime_us) still leaves 5 % of each CPU to others. The cost:
+    /// when the emulator is saturated (a UDP flood), normal-priority endpoints on the same
+    /// CPUs starve. `None` keeps SCHED_OTHER (needed without CAP_SYS_NICE).
     pub rt_priority: Option<u8>,
-    /// Egress path (always [`TxKind::Sendmmsg`] when `gso` is on).
-    pub tx: TxKind,
-    /// GSO-aware mode, for paths with segmentation offloads left on: `PACKET_VNET_HDR` on
-    /// both sockets, ring and slab slots large enough for 64 KiB super-packets, and each
-    /// frame's virtio-net header carried from RX to TX unchanged, so TSO/GSO super-packets
-    /// cross whole and partial checksums stay partial. The model charges a super-packet as
-    /// the wire packets it stands for (`tcplab_emu::DirectionModel::arrive_train`); a
-    /// direction whose model needs per-packet granularity cuts them into wire segments
-    /// instead (`crate::wire::segment`). RX rings then
-    /// hold at most [`GSO_RING_FRAMES`] frames and slabs [`GSO_SLAB_SLOTS`] slots (64 KiB each).
-    pub gso: bool,
-    /// The virtio-net header without super-packets, for paths with segmentation offloads off
-    /// and TX checksum offload on (a kernel lab's default): `PACKET_VNET_HDR` on both sockets
-    /// carries each frame's partial checksum from RX to TX, so it stays partial as it would
-    /// through a kernel bridge. Without it such frames are completed in user space (counted
-    /// as `csum_partial`) and verified again by the receiver. Rings and slabs keep their
-    /// MTU-sized slots. Implied by `gso`.
-    pub vnet_hdr: bool,
+    /// Spin instead of sleeping (lowest lateness, one core per worker at 100 %).
+    pub busy_poll: bool,
     /// While a frame waits for a later departure, run a `SCHED_IDLE` spinner on each CPU so
-    /// no CPU halts (crate `awake`): a halted vCPU made wake-ups late by up to a 4 ms tick on
+    /// no CPU halts (`run::awake`): a halted vCPU made wake-ups late by up to a 4 ms tick on
     /// the test VM. Default true; ignored with `busy_poll` (which never sleeps anyway).
     pub keep_awake: bool,
+    /// The virtio-net header: plain frames, partial checksums carried, or GSO super-packets.
+    pub vnet: Vnet,
     /// How the workers schedule, wait and pause: measured choices with their reasons
     /// ([`Tuning`]); the defaults are what the benchmarks picked.
     pub tuning: Tuning,
@@ -117,44 +146,52 @@ pub const GSO_SLAB_SLOTS: u32 = 4096;
 impl Default for IoOptions {
     fn default() -> Self {
         Self {
-            rx_ring: RxRingKind::V2,
-            ring_frames: 4096,
-            slab_slots: 16_384,
+            rings: Rings::default(),
             threads: Threads::PerDirection,
-            busy_poll: false,
             cpus: Vec::new(),
             rt_priority: Some(10),
-            tx: TxKind::Sendmmsg,
-            gso: false,
-            vnet_hdr: false,
+            busy_poll: false,
             keep_awake: true,
+            vnet: Vnet::Off,
             tuning: Tuning::default(),
         }
     }
 }
 
 impl IoOptions {
+    /// GSO-aware mode ([`Vnet::Gso`]).
+    pub fn gso(&self) -> bool {
+        self.vnet == Vnet::Gso
+    }
+
+    /// Whether frames carry a virtio-net header ([`Vnet::Header`] or [`Vnet::Gso`]).
+    pub fn carries_vnet(&self) -> bool {
+        self.vnet != Vnet::Off
+    }
+
+    /// Whether the chosen rings carry a virtio-net header as they are: the AF_XDP route cannot,
+    /// and the TX ring is replaced by `sendmmsg` when frames carry one, so a lab turns the
+    /// header on by itself only where neither was chosen.
+    pub fn rings_carry_vnet(&self) -> bool {
+        self.rings.rx != RxRingKind::Xdp && self.rings.tx == TxKind::Sendmmsg
+    }
+
     /// RX/TX ring frames actually used (fewer, larger ones in GSO mode).
     pub fn effective_ring_frames(&self) -> u32 {
-        if self.gso {
-            self.ring_frames.min(GSO_RING_FRAMES)
+        if self.gso() {
+            self.rings.frames.min(GSO_RING_FRAMES)
         } else {
-            self.ring_frames
+            self.rings.frames
         }
     }
 
     /// Slab slots actually used per direction.
     pub fn effective_slab_slots(&self) -> u32 {
-        if self.gso {
-            self.slab_slots.min(GSO_SLAB_SLOTS)
+        if self.gso() {
+            self.rings.slab_slots.min(GSO_SLAB_SLOTS)
         } else {
-            self.slab_slots
+            self.rings.slab_slots
         }
-    }
-
-    /// Whether frames carry a virtio-net header (`gso` or `vnet_hdr`).
-    pub fn carries_vnet(&self) -> bool {
-        self.gso || self.vnet_hdr
     }
 
     /// Egress path actually used (`sendmmsg` whenever frames carry a virtio-net header).
@@ -162,24 +199,25 @@ impl IoOptions {
         if self.carries_vnet() {
             TxKind::Sendmmsg
         } else {
-            self.tx
+            self.rings.tx
         }
     }
 
     /// Rejects values the rings or the schedule cannot work with.
     pub fn validate(&self) -> Result<(), IoError> {
         let bad = |field, value: String, fix| Err(IoError::BadOption { field, value, fix });
-        if !self.ring_frames.is_power_of_two() || !(64..=262_144).contains(&self.ring_frames) {
+        let frames = self.rings.frames;
+        if !frames.is_power_of_two() || !(64..=262_144).contains(&frames) {
             return bad(
-                "ring_frames",
-                self.ring_frames.to_string(),
+                "rings.frames",
+                frames.to_string(),
                 "use a power of two in 64..=262144",
             );
         }
-        if !(64..=4_194_304).contains(&self.slab_slots) {
+        if !(64..=4_194_304).contains(&self.rings.slab_slots) {
             return bad(
-                "slab_slots",
-                self.slab_slots.to_string(),
+                "rings.slab_slots",
+                self.rings.slab_slots.to_string(),
                 "use 64..=4194304",
             );
         }
@@ -198,18 +236,15 @@ impl IoOptions {
                 "a SCHED_FIFO thread that never sleeps starves the TCP endpoints on its CPU: set rt_priority to None or busy_poll to false",
             );
         }
-        if self.gso && (self.rx_ring == RxRingKind::Xdp || self.tx == TxKind::Xsk) {
+        let af_xdp = self.rings.rx == RxRingKind::Xdp || self.rings.tx == TxKind::Xsk;
+        if self.carries_vnet() && af_xdp {
             return bad(
-                "rx_ring",
-                format!("{:?} / tx {:?} with gso", self.rx_ring, self.tx),
-                "AF_XDP carries no virtio-net header, so super-packets cannot cross it: turn gso off (and offloads off) or use rx_ring V2 and tx Sendmmsg",
-            );
-        }
-        if self.vnet_hdr && (self.rx_ring == RxRingKind::Xdp || self.tx == TxKind::Xsk) {
-            return bad(
-                "vnet_hdr",
-                format!("true with rx_ring {:?} / tx {:?}", self.rx_ring, self.tx),
-                "AF_XDP carries no virtio-net header: turn vnet_hdr off (and TX checksum offload off on the path) or use rx_ring V2 and tx Sendmmsg",
+                "vnet",
+                format!(
+                    "{:?} with rings.rx {:?} / rings.tx {:?}",
+                    self.vnet, self.rings.rx, self.rings.tx
+                ),
+                "AF_XDP carries no virtio-net header, so neither partial checksums nor super-packets can cross it: set vnet to Off (with offloads off on the path) or use rings.rx V2 and rings.tx Sendmmsg",
             );
         }
         let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -230,8 +265,14 @@ mod tests {
             serde_json::from_str(r#"{"threads":"Single","tuning":{"spin_ns":5000}}"#).unwrap();
         assert_eq!(o.threads, Threads::Single);
         assert_eq!(o.tuning.spin_ns, 5_000);
-        assert_eq!(o.ring_frames, IoOptions::default().ring_frames);
+        assert_eq!(o.rings, Rings::default());
         assert_eq!(o.tuning.batch, Tuning::default().batch);
+        let o: IoOptions =
+            serde_json::from_str(r#"{"rings":{"tx":"Ring"},"vnet":"Header"}"#).unwrap();
+        assert_eq!((o.rings.tx, o.rings.frames), (TxKind::Ring, 4096));
+        assert_eq!(o.vnet, Vnet::Header);
+        let e = serde_json::from_str::<IoOptions>(r#"{"rx_ring":"Xdp"}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `rx_ring`"), "{e}");
         let e = serde_json::from_str::<IoOptions>(r#"{"spin":1}"#).unwrap_err();
         assert!(e.to_string().contains("unknown field `spin`"), "{e}");
         let e = serde_json::from_str::<IoOptions>(r#"{"tuning":{"spin":1}}"#).unwrap_err();
@@ -247,12 +288,15 @@ mod tests {
     fn defaults_validate_and_bad_values_name_the_field() {
         IoOptions::default().validate().unwrap();
         let e = rejection(IoOptions {
-            ring_frames: 1000,
+            rings: Rings {
+                frames: 1000,
+                ..Default::default()
+            },
             ..Default::default()
         });
         assert_eq!(
             e,
-            "IoOptions.ring_frames = 1000: use a power of two in 64..=262144"
+            "IoOptions.rings.frames = 1000: use a power of two in 64..=262144"
         );
         let e = rejection(IoOptions {
             tuning: Tuning {
@@ -271,33 +315,61 @@ mod tests {
         });
         assert_eq!(e, "IoOptions.tuning.due_batch = 65: use 1..=batch");
         let e = rejection(IoOptions {
-            slab_slots: 1,
+            rings: Rings {
+                slab_slots: 1,
+                ..Default::default()
+            },
             ..Default::default()
         });
-        assert!(e.starts_with("IoOptions.slab_slots = 1"), "{e}");
+        assert!(e.starts_with("IoOptions.rings.slab_slots = 1"), "{e}");
+        let xdp = Rings {
+            rx: RxRingKind::Xdp,
+            ..Default::default()
+        };
         let e = rejection(IoOptions {
-            rx_ring: RxRingKind::Xdp,
-            gso: true,
+            rings: xdp,
+            vnet: Vnet::Gso,
             ..Default::default()
         });
         assert!(
             e.starts_with(
-                "IoOptions.rx_ring = Xdp / tx Sendmmsg with gso: AF_XDP carries no virtio-net header"
+                "IoOptions.vnet = Gso with rings.rx Xdp / rings.tx Sendmmsg: AF_XDP carries no virtio-net header"
             ),
             "{e}"
         );
-        let e = rejection(IoOptions {
+        let xsk = Rings {
             tx: TxKind::Xsk,
-            vnet_hdr: true,
+            ..Default::default()
+        };
+        let e = rejection(IoOptions {
+            rings: xsk,
+            vnet: Vnet::Header,
             ..Default::default()
         });
         assert!(
-            e.starts_with("IoOptions.vnet_hdr = true with rx_ring V2 / tx Xsk: AF_XDP carries"),
+            e.starts_with(
+                "IoOptions.vnet = Header with rings.rx V2 / rings.tx Xsk: AF_XDP carries"
+            ),
             "{e}"
         );
+        // The TX ring gives way to sendmmsg when frames carry the header.
+        let ring_gso = IoOptions {
+            rings: Rings {
+                tx: TxKind::Ring,
+                ..Default::default()
+            },
+            vnet: Vnet::Gso,
+            ..Default::default()
+        };
+        ring_gso.validate().unwrap();
+        assert_eq!(ring_gso.effective_tx(), TxKind::Sendmmsg);
+        assert!(!ring_gso.rings_carry_vnet());
         IoOptions {
-            rx_ring: RxRingKind::Xdp,
-            tx: TxKind::Xsk,
+            rings: Rings {
+                rx: RxRingKind::Xdp,
+                tx: TxKind::Xsk,
+                ..Default::default()
+            },
             ..Default::default()
         }
         .validate()

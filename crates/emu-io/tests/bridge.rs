@@ -277,7 +277,7 @@ fn with_the_virtio_net_header_partial_checksums_cross_as_they_are_and_corruption
     lab.server.exec(&["ethtool", "-K", "s0", "tx", "on"]);
     let start_vnet = |cfg: LinkConfig| {
         let opts = IoOptions {
-            vnet_hdr: true,
+            vnet: tcplab_emu_io::Vnet::Header,
             ..Default::default()
         };
         lab.middle

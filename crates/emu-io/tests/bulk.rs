@@ -78,8 +78,8 @@ fn bulk_echo(opts: IoOptions, port: u16) {
     );
     assert!(report.forward.frames_out > (TOTAL / 1_514) as u64);
     use tcplab_emu_io::{RxRingKind, TxKind};
-    if matches!(opts.tx, TxKind::Sendmmsg | TxKind::Xsk)
-        && matches!(opts.rx_ring, RxRingKind::V2 | RxRingKind::Xdp)
+    if matches!(opts.rings.tx, TxKind::Sendmmsg | TxKind::Xsk)
+        && matches!(opts.rings.rx, RxRingKind::V2 | RxRingKind::Xdp)
     {
         // No delay: every data frame is due on arrival and leaves straight from the RX ring
         // (or the AF_XDP UMEM).
@@ -112,7 +112,10 @@ fn bulk_tcp_tx_ring() {
     require_root!();
     bulk_echo(
         IoOptions {
-            tx: tcplab_emu_io::TxKind::Ring,
+            rings: tcplab_emu_io::Rings {
+                tx: tcplab_emu_io::TxKind::Ring,
+                ..Default::default()
+            },
             ..Default::default()
         },
         5014,
@@ -137,7 +140,10 @@ fn bulk_tcp_v3_ring() {
     require_root!();
     bulk_echo(
         IoOptions {
-            rx_ring: tcplab_emu_io::RxRingKind::V3,
+            rings: tcplab_emu_io::Rings {
+                rx: tcplab_emu_io::RxRingKind::V3,
+                ..Default::default()
+            },
             ..Default::default()
         },
         5012,
@@ -162,7 +168,10 @@ fn bulk_tcp_af_xdp_rx() {
     require_root!();
     bulk_echo(
         IoOptions {
-            rx_ring: tcplab_emu_io::RxRingKind::Xdp,
+            rings: tcplab_emu_io::Rings {
+                rx: tcplab_emu_io::RxRingKind::Xdp,
+                ..Default::default()
+            },
             ..Default::default()
         },
         5015,
@@ -174,8 +183,11 @@ fn bulk_tcp_af_xdp_rx_and_tx() {
     require_root!();
     bulk_echo(
         IoOptions {
-            rx_ring: tcplab_emu_io::RxRingKind::Xdp,
-            tx: tcplab_emu_io::TxKind::Xsk,
+            rings: tcplab_emu_io::Rings {
+                rx: tcplab_emu_io::RxRingKind::Xdp,
+                tx: tcplab_emu_io::TxKind::Xsk,
+                ..Default::default()
+            },
             ..Default::default()
         },
         5016,
@@ -187,7 +199,10 @@ fn bulk_tcp_af_xdp_tx_single_thread() {
     require_root!();
     bulk_echo(
         IoOptions {
-            tx: tcplab_emu_io::TxKind::Xsk,
+            rings: tcplab_emu_io::Rings {
+                tx: tcplab_emu_io::TxKind::Xsk,
+                ..Default::default()
+            },
             threads: tcplab_emu_io::Threads::Single,
             ..Default::default()
         },

@@ -106,7 +106,10 @@ fn ring_overflow_is_counted_and_makes_the_run_untrustworthy() {
     require_root!();
     let lab = PathLab::new();
     let opts = IoOptions {
-        ring_frames: 64,
+        rings: tcplab_emu_io::Rings {
+            frames: 64,
+            ..Default::default()
+        },
         tuning: tcplab_emu_io::Tuning {
             batch: 64,
             ..Default::default()

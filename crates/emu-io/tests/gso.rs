@@ -13,7 +13,7 @@ use tcplab_emu_io::{EmuBridge, IoOptions};
 
 fn gso_opts() -> IoOptions {
     IoOptions {
-        gso: true,
+        vnet: tcplab_emu_io::Vnet::Gso,
         ..Default::default()
     }
 }

@@ -65,7 +65,7 @@ fn transfer(lab: &PathLab, port: u16, total: u64) -> u64 {
 fn gso_bridge(lab: &PathLab, flags: ImpairmentFlags) -> EmuBridge {
     let cfg = flags.to_link_config().expect("flags");
     let opts = IoOptions {
-        gso: true,
+        vnet: tcplab_emu_io::Vnet::Gso,
         ..Default::default()
     };
     lab.middle

@@ -15,8 +15,11 @@ use tcplab_emu_io::{Bridge, EmuBridge, IoError, IoOptions, RxRingKind, Threshold
 
 fn xdp_opts(tx: TxKind) -> IoOptions {
     IoOptions {
-        rx_ring: RxRingKind::Xdp,
-        tx,
+        rings: tcplab_emu_io::Rings {
+            rx: RxRingKind::Xdp,
+            tx,
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -199,7 +202,10 @@ fn slow_bridge(lab: &PathLab, ring_frames: u32, cpus: Vec<usize>) -> (Bridge<Slo
     };
     let base = xdp_opts(TxKind::Sendmmsg);
     let opts = IoOptions {
-        ring_frames,
+        rings: tcplab_emu_io::Rings {
+            frames: ring_frames,
+            ..base.rings
+        },
         cpus,
         tuning: tcplab_emu_io::Tuning {
             batch: 64,

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tcplab_emu::{DirectionModel, LinkConfig};
-use tcplab_emu_io::{Bridge, IoOptions, Report, RxRingKind, Thresholds, TxKind};
+use tcplab_emu_io::{Bridge, IoOptions, Report, Thresholds, Vnet};
 
 use crate::error::{KernelContext, LabError, Result};
 use crate::host::Host;
@@ -46,12 +46,13 @@ pub struct Emulator {
 /// The emulator's I/O options for a lab with these offloads: with segmentation offloads on it
 /// runs in GSO-aware mode (super-packets cross whole unless a per-packet element changed one
 /// of their segments; then it is cut), else one wire packet per frame, with the virtio-net
-/// header (`vnet_hdr`) wherever the chosen rings can carry it: TX checksum offload then stays
-/// on at every link end, as in a lab without an emulator, and partial checksums cross it as
-/// they cross a kernel bridge (see [`tx_checksum_stays_on`]).
+/// header (`Vnet::Header`) wherever the chosen rings can carry it: TX checksum offload then
+/// stays on at every link end, as in a lab without an emulator, and partial checksums cross
+/// it as they cross a kernel bridge (see [`tx_checksum_stays_on`]).
 /// Every other I/O option takes its default unless [`IO_OPTIONS_ENV`] holds a JSON object of
 /// `IoOptions` fields (for experiments and benchmarks, e.g. `{"keep_awake": false}` or
-/// `{"tuning": {"flow_turns": false}}`; an explicit `"vnet_hdr"` is kept).
+/// `{"tuning": {"flow_turns": false}}`; an explicit `"vnet": "Off"` or `"Header"` is kept on a
+/// path without segmentation offloads).
 pub fn io_options(offloads: Offloads) -> Result<IoOptions> {
     options_for(offloads, std::env::var(IO_OPTIONS_ENV).ok().as_deref())
 }
@@ -59,25 +60,32 @@ pub fn io_options(offloads: Offloads) -> Result<IoOptions> {
 /// [`io_options`] with the environment's JSON (if any) given.
 fn options_for(offloads: Offloads, env_json: Option<&str>) -> Result<IoOptions> {
     let (mut opts, names_vnet) = match env_json {
-        Some(json) => (parse_io_options(json)?, names_field(json, "vnet_hdr")),
+        Some(json) => (parse_io_options(json)?, names_field(json, "vnet")),
         None => (IoOptions::default(), false),
     };
-    opts.gso = offloads.segments();
-    if !names_vnet {
-        opts.vnet_hdr = !opts.gso && vnet_fits(&opts);
+    if offloads.segments() {
+        opts.vnet = Vnet::Gso;
+    } else if opts.vnet == Vnet::Gso {
+        return Err(invalid_io_options(
+            "vnet = Gso on a lab whose segmentation offloads are off: no super-packets will \
+             arrive; use \"Header\" or \"Off\", or build the lab with --offloads on"
+                .to_owned(),
+        ));
+    } else if !names_vnet {
+        opts.vnet = if opts.rings_carry_vnet() {
+            Vnet::Header
+        } else {
+            Vnet::Off
+        };
     }
+    opts.validate()
+        .map_err(|e| invalid_io_options(e.to_string()))?;
     Ok(opts)
 }
 
 /// Whether a JSON object names `field` (so its value, even the default, is the user's).
 fn names_field(json: &str, field: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| v.get(field).is_some())
-}
-
-/// Whether the rings `opts` chose can carry a virtio-net header (the AF_XDP route and the
-/// TX ring cannot).
-fn vnet_fits(opts: &IoOptions) -> bool {
-    opts.rx_ring != RxRingKind::Xdp && opts.tx == TxKind::Sendmmsg
 }
 
 /// Whether an emulated lab with these offloads keeps TX checksum offload on at its link ends:
@@ -90,19 +98,23 @@ pub fn tx_checksum_stays_on(offloads: Offloads) -> Result<bool> {
 /// The environment variable with I/O option overrides for a lab's emulator (JSON object).
 pub const IO_OPTIONS_ENV: &str = "TCPLAB_EMU_IO";
 
-/// Parses and validates [`IO_OPTIONS_ENV`]'s JSON (missing fields take their defaults).
-fn parse_io_options(json: &str) -> Result<IoOptions> {
-    let invalid = |problem: String| LabError::Invalid {
+/// An error in [`IO_OPTIONS_ENV`]'s options.
+fn invalid_io_options(problem: String) -> LabError {
+    LabError::Invalid {
         field: IO_OPTIONS_ENV.to_owned(),
         problem,
-    };
-    let opts: IoOptions = serde_json::from_str(json).map_err(|e| {
-        invalid(format!(
-            "{e}: give a JSON object of emulator I/O options, e.g. '{{\"keep_awake\": false}}'"
+    }
+}
+
+/// Parses [`IO_OPTIONS_ENV`]'s JSON (missing fields take their defaults); the caller
+/// validates once the lab's own choices are applied.
+fn parse_io_options(json: &str) -> Result<IoOptions> {
+    serde_json::from_str(json).map_err(|e| {
+        invalid_io_options(format!(
+            "{e}: give a JSON object of emulator I/O options, e.g. '{{\"keep_awake\": false}}' \
+             or '{{\"rings\": {{\"tx\": \"Ring\"}}}}'"
         ))
-    })?;
-    opts.validate().map_err(|e| invalid(e.to_string()))?;
-    Ok(opts)
+    })
 }
 
 /// Fidelity thresholds: lateness p99 under 100 µs, worker CPU under 95% of wall time.
@@ -390,21 +402,28 @@ mod tests {
     fn the_virtio_net_header_is_on_wherever_the_rings_carry_it_unless_named() {
         let off = Offloads::default();
         let o = options_for(off, None).unwrap();
-        assert!(o.vnet_hdr && !o.gso && o.carries_vnet());
+        assert_eq!(o.vnet, Vnet::Header);
         let o = options_for(Offloads::ALL_ON, None).unwrap();
-        assert!(
-            o.gso && !o.vnet_hdr && o.carries_vnet(),
-            "GSO mode carries it anyway"
-        );
-        let o = options_for(off, Some(r#"{"tx": "Ring"}"#)).unwrap();
+        assert_eq!(o.vnet, Vnet::Gso, "GSO mode carries it anyway");
+        let o = options_for(off, Some(r#"{"rings": {"tx": "Ring"}}"#)).unwrap();
         assert!(!o.carries_vnet(), "the TX ring cannot carry it");
-        let o = options_for(off, Some(r#"{"rx_ring": "Xdp"}"#)).unwrap();
+        let o = options_for(off, Some(r#"{"rings": {"rx": "Xdp"}}"#)).unwrap();
         assert!(!o.carries_vnet(), "AF_XDP cannot carry it");
-        let o = options_for(off, Some(r#"{"vnet_hdr": false, "tuning": {"batch": 32}}"#)).unwrap();
+        let o = options_for(off, Some(r#"{"vnet": "Off", "tuning": {"batch": 32}}"#)).unwrap();
         assert!(
-            !o.vnet_hdr && o.tuning.batch == 32,
-            "an explicit false is kept"
+            o.vnet == Vnet::Off && o.tuning.batch == 32,
+            "an explicit Off is kept"
         );
+        let e = options_for(off, Some(r#"{"vnet": "Gso"}"#)).unwrap_err();
+        assert!(e.to_string().contains("--offloads on"), "{e}");
+        let e = options_for(Offloads::ALL_ON, Some(r#"{"rings": {"rx": "Xdp"}}"#)).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("IoOptions.vnet = Gso with rings.rx Xdp"),
+            "{e}"
+        );
+        let e = options_for(off, Some(r#"{"rx_ring": "Xdp"}"#)).unwrap_err();
+        assert!(e.to_string().contains("unknown field `rx_ring`"), "{e}");
     }
 
     #[test]
@@ -412,7 +431,7 @@ mod tests {
         let o = parse_io_options(r#"{"keep_awake": false, "tuning": {"batch": 32}}"#).unwrap();
         assert!(!o.keep_awake);
         assert_eq!(o.tuning.batch, 32);
-        assert_eq!(o.ring_frames, IoOptions::default().ring_frames);
+        assert_eq!(o.rings, IoOptions::default().rings);
         let e = parse_io_options(r#"{"keep_awak": false}"#)
             .unwrap_err()
             .to_string();
@@ -420,7 +439,7 @@ mod tests {
             e.starts_with("TCPLAB_EMU_IO: unknown field `keep_awak`"),
             "{e}"
         );
-        let e = parse_io_options(r#"{"tuning": {"batch": 0}}"#)
+        let e = options_for(Offloads::default(), Some(r#"{"tuning": {"batch": 0}}"#))
             .unwrap_err()
             .to_string();
         assert!(

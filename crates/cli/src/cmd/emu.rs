@@ -62,10 +62,13 @@ impl EmuArgs {
         tcplab_lab::require_root("running the emulator")?;
         let mut opts = tcplab_emu_io::IoOptions {
             busy_poll: self.busy_poll,
-            gso: self.gso,
             // Partial checksums cross as they would a kernel bridge; frames with complete
             // ones are unaffected.
-            vnet_hdr: !self.gso,
+            vnet: if self.gso {
+                tcplab_emu_io::Vnet::Gso
+            } else {
+                tcplab_emu_io::Vnet::Header
+            },
             keep_awake: !self.no_keep_awake,
             ..Default::default()
         };

@@ -31,7 +31,7 @@ pub const GSO_FRAME_SIZE: u32 = 17 * 4096;
 
 /// Ring slot size for `iface` under `opts`.
 fn frame_size(iface: &IfaceInfo, opts: &IoOptions) -> u32 {
-    if opts.gso {
+    if opts.gso() {
         GSO_FRAME_SIZE.max(frame_size_for_mtu(iface.mtu))
     } else {
         frame_size_for_mtu(iface.mtu)
@@ -173,7 +173,7 @@ pub fn open_rx(iface: &IfaceInfo, opts: &IoOptions) -> Result<RxPort, IoError> {
     let frame_size = frame_size(iface, opts);
     let frames = opts.effective_ring_frames();
     // Any kind but V3 means V2 here (AF_XDP ports are opened by `open_ports`).
-    let v3 = opts.rx_ring == RxRingKind::V3;
+    let v3 = opts.rings.rx == RxRingKind::V3;
     let (req, version) = if v3 {
         (
             v3_request(frame_size, frames, opts.tuning.v3_retire_ms),
@@ -278,7 +278,7 @@ pub fn open_tx(iface: &IfaceInfo, opts: &IoOptions) -> Result<TxPort, IoError> {
         // it at net.core.wmem_max (doubled), which is enough for 1500-byte frames.
         let _ = sock.set_sndbuf(16 << 20);
         sock.bind(iface.index, 0).map_err(err("bind"))?;
-        let max_frame = if opts.gso {
+        let max_frame = if opts.gso() {
             GSO_MAX_FRAME
         } else {
             frame_size(iface, opts) as usize - crate::io::ring::tx_v2::DATA_OFFSET

@@ -13,7 +13,7 @@ use crate::options::{IoOptions, RxRingKind, TxKind};
 
 /// True if `opts` puts an AF_XDP socket on the interfaces.
 pub fn uses_xsk(opts: &IoOptions) -> bool {
-    opts.rx_ring == RxRingKind::Xdp || opts.effective_tx() == TxKind::Xsk
+    opts.rings.rx == RxRingKind::Xdp || opts.effective_tx() == TxKind::Xsk
 }
 
 /// Opens `iface`'s AF_XDP socket: RX chunks (and the XDP program) if `opts` receives over
@@ -23,7 +23,7 @@ pub fn open(iface: &IfaceInfo, opts: &IoOptions) -> Result<Option<Arc<XskSocket>
     let spec = XskSpec {
         ifindex: iface.index,
         frame_size: frame_size_for_mtu(iface.mtu),
-        rx_frames: if opts.rx_ring == RxRingKind::Xdp {
+        rx_frames: if opts.rings.rx == RxRingKind::Xdp {
             frames
         } else {
             0

@@ -103,7 +103,7 @@ impl<M: Model> Bridge<M> {
             });
         }
         let (a, b) = (check_iface(iface_a)?, check_iface(iface_b)?);
-        if opts.gso {
+        if opts.gso() {
             if let Some(off) = [&a, &b].into_iter().find(|i| !(i.tso && i.tx_csum)) {
                 return Err(IoError::GsoOffloadsOff {
                     iface: off.name.clone(),
@@ -133,7 +133,7 @@ impl<M: Model> Bridge<M> {
                 DirSettings {
                     slab_slots: opts.effective_slab_slots(),
                     vnet: opts.carries_vnet(),
-                    gso: opts.gso,
+                    gso: opts.gso(),
                     tuning: opts.tuning,
                 },
                 Arc::clone(&counters[i]),
