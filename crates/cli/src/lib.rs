@@ -3,3 +3,4 @@
 //! already-parsed values. The other commands live beside `main.rs` in `cmd/`.
 
 pub mod workload_args;
+pub mod writable;

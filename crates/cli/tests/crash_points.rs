@@ -21,13 +21,19 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use tcplab_study::Store;
 use tcplab_study::store::StoredRun;
-use tcplab_study::{Plan, PlanOptions, ScenarioFile, Store};
+
+mod common_sweep;
+use common_sweep::{
+    Guard, SCENARIO, assert_complete, lab_prefix, namespaces, planned_runs, stored, sweep,
+    wait_bounded,
+};
 
 /// Held by each test for its whole run: they check machine-wide state.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -281,127 +287,6 @@ fn killing_lab_up_anywhere_leaves_nothing_after_gc() {
     let t = kill_builds("star", &star, kills - path_kills, &mut delays);
     eprintln!("16-host star in the foreground: {t:?}");
     assert!(t.with_namespaces > 0, "{t:?}");
-}
-
-/// 2 × 2 configurations × 3 repetitions of 100,000 one-byte messages (about 0.2 s a run), in
-/// one lab reset between runs.
-const SCENARIO: &str = r#"
-name = "killme"
-repetitions = 3
-seed = 7
-reset = "reset"
-objective = { metric = "per_message_us.mean", goal = "minimise" }
-
-[lab]
-topology = "pair"
-
-[[workload]]
-kind = "msgs"
-count = 100000
-size = 1
-
-[[factor]]
-name = "socket.nodelay"
-values = [false, true]
-
-[[factor]]
-name = "sysctl.all.\"net.ipv4.tcp_autocorking\""
-values = [1, 0]
-"#;
-
-/// Kills the sweep if it still runs and removes every namespace of labs it named, on every exit.
-struct Guard {
-    child: Option<Child>,
-    state: PathBuf,
-    prefixes: Vec<String>,
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        let _ = Command::new(env!("CARGO_BIN_EXE_tcplab"))
-            .env("TCPLAB_STATE_DIR", &self.state)
-            .args(["lab", "gc"])
-            .output();
-        for ns in namespaces(&self.prefixes) {
-            let _ = Command::new("ip").args(["netns", "delete", &ns]).output();
-        }
-    }
-}
-
-/// This test's namespaces: `tcplab-<lab>-<host>` for labs `st<pid>_<n>` of the given sweeps.
-fn namespaces(prefixes: &[String]) -> BTreeSet<String> {
-    let Ok(dir) = std::fs::read_dir("/run/netns") else {
-        return BTreeSet::new();
-    };
-    dir.filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| prefixes.iter().any(|p| n.starts_with(p)))
-        .collect()
-}
-
-fn lab_prefix(pid: u32) -> String {
-    format!("tcplab-st{}_", pid % 100_000)
-}
-
-fn sweep(dir: &Path, state: &Path, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tcplab"));
-    cmd.env("TCPLAB_STATE_DIR", state)
-        .current_dir(dir)
-        .args(["sweep", "killme.toml", "--db", "killme.db"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-/// The scenario's planned runs, as (configuration, repetition).
-fn planned_runs() -> BTreeSet<(usize, u32)> {
-    let plan = Plan::new(
-        &ScenarioFile::parse("killme.toml", SCENARIO).unwrap(),
-        PlanOptions::default(),
-    )
-    .unwrap();
-    let planned: BTreeSet<(usize, u32)> = plan.runs.iter().map(|r| (r.config.id, r.rep)).collect();
-    assert_eq!(planned.len(), 12);
-    planned
-}
-
-/// Checks that `after` holds every planned run exactly once and every row of `before`
-/// unchanged.
-fn assert_complete(after: &[StoredRun], before: &[StoredRun], planned: &BTreeSet<(usize, u32)>) {
-    let got: Vec<(usize, u32)> = after.iter().map(|r| (r.config_id, r.rep)).collect();
-    let unique: BTreeSet<(usize, u32)> = got.iter().copied().collect();
-    assert_eq!(got.len(), unique.len(), "a run stored twice: {got:?}");
-    assert_eq!(&unique, planned, "every planned run, exactly once");
-    for old in before {
-        let now = after.iter().find(|r| r.id == old.id).unwrap();
-        assert_eq!(now, old, "a row written before a kill changed");
-    }
-}
-
-fn stored(db: &Path) -> Vec<StoredRun> {
-    Store::open(db).and_then(|s| s.runs()).unwrap_or_default()
-}
-
-/// Waits for `child` to exit within `limit`; kills it (by PID) past that.
-fn wait_bounded(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the sweep did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -105,7 +105,7 @@ pub enum StoreError {
         detail: String,
     },
     /// SQLite failed (disk full, I/O error, a damaged page).
-    #[error("{path}: database error: {source}")]
+    #[error("{path}: {}", sqlite_problem(source))]
     Sqlite {
         /// The database path.
         path: PathBuf,
@@ -151,4 +151,48 @@ pub enum StudyError {
     /// Writing an export failed.
     #[error("export: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// What a SQLite failure means for the user's study and what to do, in one line. SQLite
+/// commits each run in its own transaction, so whatever failed, the runs committed before it
+/// are intact; the fix says how to go on from them.
+pub fn sqlite_problem(e: &rusqlite::Error) -> String {
+    use rusqlite::ErrorCode as C;
+    let code = match e {
+        rusqlite::Error::SqliteFailure(f, _) => Some(f.code),
+        _ => None,
+    };
+    let what = match code {
+        Some(C::DiskFull) => {
+            "the file system is full: free space on it (or give --db a path on \
+                              another), then run again; a sweep continues with --resume, and \
+                              the runs stored before are intact"
+        }
+        Some(C::ReadOnly | C::CannotOpen | C::PermissionDenied) => {
+            "cannot write the database there (read-only file system, no such directory or no \
+             permission): give --db a path on a writable file system; a sweep continues with \
+             --resume once it is writable, and the runs stored before are intact"
+        }
+        Some(C::SystemIoFailure) => {
+            "the disk failed to read or write it: check the file system; \
+                                     the runs committed before the failure are intact"
+        }
+        Some(C::DatabaseCorrupt | C::NotADatabase) => {
+            "the file is damaged or not a study \
+                                                       database: give the .db file that \
+                                                       `tcplab sweep` or `tcplab run` wrote"
+        }
+        Some(C::DatabaseBusy | C::DatabaseLocked) => {
+            "another process holds the database: \
+                                                      wait for it or stop it"
+        }
+        _ => "",
+    };
+    if what.is_empty() {
+        // rusqlite's own text, on one line, for what is not named above.
+        format!("database error: {}", e.to_string().replace('\n', " "))
+    } else {
+        // The error's source (SQLite's own words) follows in the chain.
+        what.to_owned()
+    }
 }

@@ -380,6 +380,11 @@ impl MeshArgs {
             workload: self.workload.name().into(),
             test: serde_json::to_string(&test).unwrap_or_default(),
         };
+        let html_path = self
+            .html
+            .clone()
+            .unwrap_or_else(|| self.db.with_extension("html"));
+        tcplab::writable::file("--html", &html_path)?;
         let store = MeshStore::open(&self.db, &identity, self.resume)?;
         let done: std::collections::BTreeSet<Pair> = store
             .rows()?
@@ -443,10 +448,6 @@ impl MeshArgs {
             }
         }
         let g = grid::grid(self.workload, &names, &store.rows()?);
-        let html_path = self
-            .html
-            .clone()
-            .unwrap_or_else(|| self.db.with_extension("html"));
         let title = format!(
             "tcplab mesh: {} among {} hosts",
             self.workload.name(),

@@ -260,6 +260,11 @@ impl SweepArgs {
                 db.display()
             );
         }
+        // SQLite writes its journal beside the database, so even a resumed study needs a
+        // writable directory.
+        tcplab::writable::file("--db", &db)?;
+        let html = self.html.unwrap_or_else(|| db.with_extension("html"));
+        tcplab::writable::file("--html", &html)?;
         let remote = remote_target(self.to.as_deref(), &self.fleet, &plan)?;
         let store = if self.resume {
             Store::resume(&db, &plan)?
@@ -279,7 +284,6 @@ impl SweepArgs {
             remote.as_ref(),
             self.fleet.allow_host_sysctl,
         )?;
-        let html = self.html.unwrap_or_else(|| db.with_extension("html"));
         summarise(&store, &html, &report)?;
         Ok(ExitCode::SUCCESS)
     }

@@ -71,8 +71,7 @@ impl TuneArgs {
             .parse()
             .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
         let budget = parse_budget("--budget", &self.budget)?;
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("--dir {}", self.dir.display()))?;
+        tcplab::writable::dir("--dir", &self.dir)?;
         let quiet = self.json;
         let err_width = output::stderr_width();
         let say = |m: &str| {
@@ -329,8 +328,7 @@ impl DemoArgs {
         tcplab_lab::require_root("the demo (it builds an emulated network)")?;
         let start = Instant::now();
         let budget = parse_budget("--budget", &self.budget)?;
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("--dir {}", self.dir.display()))?;
+        tcplab::writable::dir("--dir", &self.dir)?;
         let path = PathArgs {
             offloads: self.offloads.clone(),
             ..demo_path()

@@ -65,6 +65,14 @@ impl ClientArgs {
         }
     }
 
+    /// Fails before the run if `--samples` cannot be written.
+    pub fn check_outputs(&self) -> anyhow::Result<()> {
+        match &self.samples {
+            Some(path) => crate::writable::file("--samples", path),
+            None => Ok(()),
+        }
+    }
+
     /// The socket options (both sides).
     pub fn sock_opts(&self) -> SockOpts {
         self.opts.sock_opts()

@@ -185,6 +185,9 @@ impl HttpArgs {
 
     /// Runs the load and prints the result to stdout.
     pub fn run(&self) -> anyhow::Result<ExitCode> {
+        if let Some(path) = &self.samples {
+            crate::writable::file("--samples", path)?;
+        }
         Ok(self.run_with(&mut std::io::stdout()))
     }
 

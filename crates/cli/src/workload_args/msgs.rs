@@ -81,6 +81,7 @@ impl MsgsArgs {
 
     /// Runs the workload and prints the result to stdout.
     pub fn run(&self) -> anyhow::Result<ExitCode> {
+        self.common.check_outputs()?;
         Ok(self.run_with(&mut std::io::stdout()))
     }
 

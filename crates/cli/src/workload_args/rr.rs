@@ -75,6 +75,7 @@ impl RrArgs {
 
     /// Runs the workload and prints the result to stdout.
     pub fn run(&self) -> anyhow::Result<ExitCode> {
+        self.common.check_outputs()?;
         Ok(self.run_with(&mut std::io::stdout()))
     }
 
@@ -140,6 +141,7 @@ impl CrrArgs {
 
     /// Runs the workload and prints the result to stdout.
     pub fn run(&self) -> anyhow::Result<ExitCode> {
+        self.common.check_outputs()?;
         Ok(self.run_with(&mut std::io::stdout()))
     }
 
