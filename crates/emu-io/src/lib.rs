@@ -23,7 +23,8 @@
 //! * `io/` — the kernel: [`sys`] (every system call, one module per kernel object, each
 //!   `unsafe` block says why it is sound), the ring layouts parsed over shared memory (tested on
 //!   synthetic memory without root), the packet-socket and AF_XDP ports.
-//! * `run/` — each direction's packet path, the worker threads (the wait loop: ppoll to an
+//! * `run/` — the one layer that reads the clock and calls into `io/`: each direction's packet
+//!   path, the worker threads (the wait loop: ppoll to an
 //!   absolute deadline minus a spin margin, then spin within a budget of 25 % of each 10 ms so
 //!   a SCHED_FIFO worker never meets RT throttling; an awake worker may send the other
 //!   direction's overdue frames, `Tuning::help_due`), the keep-awake spinners (a halted
@@ -66,8 +67,8 @@
 //! Root (CAP_NET_RAW; CAP_SYS_NICE for the default SCHED_FIFO), both interfaces up.
 //! Either segmentation offloads off on the emulated path (GRO/TSO super-frames larger than a
 //! ring slot are dropped and counted as `oversize`; frames with a partial checksum cross with
-//! it under [`IoOptions::vnet_hdr`], else are completed in software and counted as
-//! `csum_partial`), or [`IoOptions::gso`] with offloads
+//! it under [`Vnet::Header`], else are completed in software and counted as
+//! `csum_partial`), or [`Vnet::Gso`] with offloads
 //! on: then TSO, GSO and TX checksum must be on on the bridge's own two interfaces too (a
 //! super-packet sent to a port without TSO is segmented in software there). A direction with
 //! loss, duplicate, reorder or corrupt cuts super-packets into wire segments in user space

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::error::IoError;
 use crate::io::port::open_ports;
-use crate::io::sys::clock::monotonic_ns;
+use crate::io::sys::clock::{allowed_cpus, monotonic_ns};
 use crate::io::sys::iface::{self, IfaceInfo};
 use crate::io::sys::wake::Waker;
 use crate::model::Model;
@@ -141,7 +141,7 @@ impl<M: Model> Bridge<M> {
             )
         };
         let lone = if opts.tuning.lone_pause_ns > 0 {
-            LoneSignal::on_allowed_cpus()
+            LoneSignal::on_cpus(&allowed_cpus().unwrap_or_default())
         } else {
             LoneSignal::off()
         };
