@@ -63,7 +63,7 @@ fn write_write_read(srv: &LoopServer, nodelay: bool) -> Battery {
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     Battery {
         msgs: Some(r),
-        facts: Some(Facts::machine()),
+        facts: Some(tcplab_lab::facts::machine()),
         ..Battery::default()
     }
 }
@@ -126,7 +126,7 @@ fn real_sfperf_stream_has_no_stall_findings() {
     );
     let b = Battery {
         msgs: Some(r),
-        facts: Some(Facts::machine()),
+        facts: Some(tcplab_lab::facts::machine()),
         ..Battery::default()
     };
     let found = diagnose(&b);

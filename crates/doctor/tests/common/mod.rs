@@ -115,7 +115,7 @@ pub fn serve<T>(f: impl FnOnce(SocketAddr) -> T) -> T {
 /// Facts of the machine plus this namespace as both hosts `client` and `server`, with the
 /// sysctls `keys` as read here.
 pub fn facts_here(keys: &[&str]) -> Facts {
-    let mut f = Facts::machine();
+    let mut f = tcplab_lab::facts::machine();
     let sysctls: BTreeMap<String, String> = keys
         .iter()
         .map(|k| (k.to_string(), read_sysctl(k)))
