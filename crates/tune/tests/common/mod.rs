@@ -13,9 +13,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tcplab_lab::Facts;
-use tcplab_lab::facts::HostFacts;
 use tcplab_load::Server;
+use tcplab_results::Facts;
+use tcplab_results::facts::HostFacts;
 
 /// Runs `f` on a thread in a fresh network namespace with loopback up; fails (never skips) when
 /// this process may not create one: CI runs the suite as root.
