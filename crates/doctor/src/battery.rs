@@ -2,14 +2,14 @@
 //! the derived view every rule reads ([`Context`]: facts, HZ, RTT, per-host sysctls), built once.
 
 use serde::{Deserialize, Serialize};
-use tcplab_lab::Facts;
-use tcplab_load::crr::CrrResult;
-use tcplab_load::http::result::HttpResult;
-use tcplab_load::msgs::MsgsResult;
-use tcplab_load::rr::RrResult;
-use tcplab_load::rrul::RrulResult;
-use tcplab_load::session::RunMeta;
-use tcplab_load::stream::StreamResult;
+use tcplab_results::Facts;
+use tcplab_results::crr::CrrResult;
+use tcplab_results::http::result::HttpResult;
+use tcplab_results::msgs::MsgsResult;
+use tcplab_results::rr::RrResult;
+use tcplab_results::rrul::RrulResult;
+use tcplab_results::session::RunMeta;
+use tcplab_results::stream::StreamResult;
 
 /// What is known about the path, from the lab's configuration or an earlier measurement.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -33,8 +33,8 @@ pub struct EmulatorFidelity {
     pub reasons: Vec<String>,
 }
 
-impl From<&tcplab_emu_io::Fidelity> for EmulatorFidelity {
-    fn from(f: &tcplab_emu_io::Fidelity) -> Self {
+impl From<&tcplab_results::emulator::Fidelity> for EmulatorFidelity {
+    fn from(f: &tcplab_results::emulator::Fidelity) -> Self {
         Self {
             trustworthy: f.trustworthy,
             reasons: f.reasons.clone(),
@@ -129,9 +129,9 @@ pub struct EmulatedRun {
     /// The impairments in force.
     pub link: Option<tcplab_emu::LinkConfig>,
     /// Whether the emulator kept its schedule over the run.
-    pub fidelity: Option<tcplab_lab::emulation::RunFidelity>,
+    pub fidelity: Option<tcplab_results::emulator::RunFidelity>,
     /// The model's account of the run.
-    pub account: Option<tcplab_lab::emulation::RunAccount>,
+    pub account: Option<tcplab_results::emulator::RunAccount>,
 }
 
 impl EmulatedRun {

@@ -5,8 +5,8 @@
 //!
 //! # Map
 //! ```text
-//! Battery (battery.rs) ── stream / msgs / msgs sweep / rr / crr / rrul / http results (tcplab-load),
-//!   │                     facts (tcplab-lab), emulator fidelity (tcplab-emu-io), path RTT/rate
+//! Battery (battery.rs) ── stream / msgs / msgs sweep / rr / crr / rrul / http results, facts,
+//!   │                     emulator fidelity (all plain data of tcplab-results), path RTT/rate
 //!   ▼
 //! Context (battery.rs) ── facts (explicit or from meta.facts), HZ, RTT, per-host sysctls
 //!   │
@@ -42,7 +42,8 @@
 //! # Tests
 //! Every rule has unit tests on synthetic traces ([`synth`]) that fire on the pathology with
 //! the right figures and stay silent on a healthy run and on look-alikes (random stalls,
-//! interval beats, a 40 ms path). `tests/` runs the doctor on real results: write-write-read
+//! interval beats, a 40 ms path). The doctor depends on no crate that runs anything, so its
+//! tests on real results live beside the battery in crates/tune/tests (`doctor_*.rs`): write-write-read
 //! with Nagle over loopback (delayed ACK, then TCP_NODELAY applied); crr and stream in
 //! anonymous network namespaces (port exhaustion with a 200-port range, a 8 KiB tcp_rmem; the
 //! suggested sysctls applied and the gain measured); and, as root, an emulated 100 Mbit/s,

@@ -1,12 +1,12 @@
 //! Raw samples back into results read from JSON. tcplab-load does not serialise per-message,
 //! per-transaction and per-connection stamps (they go to the `--samples` file instead), so a
 //! result loaded from a store has none and the stall rules stay silent. This puts them back
-//! from the samples file's parsed sections (`tcplab_load::samples::parse`): pure, text in.
+//! from the samples file's parsed sections (`tcplab_results::samples::parse`): pure, text in.
 
-use tcplab_load::crr::{CrrResult, CrrSample};
-use tcplab_load::msgs::MsgsResult;
-use tcplab_load::rr::{RrResult, RrSample};
-use tcplab_load::samples::Section;
+use tcplab_results::crr::{CrrResult, CrrSample};
+use tcplab_results::msgs::MsgsResult;
+use tcplab_results::rr::{RrResult, RrSample};
+use tcplab_results::samples::Section;
 
 /// A stamp column of a row: relative ns + the section's t0, `None` for `-`.
 fn stamp(row: &[Option<f64>], col: Option<usize>, t0: u64) -> Option<u64> {
@@ -94,7 +94,7 @@ pub fn attach_crr(result: &mut CrrResult, sections: &[Section]) -> bool {
 mod tests {
     use super::*;
     use crate::synth::{self, MsgSim};
-    use tcplab_load::report::Report;
+    use tcplab_results::report::Report;
 
     /// Writes a result's samples file, parses it, and attaches it to the JSON round trip.
     #[test]
@@ -106,8 +106,9 @@ mod tests {
             false,
         );
         let mut text = Vec::new();
-        tcplab_load::samples::write(&mut text, &Report::Msgs(original.clone())).unwrap();
-        let (_, sections) = tcplab_load::samples::parse(&String::from_utf8(text).unwrap()).unwrap();
+        tcplab_results::samples::write(&mut text, &Report::Msgs(original.clone())).unwrap();
+        let (_, sections) =
+            tcplab_results::samples::parse(&String::from_utf8(text).unwrap()).unwrap();
         let json = serde_json::to_string(&original).unwrap();
         let mut loaded: MsgsResult = serde_json::from_str(&json).unwrap();
         assert!(
@@ -123,8 +124,9 @@ mod tests {
     fn rr_and_crr_samples_survive_the_samples_file() {
         let rr = synth::rr(100, &[100_000, 40_100_000, 90_000], false);
         let mut text = Vec::new();
-        tcplab_load::samples::write(&mut text, &Report::Rr(rr.clone())).unwrap();
-        let (_, sections) = tcplab_load::samples::parse(&String::from_utf8(text).unwrap()).unwrap();
+        tcplab_results::samples::write(&mut text, &Report::Rr(rr.clone())).unwrap();
+        let (_, sections) =
+            tcplab_results::samples::parse(&String::from_utf8(text).unwrap()).unwrap();
         let mut loaded = rr.clone();
         loaded.points[0].samples.clear();
         assert_eq!(attach_rr(&mut loaded, &sections), 1);
@@ -132,8 +134,9 @@ mod tests {
 
         let crr = synth::crr(50, 100.0, |i| if i == 7 { 1_003_000_000 } else { 90_000 });
         let mut text = Vec::new();
-        tcplab_load::samples::write(&mut text, &Report::Crr(crr.clone())).unwrap();
-        let (_, sections) = tcplab_load::samples::parse(&String::from_utf8(text).unwrap()).unwrap();
+        tcplab_results::samples::write(&mut text, &Report::Crr(crr.clone())).unwrap();
+        let (_, sections) =
+            tcplab_results::samples::parse(&String::from_utf8(text).unwrap()).unwrap();
         let mut loaded = crr.clone();
         loaded.samples.clear();
         assert!(attach_crr(&mut loaded, &sections));

@@ -2,9 +2,9 @@
 //! sequence order, in seconds. Interval averages are never turned into series: a periodic
 //! pattern must be in the per-message data (see `tcplab_stats::stall`).
 
-use tcplab_load::msgs::{MsgsResult, MsgsRun};
-use tcplab_load::rr::RrPoint;
-use tcplab_load::session::RunMeta;
+use tcplab_results::msgs::{MsgsResult, MsgsRun};
+use tcplab_results::rr::RrPoint;
+use tcplab_results::session::RunMeta;
 
 use crate::battery::Battery;
 

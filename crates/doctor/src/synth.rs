@@ -4,17 +4,17 @@
 
 use std::collections::BTreeMap;
 
-use tcplab_lab::Facts;
-use tcplab_lab::facts::{CongestionControl, Cpu, HostFacts, Hz, InterfaceFacts};
-use tcplab_load::crr::{CrrResult, CrrSample, ErrorSecond};
-use tcplab_load::http::config::HttpConfig;
-use tcplab_load::http::result::{HttpErrors, HttpResult, HttpSample};
-use tcplab_load::msgs::{MsgsResult, MsgsRun};
-use tcplab_load::rr::{RrPoint, RrResult, RrSample};
-use tcplab_load::session::RunMeta;
-use tcplab_load::sockopt::AppliedOpts;
-use tcplab_load::stream::{IntervalSample, StreamResult};
-use tcplab_load::tcpinfo::TcpInfo;
+use tcplab_results::Facts;
+use tcplab_results::crr::{CrrResult, CrrSample, ErrorSecond};
+use tcplab_results::facts::{CongestionControl, Cpu, HostFacts, Hz, InterfaceFacts};
+use tcplab_results::http::config::HttpConfig;
+use tcplab_results::http::result::{HttpErrors, HttpResult, HttpSample};
+use tcplab_results::msgs::{MsgsResult, MsgsRun};
+use tcplab_results::rr::{RrPoint, RrResult, RrSample};
+use tcplab_results::session::RunMeta;
+use tcplab_results::sockopt::AppliedOpts;
+use tcplab_results::stream::{IntervalSample, StreamResult};
+use tcplab_results::tcpinfo::TcpInfo;
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a tiny seeded generator for jitter.
 #[derive(Debug, Clone)]
@@ -411,7 +411,7 @@ pub fn http(n: usize, rate: f64, connect: impl Fn(usize) -> u64) -> HttpResult {
                 done_ns: connected_ns + 150_000,
                 status: 200,
                 class: 1,
-                error: tcplab_load::http::result::NONE,
+                error: tcplab_results::http::result::NONE,
                 bytes: 5_120,
             }
         })

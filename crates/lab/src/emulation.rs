@@ -388,7 +388,9 @@ pub(crate) fn companion_program() -> Option<&'static PathBuf> {
     COMPANION_PROGRAM.get()
 }
 
-pub use crate::run_fidelity::{
+/// One run's verdict and account from the emulator's counters before and after it (pure, in
+/// `tcplab_results::emulator::run`).
+pub use tcplab_results::emulator::run::{
     LATENESS_P99_LIMIT_NS, ModelDrops, Need, RunAccount, RunFidelity, Snapshot, account,
     configured_rtt_ns, diagnosis_over, judge, judge_for, judge_snapshots, judge_snapshots_for,
     throughput_over,

@@ -109,6 +109,13 @@ pub enum LabError {
     },
 }
 
+/// `--offloads` as `tcplab_results` parses it, with the same message.
+impl From<tcplab_results::facts::OffloadsError> for LabError {
+    fn from(e: tcplab_results::facts::OffloadsError) -> Self {
+        LabError::invalid("--offloads", e.problem)
+    }
+}
+
 impl LabError {
     /// Shorthand for [`LabError::Invalid`].
     pub fn invalid(field: impl Into<String>, problem: impl Into<String>) -> Self {

@@ -36,7 +36,6 @@ pub mod neighbours;
 pub mod netns;
 pub mod nginx;
 pub mod rtnl;
-mod run_fidelity;
 pub mod spec;
 pub mod state;
 pub mod status;

@@ -17,6 +17,7 @@ use crate::names::validate_ifname;
 pub use crate::names::{
     MAX_HOST_NAME, MAX_LAB_NAME, NETNS_PREFIX, netns_name, validate_host_name, validate_lab_name,
 };
+pub use tcplab_results::facts::{Offloads, OffloadsError};
 
 /// Default MTU of lab links (Ethernet).
 pub const DEFAULT_MTU: u32 = 1500;
@@ -238,77 +239,6 @@ pub struct BridgeSpec {
     pub name: String,
     /// The interfaces enslaved to it.
     pub ports: Vec<String>,
-}
-
-/// Segmentation and receive offloads on lab links. Off by default so that what crosses a link (and
-/// later the emulator) is real MTU-sized packets, not 64 KB super-frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct Offloads {
-    /// TCP segmentation offload.
-    #[serde(default)]
-    pub tso: bool,
-    /// Generic segmentation offload.
-    #[serde(default)]
-    pub gso: bool,
-    /// Generic receive offload.
-    #[serde(default)]
-    pub gro: bool,
-}
-
-impl Offloads {
-    /// Whether super-packets (TSO/GSO) can cross the lab's links: the emulator then runs in
-    /// its GSO-aware mode.
-    pub fn segments(&self) -> bool {
-        self.tso || self.gso
-    }
-
-    /// Every offload on.
-    pub const ALL_ON: Offloads = Offloads {
-        tso: true,
-        gso: true,
-        gro: true,
-    };
-
-    /// Parses `--offloads`: `on`, `off`, or a list such as `tso=on,gro=off` applied over `off`.
-    pub fn parse(text: &str) -> Result<Self> {
-        match text {
-            "on" => return Ok(Offloads::ALL_ON),
-            "off" => return Ok(Offloads::default()),
-            _ => {}
-        }
-        let mut out = Offloads::default();
-        for item in text.split(',') {
-            let (name, value) = item.split_once('=').ok_or_else(|| {
-                LabError::invalid(
-                    "--offloads",
-                    format!("'{item}': use on, off or tso=on,gso=off,gro=on"),
-                )
-            })?;
-            let value = match value {
-                "on" | "true" | "1" => true,
-                "off" | "false" | "0" => false,
-                _ => {
-                    return Err(LabError::invalid(
-                        "--offloads",
-                        format!("'{value}' for {name}: use on or off"),
-                    ));
-                }
-            };
-            match name {
-                "tso" => out.tso = value,
-                "gso" => out.gso = value,
-                "gro" => out.gro = value,
-                _ => {
-                    return Err(LabError::invalid(
-                        "--offloads",
-                        format!("unknown offload '{name}'; use tso, gso or gro"),
-                    ));
-                }
-            }
-        }
-        Ok(out)
-    }
 }
 
 /// Which hosts a sysctl setting applies to.

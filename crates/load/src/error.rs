@@ -126,18 +126,15 @@ impl LoadError {
     }
 }
 
-/// The crate's result type.
-pub type Result<T, E = LoadError> = std::result::Result<T, E>;
-
-/// Every counted or timed workload is bounded: by `--count`, `--duration` or both, neither 0.
-pub(crate) fn check_bounds(count: Option<u64>, duration_ms: Option<u64>) -> Result<()> {
-    match (count, duration_ms) {
-        (None, None) => Err(LoadError::config(
-            "count",
-            "give --count or --duration (every run is bounded)",
-        )),
-        (Some(0), _) => Err(LoadError::config("count", "must be at least 1")),
-        (_, Some(0)) => Err(LoadError::config("duration", "must be above 0 s")),
-        _ => Ok(()),
+/// A configuration type's own check (`tcplab_results`) is this crate's [`LoadError::Config`].
+impl From<tcplab_results::ConfigError> for LoadError {
+    fn from(e: tcplab_results::ConfigError) -> Self {
+        Self::Config {
+            flag: e.flag,
+            reason: e.reason,
+        }
     }
 }
+
+/// The crate's result type.
+pub type Result<T, E = LoadError> = std::result::Result<T, E>;

@@ -7,8 +7,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use tcplab_emu::LinkConfig;
+use tcplab_lab::Lab;
 use tcplab_lab::emulation::{self, Need};
-use tcplab_lab::{Facts, Lab};
 
 use crate::error::{LoadError, Result};
 use crate::report::Report;
@@ -35,9 +35,11 @@ where
     let chost = lab.host(client_host).map_err(lab_err)?;
     let shost = lab.host(server_host).map_err(lab_err)?;
     let ip = host_ip(shost, server_host)?;
-    let facts = Facts::collect(lab).map_err(lab_err).and_then(|f| {
-        serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
-    })?;
+    let facts = tcplab_lab::facts::collect(lab)
+        .map_err(lab_err)
+        .and_then(|f| {
+            serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
+        })?;
     // An emulated lab: its counters before the run, to judge the emulator over exactly this run.
     let emulator_before = lab.emulator_status().ok();
     let server = shost

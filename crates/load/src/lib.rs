@@ -62,7 +62,8 @@ mod net;
 pub mod place;
 pub mod proto;
 pub mod remote;
-pub mod report;
+/// The result of every workload and its human form (`tcplab_results::report`).
+pub use tcplab_results::report;
 pub mod rr;
 pub mod rrul;
 pub mod samples;
@@ -71,7 +72,8 @@ pub mod server;
 pub mod session;
 pub mod sockdiag;
 pub mod sockopt;
-pub mod stats;
+/// Summaries and percentiles of a result (`tcplab_results::stats`).
+pub use tcplab_results::stats;
 pub mod stream;
 pub mod sysinfo;
 pub mod tcpinfo;

@@ -8,6 +8,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
+use crate::sockopt::Apply;
 use crate::sockopt::SockOpts;
 
 /// Errors from [`connect`]: the socket could not be configured, or the connect itself failed

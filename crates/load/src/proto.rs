@@ -214,7 +214,7 @@ pub struct AgentFacts {
     pub authenticated: bool,
     /// True when it runs with `--allow-sysctl`.
     pub allow_sysctl: bool,
-    /// The machine as the agent sees it (`tcplab_lab::Facts::machine()`: kernel, HZ, CPUs,
+    /// The machine as the agent sees it (`tcplab_lab::facts::machine()`: kernel, HZ, CPUs,
     /// congestion control, buffers), in its own network namespace.
     pub facts: serde_json::Value,
 }

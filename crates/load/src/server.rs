@@ -26,6 +26,7 @@ use crate::error::{LoadError, Result};
 use crate::net::reason;
 use crate::net::{self, ConnectError};
 use crate::proto::{self, Ask, Ctrl, ServerReport, TestSpec};
+use crate::sockopt::Apply;
 use crate::sockopt::{SockOpts, read_back, set_timeouts};
 use crate::{crr, msgs, rr, stream};
 
@@ -569,12 +570,12 @@ fn refuse(ctrl: &mut Channel, msg: Ctrl) -> Result<()> {
 impl TestSpec {
     /// Validates the test's configuration (the server re-checks what the client sent).
     pub fn validate(&self) -> Result<()> {
-        match self {
+        Ok(match self {
             Self::Stream(c) => c.validate(),
             Self::Msgs(c) => c.validate(),
             Self::Rr(c) => c.validate(),
             Self::Crr(c) => c.validate(),
-        }
+        }?)
     }
 
     /// The socket options of the test's data connections.

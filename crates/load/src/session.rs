@@ -4,95 +4,38 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::auth::{Channel, ClientAuth};
 use crate::clock::ThreadTimes;
 use crate::error::{LoadError, Result};
 use crate::net::{self, ConnectError};
 use crate::proto::{self, Ctrl, ServerReport, TestSpec};
-use crate::sockopt::{AppliedOpts, SockOpts};
+use crate::sockopt::SockOpts;
+pub use tcplab_results::session::RunMeta;
 
-/// Fields common to every workload's result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct RunMeta {
-    /// Always "tcplab".
-    pub tool: String,
-    /// tcplab-load's version.
-    pub version: String,
-    /// The server's control address.
-    pub target: String,
-    /// Wall-clock start, ms since the Unix epoch (for the record; never used to measure).
-    pub started_unix_ms: u64,
-    /// False when the run was cut short; the figures then cover what was done.
-    pub complete: bool,
-    /// Why the run was cut short.
-    pub incomplete_reason: Option<String>,
-    /// Seed of any randomness in the run (null when there was none).
-    pub seed: Option<u64>,
-    /// Lab facts (kernel, HZ, sysctls, emulator settings); filled by the caller, `{}` if none.
-    pub facts: serde_json::Value,
-    /// Options in force on the client's first data socket.
-    pub options: Option<AppliedOpts>,
-    /// Options in force on the server's first data socket.
-    pub server_options: Option<AppliedOpts>,
-    /// CPU time of the client's data threads, s.
-    pub client_cpu_s: f64,
-    /// CPU time of the server's data threads, s.
-    pub server_cpu_s: f64,
-    /// Time the client's data threads were runnable but waited for a CPU (schedstat run
-    /// delay), s: latency figures include it, so a large value means the host's scheduler, not
-    /// the network, added to them. None where the kernel does not count it.
-    #[serde(default)]
-    pub client_cpu_wait_s: Option<f64>,
-    /// The same for the server's data threads, s.
-    #[serde(default)]
-    pub server_cpu_wait_s: Option<f64>,
+/// A complete-so-far record for a run against `target` that starts now (wall clock, for the
+/// record; never used to measure).
+pub fn new_meta(target: SocketAddr, facts: serde_json::Value) -> RunMeta {
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    RunMeta::new(target, facts, started_unix_ms)
 }
 
-impl RunMeta {
-    /// A complete-so-far record for a run against `target`.
-    pub fn new(target: SocketAddr, facts: serde_json::Value) -> Self {
-        let started_unix_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        Self {
-            tool: "tcplab".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            target: target.to_string(),
-            started_unix_ms,
-            complete: true,
-            incomplete_reason: None,
-            seed: None,
-            facts: if facts.is_null() {
-                serde_json::json!({})
-            } else {
-                facts
-            },
-            ..Default::default()
-        }
-    }
-
-    /// Marks the run incomplete; the first reason wins because it is the cause.
-    pub fn cut(&mut self, reason: impl Into<String>) {
-        if self.complete {
-            self.complete = false;
-            self.incomplete_reason = Some(reason.into());
-        }
-    }
-
-    /// Adds what one client data thread took (one thread, or one run of a sweep): its CPU
-    /// time and, where the kernel counts it, its CPU wait.
-    pub fn add_client_times(&mut self, t: ThreadTimes) {
-        self.client_cpu_s += t.cpu_ns as f64 / 1e9;
-        if let Some(w) = t.wait_ns {
-            *self.client_cpu_wait_s.get_or_insert(0.0) += w as f64 / 1e9;
-        }
-    }
-
+/// What the client folds into its record from its own threads and from the server's report.
+pub(crate) trait FoldIn {
+    /// Adds what one client data thread took (one thread, or one run of a sweep).
+    fn add_thread_times(&mut self, t: ThreadTimes);
     /// Folds the server's report in: its options, CPU, and whether it was cut short.
-    pub fn absorb(&mut self, report: &ServerReport) {
+    fn absorb(&mut self, report: &ServerReport);
+}
+
+impl FoldIn for RunMeta {
+    fn add_thread_times(&mut self, t: ThreadTimes) {
+        RunMeta::add_client_times(self, t.cpu_ns, t.wait_ns);
+    }
+
+    fn absorb(&mut self, report: &ServerReport) {
         self.server_options = report.options.clone();
         self.server_cpu_s = report.cpu_ns as f64 / 1e9;
         self.server_cpu_wait_s = report.cpu_wait_ns.map(|ns| ns as f64 / 1e9);

@@ -6,63 +6,13 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{LoadError, Result};
+pub use tcplab_results::sockopt::{AppliedOpts, SockOpts};
 
 /// `TCP_RTO_MIN_US` (Linux 6.15+); absent from older userspace headers.
 pub const TCP_RTO_MIN_US: libc::c_int = 45;
 /// `TCP_DELACK_MAX_US` (Linux 6.15+); absent from older userspace headers.
 pub const TCP_DELACK_MAX_US: libc::c_int = 46;
-
-/// The socket options a workload may set; `None`/`false` leaves the kernel default.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SockOpts {
-    /// Set TCP_NODELAY (disable Nagle's algorithm).
-    pub nodelay: bool,
-    /// Set TCP_CORK on sending sockets.
-    pub cork: bool,
-    /// Set TCP_QUICKACK, re-armed after every read (the kernel clears it by itself).
-    pub quickack: bool,
-    /// TCP_CONGESTION: congestion control algorithm (e.g. cubic, reno, bbr).
-    pub congestion: Option<String>,
-    /// SO_SNDBUF in bytes (the kernel doubles it).
-    pub sndbuf: Option<u32>,
-    /// SO_RCVBUF in bytes (the kernel doubles it).
-    pub rcvbuf: Option<u32>,
-    /// TCP_NOTSENT_LOWAT in bytes.
-    pub notsent_lowat: Option<u32>,
-    /// TCP_RTO_MIN_US: minimum retransmission timeout in µs (Linux 6.15+).
-    pub rto_min_us: Option<u32>,
-    /// TCP_DELACK_MAX_US: maximum delayed-ACK timeout in µs (Linux 6.15+).
-    pub delack_max_us: Option<u32>,
-}
-
-/// The options in force on a socket, read back from the kernel.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AppliedOpts {
-    /// TCP_NODELAY as read back.
-    pub nodelay: bool,
-    /// TCP_CORK as read back.
-    pub cork: bool,
-    /// Whether TCP_QUICKACK is re-armed after each read (the kernel's flag is transient).
-    pub quickack_rearmed: bool,
-    /// TCP_CONGESTION as read back.
-    pub congestion: String,
-    /// SO_SNDBUF as read back (bytes, doubled by the kernel).
-    pub sndbuf: u32,
-    /// SO_RCVBUF as read back (bytes, doubled by the kernel).
-    pub rcvbuf: u32,
-    /// TCP_NOTSENT_LOWAT as read back (0 = unlimited / sysctl default).
-    pub notsent_lowat: u32,
-    /// TCP_RTO_MIN_US as read back; null where the kernel lacks it.
-    pub rto_min_us: Option<u32>,
-    /// TCP_DELACK_MAX_US as read back; null where the kernel lacks it.
-    pub delack_max_us: Option<u32>,
-    /// TCP_MAXSEG as read back.
-    pub mss: u32,
-}
 
 pub(crate) fn set_int(
     fd: RawFd,
@@ -133,42 +83,16 @@ fn to_int(flag: &'static str, v: u32) -> Result<libc::c_int> {
         .map_err(|_| LoadError::config(flag, format!("{v} is above {}", libc::c_int::MAX)))
 }
 
-impl SockOpts {
-    /// Checks values that can be judged without a socket.
-    pub fn validate(&self) -> Result<()> {
-        if let Some(cc) = &self.congestion
-            && (cc.is_empty()
-                || cc.len() >= 16
-                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-        {
-            return Err(LoadError::config(
-                "cc",
-                format!("{cc:?} is not a congestion control name (e.g. cubic, reno, bbr)"),
-            ));
-        }
-        for (flag, v) in [
-            ("sndbuf", self.sndbuf),
-            ("rcvbuf", self.rcvbuf),
-            ("notsent-lowat", self.notsent_lowat),
-            ("rto-min-us", self.rto_min_us),
-            ("delack-max-us", self.delack_max_us),
-        ] {
-            if let Some(v) = v {
-                to_int(flag, v)?;
-            }
-        }
-        if self.sndbuf == Some(0) || self.rcvbuf == Some(0) {
-            return Err(LoadError::config(
-                "sndbuf/--rcvbuf",
-                "0 is not a buffer size; give bytes, e.g. 262144",
-            ));
-        }
-        Ok(())
-    }
-
+/// Applying a request to a socket: the I/O half of [`SockOpts`] (its checks are pure, in
+/// `tcplab_results`).
+pub(crate) trait Apply {
     /// Applies every requested option to `fd`. Call before connect/listen so buffer sizes take
     /// effect on the window scale; calling again on a connected socket is harmless.
-    pub fn apply(&self, fd: RawFd) -> Result<()> {
+    fn apply(&self, fd: RawFd) -> Result<()>;
+}
+
+impl Apply for SockOpts {
+    fn apply(&self, fd: RawFd) -> Result<()> {
         let tcp = libc::IPPROTO_TCP;
         if let Some(v) = self.sndbuf {
             checked(
@@ -355,24 +279,5 @@ mod tests {
         };
         let err = opts.apply(s.as_raw_fd()).expect_err("must fail");
         assert!(err.to_string().starts_with("--cc:"), "{err}");
-    }
-
-    #[test]
-    fn bad_values_are_rejected_before_any_socket() {
-        let opts = SockOpts {
-            sndbuf: Some(u32::MAX),
-            ..Default::default()
-        };
-        assert!(
-            opts.validate()
-                .expect_err("too big")
-                .to_string()
-                .contains("--sndbuf")
-        );
-        let opts = SockOpts {
-            congestion: Some("a b".into()),
-            ..Default::default()
-        };
-        assert!(opts.validate().is_err());
     }
 }

@@ -14,195 +14,17 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::clock::{ThreadTimes, now_ns};
-use crate::error::{LoadError, Result};
+use crate::error::Result;
 use crate::net::reason;
 use crate::proto::{Ctrl, ServerReport, TestSpec};
 use crate::server::ServerCtx;
-use crate::session::{RunMeta, Session};
-use crate::sockopt::{SockOpts, read_back, rearm_quickack};
+use crate::session::FoldIn;
+use crate::session::Session;
+use crate::sockopt::{read_back, rearm_quickack};
 use crate::stats::ratio;
-use crate::tcpinfo::{self, TcpInfo};
-
-/// Most flows per direction.
-pub const MAX_FLOWS: u32 = 128;
-/// Largest single write.
-pub const MAX_WRITE: u32 = 16 << 20;
-/// Smallest read, bytes (iperf3's default too). Larger reads cost less CPU per GB but drain
-/// the socket faster, so the kernel's receive-buffer autotuning (DRS) opens a larger window: on
-/// an emulated path 1 MiB reads raised `rcv_space` from ~1 MB to ~2.4 MB and the RTT from
-/// ~0.5 ms to ~2.5 ms (a queue inside the emulator) without more throughput. The reader must
-/// not change the path it measures.
-pub const RECV_BUF: usize = 128 << 10;
-
-/// Which way the data goes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Client sends, server receives.
-    #[default]
-    Up,
-    /// Server sends, client receives.
-    Down,
-    /// N flows each way at once.
-    Bidir,
-}
-
-/// Parameters of a stream run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct StreamConfig {
-    /// Parallel flows per direction (`--flows`).
-    pub flows: u32,
-    /// Direction (`--dir`).
-    pub direction: Direction,
-    /// Stop sending after this long, ms (`--duration`).
-    pub duration_ms: Option<u64>,
-    /// Stop after this many bytes per direction (`--bytes`).
-    pub bytes: Option<u64>,
-    /// Leave the first ms out of the figures (`--omit`).
-    pub omit_ms: u64,
-    /// Interval of reports and tcp_info samples, ms (`--interval`).
-    pub interval_ms: u64,
-    /// Bytes per write (`--write-size`).
-    pub write_size: u32,
-    /// Socket options of the data connections (both sides).
-    pub opts: SockOpts,
-    /// Idle timeout of every wait, ms (`--timeout`).
-    pub timeout_ms: u64,
-    /// The receiving side reads no faster than this, bit/s (`--read-rate`): an application
-    /// that cannot keep up with the path, whose unread data closes the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_rate_bps: Option<u64>,
-}
-
-impl Default for StreamConfig {
-    fn default() -> Self {
-        Self {
-            flows: 1,
-            direction: Direction::Up,
-            duration_ms: Some(10_000),
-            bytes: None,
-            omit_ms: 0,
-            interval_ms: 1_000,
-            write_size: 128 << 10,
-            opts: SockOpts::default(),
-            timeout_ms: 10_000,
-            read_rate_bps: None,
-        }
-    }
-}
-
-impl StreamConfig {
-    /// Checks every field; errors name the flag.
-    pub fn validate(&self) -> Result<()> {
-        if self.flows == 0 || self.flows > MAX_FLOWS {
-            return Err(LoadError::config(
-                "flows",
-                format!("{} is outside 1..={MAX_FLOWS}", self.flows),
-            ));
-        }
-        match (self.duration_ms, self.bytes) {
-            (None, None) => {
-                return Err(LoadError::config(
-                    "duration",
-                    "give --duration or --bytes (every run is bounded)",
-                ));
-            }
-            (Some(0), _) => return Err(LoadError::config("duration", "must be above 0 s")),
-            (_, Some(0)) => return Err(LoadError::config("bytes", "must be above 0")),
-            _ => {}
-        }
-        if self.duration_ms.is_none() && self.bytes.is_some_and(|b| b < u64::from(self.flows)) {
-            return Err(LoadError::config(
-                "bytes",
-                "must be at least one byte per flow",
-            ));
-        }
-        if let Some(d) = self.duration_ms
-            && self.omit_ms >= d
-        {
-            return Err(LoadError::config("omit", "must be shorter than --duration"));
-        }
-        if !(10..=60_000).contains(&self.interval_ms) {
-            return Err(LoadError::config("interval", "must be within 0.01..=60 s"));
-        }
-        if self.write_size == 0 || self.write_size > MAX_WRITE {
-            return Err(LoadError::config(
-                "write-size",
-                format!("{} is outside 1..={MAX_WRITE}", self.write_size),
-            ));
-        }
-        if self.timeout_ms == 0 {
-            return Err(LoadError::config("timeout", "must be above 0"));
-        }
-        if self.read_rate_bps.is_some_and(|r| r < MIN_READ_RATE) {
-            return Err(LoadError::config(
-                "read-rate",
-                format!("must be at least {MIN_READ_RATE} bit/s (e.g. 10mbit)"),
-            ));
-        }
-        self.opts.validate()
-    }
-
-    /// The client's flow roles in connect order: true = the client sends on it.
-    pub fn client_roles(&self) -> Vec<bool> {
-        let n = self.flows as usize;
-        match self.direction {
-            Direction::Up => vec![true; n],
-            Direction::Down => vec![false; n],
-            Direction::Bidir => [vec![true; n], vec![false; n]].concat(),
-        }
-    }
-}
-
-/// One flow's figures over one interval.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct IntervalSample {
-    /// Interval number from 0.
-    pub index: u32,
-    /// Flow number (connect order).
-    pub flow: u32,
-    /// True when this side sends on the flow.
-    pub sending: bool,
-    /// Interval start, s since the local start.
-    pub start_s: f64,
-    /// Interval end, s since the local start.
-    pub end_s: f64,
-    /// Bytes written (sending) or read (receiving) in the interval.
-    pub bytes: u64,
-    /// bytes·8 / interval length.
-    pub bps: Option<f64>,
-    /// Inside the omitted warm-up.
-    pub omitted: bool,
-    /// tcp_info at the interval's end.
-    pub tcp_info: Option<TcpInfo>,
-    /// Receiving flows: bytes that had arrived but the application had not read, at the
-    /// interval's end (FIONREAD).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unread_bytes: Option<u32>,
-}
-
-/// All flows of one interval, as streamed with --ndjson.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IntervalReport {
-    /// Interval number from 0.
-    pub index: u32,
-    /// Start, s.
-    pub start_s: f64,
-    /// End, s.
-    pub end_s: f64,
-    /// Inside the omitted warm-up.
-    pub omitted: bool,
-    /// Sum over the flows this side sends on, bit/s.
-    pub sent_bps: Option<f64>,
-    /// Sum over the flows this side receives on, bit/s.
-    pub received_bps: Option<f64>,
-    /// Per flow.
-    pub flows: Vec<IntervalSample>,
-}
+use crate::tcpinfo::{self};
+pub use tcplab_results::stream::*;
 
 /// What one side's flows did.
 #[derive(Debug, Default)]
@@ -363,10 +185,6 @@ fn recv_flow(
 
 /// Largest read of a paced reader, bytes.
 const PACED_READ: usize = 16 << 10;
-/// Slowest `--read-rate`: below it a read of [`PACED_READ`] bytes would wait past the idle
-/// timeouts of the sender.
-pub const MIN_READ_RATE: u64 = 100_000;
-
 /// Sleeps until `read` bytes are within what `rate` bit/s allows since `t0`.
 fn wait_for_budget(rate: u64, t0: u64, read: u64) {
     let due = t0 + (u128::from(read) * 8 * 1_000_000_000 / u128::from(rate.max(1))) as u64;
@@ -469,22 +287,6 @@ fn interval_report(flows: &[IntervalSample]) -> IntervalReport {
     }
 }
 
-/// Receiver throughput outside the omitted warm-up: bytes of the non-omitted receiving
-/// intervals over their time span.
-pub fn received_bps(intervals: &[IntervalSample]) -> Option<f64> {
-    let recv: Vec<&IntervalSample> = intervals
-        .iter()
-        .filter(|i| !i.sending && !i.omitted)
-        .collect();
-    let bytes: u64 = recv.iter().map(|i| i.bytes).sum();
-    let start = recv.iter().map(|i| i.start_s).fold(f64::INFINITY, f64::min);
-    let end = recv
-        .iter()
-        .map(|i| i.end_s)
-        .fold(f64::NEG_INFINITY, f64::max);
-    ratio(bytes as f64 * 8.0, end - start)
-}
-
 /// Retransmitted segments over the sending flows (their last tcp_info).
 fn retransmits(intervals: &[IntervalSample]) -> u64 {
     let mut last: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
@@ -496,49 +298,6 @@ fn retransmits(intervals: &[IntervalSample]) -> u64 {
     last.values().map(|&v| u64::from(v)).sum()
 }
 
-/// The `summary` object of a stream result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StreamSummary {
-    /// Received payload bit/s, all directions, after the omitted warm-up.
-    pub throughput_bps: Option<f64>,
-    /// Client to server, bit/s (up, bidir).
-    pub up_bps: Option<f64>,
-    /// Server to client, bit/s (down, bidir).
-    pub down_bps: Option<f64>,
-    /// Retransmitted segments on the sending sockets.
-    pub retransmits: u64,
-}
-
-/// A stream result.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StreamResult {
-    /// Common record.
-    #[serde(flatten)]
-    pub meta: RunMeta,
-    /// What was asked.
-    pub config: StreamConfig,
-    /// Headline figures.
-    pub summary: StreamSummary,
-    /// Client wall time, s.
-    pub elapsed_s: f64,
-    /// Client bytes written.
-    pub client_bytes_sent: u64,
-    /// Client bytes read.
-    pub client_bytes_received: u64,
-    /// Server bytes written.
-    pub server_bytes_sent: u64,
-    /// Server bytes read.
-    pub server_bytes_received: u64,
-    /// Client CPU seconds per GB (10^9 bytes) it moved.
-    pub client_cpu_s_per_gb: Option<f64>,
-    /// Server CPU seconds per GB it moved.
-    pub server_cpu_s_per_gb: Option<f64>,
-    /// Client's intervals (per flow).
-    pub intervals: Vec<IntervalSample>,
-    /// Server's intervals (per flow).
-    pub server_intervals: Vec<IntervalSample>,
-}
-
 /// Runs stream against `target`; `on_interval` sees each client interval as it closes.
 pub fn run_client(
     cfg: &StreamConfig,
@@ -548,7 +307,7 @@ pub fn run_client(
 ) -> Result<StreamResult> {
     cfg.validate()?;
     let timeout = Duration::from_millis(cfg.timeout_ms);
-    let mut meta = RunMeta::new(target, facts);
+    let mut meta = crate::session::new_meta(target, facts);
     let mut session = Session::open(target, TestSpec::Stream(cfg.clone()), timeout)?;
     let mut flows = Vec::new();
     for sending in cfg.client_roles() {
@@ -567,7 +326,7 @@ pub fn run_client(
         ServerReport::default()
     });
     meta.absorb(&report);
-    meta.add_client_times(out.times);
+    meta.add_thread_times(out.times);
     let up_bps = matches!(cfg.direction, Direction::Up | Direction::Bidir)
         .then(|| received_bps(&report.intervals))
         .flatten();
@@ -641,114 +400,4 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &StreamConfig) -> ServerReport {
     report.elapsed_ns = out.elapsed_ns;
     report.intervals = out.intervals;
     report
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn iv(
-        index: u32,
-        sending: bool,
-        start_s: f64,
-        end_s: f64,
-        bytes: u64,
-        omitted: bool,
-    ) -> IntervalSample {
-        IntervalSample {
-            index,
-            sending,
-            start_s,
-            end_s,
-            bytes,
-            omitted,
-            ..IntervalSample::default()
-        }
-    }
-
-    #[test]
-    fn throughput_skips_omitted_and_sending_intervals() {
-        let v = [
-            iv(0, false, 0.0, 1.0, 1_000_000, true),
-            iv(1, false, 1.0, 2.0, 2_000_000, false),
-            iv(2, false, 2.0, 2.5, 1_000_000, false),
-            iv(1, true, 1.0, 2.0, 9_000_000, false),
-        ];
-        let bps = received_bps(&v).expect("bps");
-        assert!((bps - 3_000_000.0 * 8.0 / 1.5).abs() < 1e-6, "{bps}");
-        assert_eq!(received_bps(&v[..1]), None);
-    }
-
-    #[test]
-    fn roles_follow_direction() {
-        let cfg = StreamConfig {
-            flows: 2,
-            direction: Direction::Bidir,
-            ..StreamConfig::default()
-        };
-        assert_eq!(cfg.client_roles(), vec![true, true, false, false]);
-        let cfg = StreamConfig {
-            direction: Direction::Down,
-            ..StreamConfig::default()
-        };
-        assert_eq!(cfg.client_roles(), vec![false]);
-    }
-
-    #[test]
-    fn bad_inputs_name_their_flag() {
-        let check = |cfg: StreamConfig, flag: &str| {
-            let e = cfg.validate().expect_err("must fail").to_string();
-            assert!(e.starts_with(&format!("invalid --{flag}:")), "{e}");
-        };
-        check(
-            StreamConfig {
-                flows: 0,
-                ..StreamConfig::default()
-            },
-            "flows",
-        );
-        check(
-            StreamConfig {
-                duration_ms: Some(0),
-                ..StreamConfig::default()
-            },
-            "duration",
-        );
-        check(
-            StreamConfig {
-                duration_ms: None,
-                bytes: None,
-                ..StreamConfig::default()
-            },
-            "duration",
-        );
-        check(
-            StreamConfig {
-                bytes: Some(0),
-                ..StreamConfig::default()
-            },
-            "bytes",
-        );
-        check(
-            StreamConfig {
-                omit_ms: 10_000,
-                ..StreamConfig::default()
-            },
-            "omit",
-        );
-        check(
-            StreamConfig {
-                write_size: 0,
-                ..StreamConfig::default()
-            },
-            "write-size",
-        );
-        check(
-            StreamConfig {
-                interval_ms: 1,
-                ..StreamConfig::default()
-            },
-            "interval",
-        );
-    }
 }

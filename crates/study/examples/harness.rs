@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use tcplab_lab::{Facts, Lab, Ownership, StateDir};
+use tcplab_lab::{Lab, Ownership, StateDir};
 use tcplab_study::labsession::LabSession;
 use tcplab_study::{Plan, PlanOptions, ScenarioFile};
 
@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let w = &config.settings.workloads[0];
     for _ in 0..runs {
         let t = Instant::now();
-        let facts = serde_json::to_value(Facts::collect(lab)?)?;
+        let facts = serde_json::to_value(tcplab_lab::facts::collect(lab)?)?;
         let facts_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let report = client
@@ -49,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| e.to_string())?;
         let client_ms = t.elapsed().as_secs_f64() * 1e3;
         let own_ms = tcplab_study::executor::own_time(&report) * 1e3;
-        if let tcplab_load::Report::Msgs(m) = &report
+        if let tcplab_results::Report::Msgs(m) = &report
             && let Some(p) = m.runs.first().map(|r| r.phases)
         {
             println!(
@@ -93,7 +93,7 @@ fn untimed_runs(session: &LabSession, runs: usize) {
     let Ok(client) = session.lab().host(session.client()) else {
         return;
     };
-    let cfg = tcplab_load::msgs::MsgsConfig {
+    let cfg = tcplab_results::msgs::MsgsConfig {
         count: 100_000,
         size: 1,
         timestamps: false,

@@ -1,6 +1,6 @@
 //! The store's packed sample encoding: what a run's raw samples look like inside the database.
 //!
-//! The samples a workload keeps are the text of `tcplab_load::samples` (docs/samples.md), and
+//! The samples a workload keeps are the text of `tcplab_results::samples` (docs/samples.md), and
 //! that text is what [`crate::Store::samples`] hands back. Writing 100,000 text lines per run and
 //! deflating them cost more than a tenth of a sweep's time, so the store keeps them *packed*
 //! instead and rebuilds the text only when a report asks:
@@ -22,12 +22,12 @@
 //! Per-message timestamps a microsecond or two apart pack into two bytes each instead of the
 //! eight digits and a comma of the text. Rows past a column's length print `-`, exactly as the
 //! text writer prints a missing value. [`unpack`] rebuilds byte-for-byte what
-//! `tcplab_load::samples::write` writes (the tests hold them to that), and
+//! `tcplab_results::samples::write` writes (the tests hold them to that), and
 //! [`crate::store`] compresses the packed bytes with LZ4.
 
 use std::io::Write;
 
-use tcplab_load::Report;
+use tcplab_results::Report;
 
 /// First bytes of a packed blob.
 pub const MAGIC: &[u8; 4] = b"TLSP";
@@ -74,7 +74,7 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
                     "# section=transaction req={} resp={} t0_ns={t0} columns=seq,intended_ns,sent_ns,done_ns\n",
                     p.req, p.resp
                 );
-                let col = |f: fn(&tcplab_load::rr::RrSample) -> u64| -> Vec<u64> {
+                let col = |f: fn(&tcplab_results::rr::RrSample) -> u64| -> Vec<u64> {
                     p.samples.iter().map(|s| f(s).saturating_sub(t0)).collect()
                 };
                 let cols = [
@@ -91,7 +91,7 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
             let header = format!(
                 "# section=connection t0_ns={t0} columns=seq,start_ns,connected_ns,done_ns\n"
             );
-            let col = |f: fn(&tcplab_load::crr::CrrSample) -> u64| -> Vec<u64> {
+            let col = |f: fn(&tcplab_results::crr::CrrSample) -> u64| -> Vec<u64> {
                 r.samples.iter().map(|s| f(s).saturating_sub(t0)).collect()
             };
             let cols = [
@@ -111,19 +111,19 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
         // and the text writer stays the one place that formats them.
         Report::Stream(_) | Report::Rrul(_) => {
             let mut buf = Vec::new();
-            tcplab_load::samples::write(&mut buf, report)?;
+            tcplab_results::samples::write(&mut buf, report)?;
             text_bytes(out, &buf);
         }
     }
     Ok(())
 }
 
-/// An http run: every request as `tcplab_load::samples` writes it (stamps relative to the
+/// An http run: every request as `tcplab_results::samples` writes it (stamps relative to the
 /// first intended start, `-` for what did not happen; class and error as labels), then the
 /// client's and the server's TIME_WAIT samples as text.
-fn pack_http(r: &tcplab_load::http::result::HttpResult, out: &mut Vec<u8>) {
-    use tcplab_load::http::parse::ErrorKind;
-    use tcplab_load::http::result::{HttpSample, NONE};
+fn pack_http(r: &tcplab_results::http::result::HttpResult, out: &mut Vec<u8>) {
+    use tcplab_results::http::error_kind::ErrorKind;
+    use tcplab_results::http::result::{HttpSample, NONE};
     text(out, "# tcplab-samples 1 workload=http\n");
     let t0 = r.samples.first().map_or(0, |s| s.intended_ns);
     let header = format!(
@@ -480,13 +480,13 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tcplab_load::crr::{CrrResult, CrrSample};
-    use tcplab_load::msgs::{MsgsResult, MsgsRun};
-    use tcplab_load::rr::{RrPoint, RrResult, RrSample};
+    use tcplab_results::crr::{CrrResult, CrrSample};
+    use tcplab_results::msgs::{MsgsResult, MsgsRun};
+    use tcplab_results::rr::{RrPoint, RrResult, RrSample};
 
     fn text_of(report: &Report) -> String {
         let mut v = Vec::new();
-        tcplab_load::samples::write(&mut v, report).unwrap();
+        tcplab_results::samples::write(&mut v, report).unwrap();
         String::from_utf8(v).unwrap()
     }
 
@@ -573,7 +573,7 @@ mod tests {
     }
 
     fn http() -> Report {
-        use tcplab_load::http::result::{HttpResult, HttpSample, NONE};
+        use tcplab_results::http::result::{HttpResult, HttpSample, NONE};
         let t0 = 9_000_000_000u64;
         let samples = (0..2_000u64)
             .map(|i| {

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use tcplab_lab::emulation::RunFidelity;
 use tcplab_lab::{Lab, LabError, Ownership, StateDir};
-use tcplab_load::Report;
+use tcplab_results::Report;
+use tcplab_results::emulator::RunFidelity;
 
 use crate::labsession::LabSession;
 use crate::plan::PlannedRun;
@@ -343,13 +343,13 @@ pub fn run_workload(
     let opts = sock_opts(&w.socket);
     match &w.kind {
         WorkloadKind::Msgs(p) => {
-            let cfg = tcplab_load::msgs::MsgsConfig {
+            let cfg = tcplab_results::msgs::MsgsConfig {
                 count: p.count,
                 size: p.size,
                 gap_us: p.pace.as_ref().map_or(0, |d| d.ns() / 1_000),
                 pattern: match p.pattern {
-                    MsgPattern::Write => tcplab_load::msgs::Pattern::Write,
-                    MsgPattern::WriteWriteRead => tcplab_load::msgs::Pattern::WriteWriteRead,
+                    MsgPattern::Write => tcplab_results::msgs::Pattern::Write,
+                    MsgPattern::WriteWriteRead => tcplab_results::msgs::Pattern::WriteWriteRead,
                 },
                 opts,
                 ..Default::default()
@@ -357,7 +357,7 @@ pub fn run_workload(
             tcplab_load::msgs::run_client(&cfg, target, facts).map(Report::Msgs)
         }
         WorkloadKind::Rr(p) => {
-            let cfg = tcplab_load::rr::RrConfig {
+            let cfg = tcplab_results::rr::RrConfig {
                 req: p.req,
                 resp: p.resp,
                 depth: p.depth,
@@ -369,7 +369,7 @@ pub fn run_workload(
             tcplab_load::rr::run_client(&cfg, target, facts).map(Report::Rr)
         }
         WorkloadKind::Crr(p) => {
-            let cfg = tcplab_load::crr::CrrConfig {
+            let cfg = tcplab_results::crr::CrrConfig {
                 concurrency: p.concurrency,
                 req: p.req,
                 resp: p.resp,
@@ -381,12 +381,12 @@ pub fn run_workload(
             tcplab_load::crr::run_client(&cfg, target, facts).map(Report::Crr)
         }
         WorkloadKind::Stream(p) => {
-            let cfg = tcplab_load::stream::StreamConfig {
+            let cfg = tcplab_results::stream::StreamConfig {
                 flows: p.flows,
                 direction: match p.direction {
-                    StreamDirection::Up => tcplab_load::stream::Direction::Up,
-                    StreamDirection::Down => tcplab_load::stream::Direction::Down,
-                    StreamDirection::Bidir => tcplab_load::stream::Direction::Bidir,
+                    StreamDirection::Up => tcplab_results::stream::Direction::Up,
+                    StreamDirection::Down => tcplab_results::stream::Direction::Down,
+                    StreamDirection::Bidir => tcplab_results::stream::Direction::Bidir,
                 },
                 duration_ms: if p.bytes.is_some() {
                     None
@@ -413,8 +413,8 @@ pub fn run_workload(
 pub const HTTP_NEEDS_LAB: &str = "an http workload runs in a lab, which starts the web server in its server host for each run; a study against `tcplab serve` cannot run it (drop --to/--hosts), and a remote web server is measured with `tcplab http --to ADDR[:PORT]`";
 
 /// The scenario's socket options as the workloads take them (unset: the kernel's default).
-fn sock_opts(s: &workload::SockOpts) -> tcplab_load::sockopt::SockOpts {
-    tcplab_load::sockopt::SockOpts {
+fn sock_opts(s: &workload::SockOpts) -> tcplab_results::sockopt::SockOpts {
+    tcplab_results::sockopt::SockOpts {
         nodelay: s.nodelay.unwrap_or(false),
         cork: s.cork.unwrap_or(false),
         quickack: s.quickack.unwrap_or(false),
@@ -520,7 +520,7 @@ fn combine(verdicts: &[(&str, RunFidelity)]) -> Fidelity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tcplab_lab::emulation::Need;
+    use tcplab_results::emulator::Need;
 
     fn verdict(reasons: &[&str], need: Need) -> RunFidelity {
         RunFidelity {
@@ -532,8 +532,8 @@ mod tests {
 
     #[test]
     fn an_http_run_gives_its_summary_and_seed_003s_evidence_as_metrics() {
-        use tcplab_load::crr::TimeWait;
-        use tcplab_load::http::result::{HttpResult, HttpSample};
+        use tcplab_results::crr::TimeWait;
+        use tcplab_results::http::result::{HttpResult, HttpSample};
         let mut r = HttpResult {
             elapsed_s: 2.5,
             samples: vec![HttpSample {

@@ -165,7 +165,7 @@ impl LabSession {
         let mut facts = match &self.facts {
             Some(f) => f.clone(),
             None => {
-                let f = tcplab_lab::Facts::collect(&self.lab)
+                let f = tcplab_lab::facts::collect(&self.lab)
                     .map_err(|e| RunError::Failed(format!("collecting the facts: {e}")))?;
                 let f = serde_json::to_value(f)
                     .map_err(|e| RunError::Failed(format!("encoding the facts: {e}")))?;

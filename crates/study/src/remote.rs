@@ -122,7 +122,7 @@ impl Executor for RemoteExecutor {
             ),
             _ => None,
         };
-        let facts = serde_json::to_value(tcplab_lab::Facts::machine()).unwrap_or_default();
+        let facts = serde_json::to_value(tcplab_lab::facts::machine()).unwrap_or_default();
         let target = self.target;
         let collected = run_workloads(&run.config.settings.workloads, |w| {
             run_workload(w, target, facts.clone())

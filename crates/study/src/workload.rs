@@ -109,7 +109,7 @@ fn ten_seconds() -> DurationText {
 /// own `--interval` stays 1 s: a terminal reads one line a second.
 pub const DEFAULT_INTERVAL_MS: u64 = 100;
 
-/// The intervals the stream sampler takes, ms (`tcplab_load::stream::StreamConfig::validate`).
+/// The intervals the stream sampler takes, ms (`tcplab_results::stream::StreamConfig::validate`).
 pub const INTERVAL_RANGE_MS: std::ops::RangeInclusive<u64> = 10..=60_000;
 
 /// Reads and checks `interval`: a duration the sampler takes, in whole milliseconds. Errors

@@ -11,12 +11,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tcplab_doctor::{Battery, EmulatorFidelity, PathInfo};
 use tcplab_lab::Lab;
-use tcplab_lab::emulation::RunFidelity;
-use tcplab_load::http::config::HttpConfig;
-use tcplab_load::http::mix::Mix;
 use tcplab_load::http::run::{LabServer, ServerKind};
-use tcplab_load::sockopt::SockOpts;
 use tcplab_load::{Report, crr, msgs, rr, rrul, stream};
+use tcplab_results::emulator::RunFidelity;
+use tcplab_results::http::config::HttpConfig;
+use tcplab_results::http::mix::Mix;
+use tcplab_results::sockopt::SockOpts;
 
 use crate::error::{Result, TuneError};
 
@@ -443,12 +443,12 @@ pub fn run(
         server,
     } = target
     {
-        battery.facts = tcplab_lab::Facts::collect(lab).ok();
+        battery.facts = tcplab_lab::facts::collect(lab).ok();
         battery.client_host = Some(client.clone());
         battery.server_host = Some(server.clone());
         battery.fidelity = combine(&judged);
     } else {
-        battery.facts = Some(tcplab_lab::Facts::machine());
+        battery.facts = Some(tcplab_lab::facts::machine());
     }
     if battery.path.measured_rtt_ms.is_none() {
         battery.path.measured_rtt_ms = battery
@@ -496,7 +496,7 @@ fn judge_part(
         "stream" | "rrul" => rtt_ns.max(BLOAT_SCALE_NS),
         _ => rtt_ns.max(TICK_SCALE_NS),
     };
-    let need = tcplab_lab::emulation::Need::Diagnosis { rtt_ns: scale_ns };
+    let need = tcplab_results::emulator::Need::Diagnosis { rtt_ns: scale_ns };
     match after {
         Some(a) => tcplab_lab::emulation::judge_for(&before.counters, &a.counters, a.running, need),
         None => RunFidelity {
@@ -553,7 +553,7 @@ where
             server: s,
         } => tcplab_load::lab::run_on(lab, c, s, client),
         Target::Remote(addr) => {
-            let facts = serde_json::to_value(tcplab_lab::Facts::machine()).unwrap_or_default();
+            let facts = serde_json::to_value(tcplab_lab::facts::machine()).unwrap_or_default();
             client(*addr, facts)
         }
     })
@@ -646,7 +646,7 @@ mod tests {
     fn a_stream_at_nine_tenths_of_the_link_rate_is_held_by_it() {
         let mut link = tcplab_emu::LinkConfig::default();
         let stream = |bps: f64| {
-            let mut s = tcplab_load::stream::StreamResult::default();
+            let mut s = tcplab_results::stream::StreamResult::default();
             s.summary.throughput_bps = Some(bps);
             Report::Stream(s)
         };

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use tcplab_doctor::corpus::{Label, Outcome};
 use tcplab_doctor::{Battery, Finding};
 use tcplab_lab::{Lab, Ownership};
-use tcplab_load::Report;
+use tcplab_results::Report;
 use tcplab_study::scenario::{LINK_FIELDS, LabSection, LinkImpairments};
 
 use crate::battery::{self, Knobs, Plan, Target};
@@ -179,7 +179,7 @@ impl CorpusFile {
             );
         }
         if let Some(o) = case.offloads.as_ref().or(self.defaults.offloads.as_ref()) {
-            lab.offloads = tcplab_lab::Offloads::parse(o)?;
+            lab.offloads = tcplab_lab::Offloads::parse(o).map_err(tcplab_lab::LabError::from)?;
         }
         Ok(lab)
     }
@@ -288,7 +288,7 @@ impl Record {
         let sections = |part: &str| {
             self.samples
                 .get(part)
-                .and_then(|t| tcplab_load::samples::parse(t).ok())
+                .and_then(|t| tcplab_results::samples::parse(t).ok())
                 .map(|(_, s)| s)
                 .unwrap_or_default()
         };
@@ -354,7 +354,7 @@ fn samples_of(b: &Battery) -> BTreeMap<String, String> {
     for (name, report) in parts {
         let Some(report) = report else { continue };
         let mut text = Vec::new();
-        if tcplab_load::samples::write(&mut text, &report).is_ok() {
+        if tcplab_results::samples::write(&mut text, &report).is_ok() {
             out.insert(
                 name.to_string(),
                 String::from_utf8_lossy(&text).into_owned(),
@@ -519,7 +519,7 @@ pub fn load_records(dir: &Path) -> Result<Vec<(PathBuf, Record)>> {
 /// (rate, RTT, loss), no lab hosts in the facts, only the client side's kernel counters.
 fn as_if_remote(mut b: Battery) -> Battery {
     b.fidelity = None;
-    // A run against a real host knows the machine, not a lab's hosts (`Facts::machine`).
+    // A run against a real host knows the machine, not a lab's hosts (`tcplab_lab::facts::machine`).
     if let Some(f) = b.facts.as_mut() {
         f.hosts.clear();
     }
@@ -685,15 +685,15 @@ mod shipped {
 
     #[test]
     fn a_blind_battery_has_no_lab_hosts_emulator_or_path() {
-        let mut facts = tcplab_lab::Facts::machine();
+        let mut facts = tcplab_lab::facts::machine();
         facts.hosts.insert(
             "client".into(),
-            tcplab_lab::facts::HostFacts {
+            tcplab_results::facts::HostFacts {
                 sysctls: Default::default(),
                 interfaces: Vec::new(),
             },
         );
-        let mut stream = tcplab_load::stream::StreamResult::default();
+        let mut stream = tcplab_results::stream::StreamResult::default();
         stream.meta.facts = serde_json::json!({"emulator": {"x": 1}, "hosts": {"client": {}}});
         let b = Battery {
             facts: Some(facts),

@@ -3,11 +3,11 @@
 //! their stalls marked, and latency under load. The battery's stream is left out: it samples
 //! once a second (what the rules were validated with), too coarse beside the study's 100 ms. The battery's
 //! results hold their raw samples in memory; they are written as samples text
-//! (`tcplab_load::samples`) and read by the study's own series functions, so a battery and a
+//! (`tcplab_results::samples`) and read by the study's own series functions, so a battery and a
 //! stored study run are plotted by the same code. Pure: no clock, no I/O.
 
 use tcplab_doctor::Battery;
-use tcplab_load::Report;
+use tcplab_results::Report;
 use tcplab_study::to_report::series::{self, RunSeries};
 
 /// Every label starts with this, so the report's reader tells the battery's runs from the
@@ -32,7 +32,7 @@ pub fn battery_series(b: &Battery) -> RunSeries {
     for (name, report, stall_ms) in parts {
         let Some(report) = report else { continue };
         let mut text = Vec::new();
-        if tcplab_load::samples::write(&mut text, &report).is_err() {
+        if tcplab_results::samples::write(&mut text, &report).is_err() {
             continue;
         }
         let label = format!("{LABEL_PREFIX} · {name}");

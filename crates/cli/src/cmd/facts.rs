@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use tcplab_lab::{Facts, Lab};
+use tcplab_lab::Lab;
 
 use crate::output;
 
@@ -27,8 +27,8 @@ impl FactsArgs {
 
     fn collect(self) -> anyhow::Result<ExitCode> {
         let facts = match &self.lab {
-            Some(name) => Facts::collect(&Lab::open(name)?)?,
-            None => Facts::machine(),
+            Some(name) => tcplab_lab::facts::collect(&Lab::open(name)?)?,
+            None => tcplab_lab::facts::machine(),
         };
         if self.json {
             return Ok(output::print_json(&facts));

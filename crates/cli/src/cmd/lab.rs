@@ -278,14 +278,14 @@ impl StatusArgs {
                 emulators.insert(name, value);
             }
             if let (true, Some(lab)) = (self.json, lab.as_ref()) {
-                let facts = tcplab_lab::Facts::collect(lab)?;
+                let facts = tcplab_lab::facts::collect(lab)?;
                 host_facts.insert(lab.name().to_string(), serde_json::to_value(facts.hosts)?);
             }
         }
         if self.json {
             let doc = serde_json::json!({
                 "labs": labs,
-                "facts": tcplab_lab::Facts::machine(),
+                "facts": tcplab_lab::facts::machine(),
                 "host_facts": host_facts,
                 "emulators": emulators,
             });

@@ -8,7 +8,7 @@
 //! while request/response of small messages completed; and, when the facts list the hosts'
 //! interfaces, an MTU on the path smaller than the sender's.
 
-use tcplab_load::stream::StreamResult;
+use tcplab_results::stream::StreamResult;
 
 use crate::battery::{Context, Role};
 use crate::finding::{Finding, Fix, Scope, Severity};

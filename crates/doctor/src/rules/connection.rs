@@ -29,7 +29,7 @@ pub use evidence::{ConnectionEvidence, SYN_RETRANS_CONNECT_S, ServerCounters};
 
 use evidence::{at_start, mostly_inherited};
 
-use tcplab_load::crr::TimeWait;
+use tcplab_results::crr::TimeWait;
 
 use crate::battery::{Context, DEFAULT_PORT_RANGE, Role};
 use crate::finding::{Finding, Fix, SampleRefs, Scope, Severity};
@@ -549,7 +549,7 @@ mod tests {
     use super::*;
     use crate::battery::Battery;
     use crate::synth;
-    use tcplab_load::crr::CrrResult;
+    use tcplab_results::crr::CrrResult;
 
     const US: u64 = 1_000;
 

@@ -136,7 +136,7 @@ pub const READER_BUSY: f64 = 0.5;
 
 /// `role`'s data threads' CPU time plus time runnable but waiting for a CPU, over wall time
 /// per flow: either way never waiting for the network. 0 without a wall time.
-fn busy_share(stream: &tcplab_load::stream::StreamResult, role: Role) -> f64 {
+fn busy_share(stream: &tcplab_results::stream::StreamResult, role: Role) -> f64 {
     let wall = stream.elapsed_s * f64::from(stream.config.flows.max(1));
     if wall <= 0.0 {
         return 0.0;

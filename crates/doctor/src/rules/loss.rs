@@ -133,7 +133,7 @@ pub const MIN_PATH_LOSS_DROPS: u64 = 10;
 /// The share of the stream's client → server packets the emulated link's loss process dropped
 /// (not its queue, not the emulator's own faults); `None` off an emulated path or with fewer
 /// than [`MIN_PATH_LOSS_DROPS`].
-fn path_loss_share(stream: &tcplab_load::stream::StreamResult) -> Option<f64> {
+fn path_loss_share(stream: &tcplab_results::stream::StreamResult) -> Option<f64> {
     let account = crate::battery::EmulatedRun::of(&stream.meta)?.account?;
     let d = account.forward_drops;
     (d.loss >= MIN_PATH_LOSS_DROPS && d.frames > 0).then(|| d.loss as f64 / d.frames as f64)
@@ -143,7 +143,7 @@ fn path_loss_share(stream: &tcplab_load::stream::StreamResult) -> Option<f64> {
 /// full queue, none by its loss process: the flow's retransmissions are then the congestion it
 /// causes itself at the bottleneck (the queue rules judge whether that queue is too short), not
 /// a path that loses packets.
-fn queue_drops_only(stream: &tcplab_load::stream::StreamResult) -> bool {
+fn queue_drops_only(stream: &tcplab_results::stream::StreamResult) -> bool {
     crate::battery::EmulatedRun::of(&stream.meta)
         .and_then(|e| e.account)
         .is_some_and(|a| a.forward_drops.loss == 0 && a.forward_drops.queue_full > 0)
@@ -510,8 +510,8 @@ mod tests {
     fn drops_at_the_queue_alone_are_not_path_loss() {
         // At the Mathis bound (reported without the account: cubic_at_the_mathis_bound_gets_bbr).
         let mut b = lossy("cubic", 0.01, 5e6);
-        let account = tcplab_lab::emulation::RunAccount {
-            forward_drops: tcplab_lab::emulation::ModelDrops {
+        let account = tcplab_results::emulator::RunAccount {
+            forward_drops: tcplab_results::emulator::ModelDrops {
                 frames: 500,
                 loss: 0,
                 queue_full: 40,
@@ -590,8 +590,8 @@ mod tests {
             one_minus_h: 0.7,
             one_minus_k: 0.0,
         });
-        let account = tcplab_lab::emulation::RunAccount {
-            forward_drops: tcplab_lab::emulation::ModelDrops {
+        let account = tcplab_results::emulator::RunAccount {
+            forward_drops: tcplab_results::emulator::ModelDrops {
                 frames,
                 loss: drops,
                 queue_full: 0,

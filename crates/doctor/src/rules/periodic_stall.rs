@@ -403,7 +403,7 @@ mod tests {
 
     /// Seed 004 on a HZ=100 kernel: every 41st message (index 40, 81, ...) delayed 1 or 2
     /// jiffies; messages paced 1 ms apart queue behind the stalled one.
-    fn seed004(count: usize, size: u32) -> tcplab_load::msgs::MsgsRun {
+    fn seed004(count: usize, size: u32) -> tcplab_results::msgs::MsgsRun {
         let mut sim = MsgSim::new(count, size);
         sim.spacing_ns = MS;
         sim.run(|i| {
@@ -490,7 +490,7 @@ mod tests {
     }
 
     /// Every `period`-th message of `size` bytes stalls `stall_ns` (the stream behind it waits).
-    fn every(period: usize, size: u32, stall_ns: u64) -> tcplab_load::msgs::MsgsRun {
+    fn every(period: usize, size: u32, stall_ns: u64) -> tcplab_results::msgs::MsgsRun {
         let mut sim = MsgSim::new(period * 100, size);
         sim.spacing_ns = 20_000;
         sim.stall_blocks_stream = true;

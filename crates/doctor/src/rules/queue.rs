@@ -15,7 +15,7 @@
 use crate::battery::{Context, EmulatedRun};
 use crate::finding::{Finding, Fix, Scope, Severity};
 use crate::rules::stream_view::StreamView;
-use tcplab_load::rrul::LoadDirection;
+use tcplab_results::rrul::LoadDirection;
 
 /// Added delay under load below this is not bufferbloat whatever the path: under 30 ms is
 /// grade A of the common bufferbloat tests (Waveform, DSLReports), unnoticed by people.
@@ -64,7 +64,7 @@ pub const WINDOW_CUT_SHARE: f64 = 0.5;
 /// The sending flow's slow-start threshold at the end of the stream, in segments, when a loss
 /// left it under [`WINDOW_CUT_SHARE`] of `bdp_packets` (0 in tcp_info: still in its first slow
 /// start, or a congestion control such as BBR that keeps none).
-fn window_cut(stream: &tcplab_load::stream::StreamResult, bdp_packets: f64) -> Option<f64> {
+fn window_cut(stream: &tcplab_results::stream::StreamResult, bdp_packets: f64) -> Option<f64> {
     let view = StreamView::of(stream)?;
     let ssthresh = view
         .flows
@@ -500,7 +500,7 @@ mod tests {
         // The bulk flow paces itself (BBR: no inflation of its own RTT) but a second flow the
         // other way fills the queue: the probes see 400 ms on a 10 ms path.
         let mut b = stream(11_000, 10_000, 48e6);
-        let mut r = tcplab_load::rrul::RrulResult::default();
+        let mut r = tcplab_results::rrul::RrulResult::default();
         r.summary.inflation.before_p50_us = Some(10_200.0);
         r.summary.inflation.during_p50_us = Some(410_200.0);
         r.summary.inflation.during_p99_us = Some(900_000.0);
@@ -521,7 +521,7 @@ mod tests {
     /// Probes beside a load both ways on a 50 ms path that add `added_ms` under load.
     fn probed(added_ms: f64, direction: LoadDirection) -> Battery {
         let mut b = stream(50_500, 50_000, 9e6);
-        let mut r = tcplab_load::rrul::RrulResult::default();
+        let mut r = tcplab_results::rrul::RrulResult::default();
         r.config.direction = direction;
         r.summary.inflation.before_p50_us = Some(50_000.0);
         r.summary.inflation.during_p50_us = Some(50_000.0 + added_ms * 1e3);
@@ -566,8 +566,8 @@ mod tests {
         let mut link = tcplab_emu::LinkConfig::default();
         link.forward.rate_bps = Some(1_000_000_000);
         link.forward.queue = Some(tcplab_emu::QueueLimit::Packets(queue));
-        let account = tcplab_lab::emulation::RunAccount {
-            forward_drops: tcplab_lab::emulation::ModelDrops {
+        let account = tcplab_results::emulator::RunAccount {
+            forward_drops: tcplab_results::emulator::ModelDrops {
                 frames: 200_000,
                 loss: loss_drops,
                 queue_full: queue_drops,

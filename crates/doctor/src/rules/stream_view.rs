@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use tcplab_load::stream::{IntervalSample, StreamResult};
-use tcplab_load::tcpinfo::TcpInfo;
+use tcplab_results::stream::{IntervalSample, StreamResult};
+use tcplab_results::tcpinfo::TcpInfo;
 use tcplab_stats::quantile;
 
 use crate::battery::Role;

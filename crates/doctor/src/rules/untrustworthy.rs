@@ -202,7 +202,7 @@ fn rrul_read_whole(b: &crate::battery::Battery) -> bool {
     b.rrul.as_ref().is_some_and(|r| {
         r.phases
             .iter()
-            .filter(|p| p.name != tcplab_load::rrul::PhaseName::After)
+            .filter(|p| p.name != tcplab_results::rrul::PhaseName::After)
             .all(|p| p.transactions > 0)
             && r.phases.len() == 3
     })
@@ -224,9 +224,9 @@ fn samples(ctx: &Context<'_>) -> Option<Finding> {
     for (name, r) in [("msgs", &b.msgs), ("msgs sweep", &b.msgs_sweep)] {
         // A write-write-read run waits a round trip per message by design: fewer messages say
         // as much (each either stalls on the timer or does not).
-        let min = |r: &tcplab_load::msgs::MsgsResult| match r.config.pattern {
-            tcplab_load::msgs::Pattern::WriteWriteRead => MIN_TRAP_MESSAGES,
-            tcplab_load::msgs::Pattern::Write => MIN_MESSAGES,
+        let min = |r: &tcplab_results::msgs::MsgsResult| match r.config.pattern {
+            tcplab_results::msgs::Pattern::WriteWriteRead => MIN_TRAP_MESSAGES,
+            tcplab_results::msgs::Pattern::Write => MIN_MESSAGES,
         };
         for (run, min) in r
             .iter()
@@ -422,7 +422,7 @@ mod tests {
 
     /// A latency-under-load run cut short, with `before`, `during`, `after` probes per phase.
     fn rrul_cut(probes: [u64; 3]) -> Battery {
-        use tcplab_load::rrul::{Phase, PhaseName, RrulResult};
+        use tcplab_results::rrul::{Phase, PhaseName, RrulResult};
         let mut r = RrulResult::default();
         r.meta.complete = false;
         r.meta.incomplete_reason = Some("no probe was answered in the after phase".into());

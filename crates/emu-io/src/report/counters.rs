@@ -1,17 +1,16 @@
 //! Per-direction counters: written only under the direction's lock (one writer at a time,
-//! relaxed load + store; the lock orders them), read at any time by [`crate::Bridge::stats`] as a [`DirSnapshot`].
-//!
-//! Accounting identity (checked by the integration tests once the schedule drained):
-//! `frames_in − segmented + segments_made + duplicates = frames_out + drops.after_arrival() +
-//! queued` (a super-packet cut into wire segments in GSO mode leaves as `segments_made`
-//! frames; drops and duplicates then count segments).
+//! relaxed load + store; the lock orders them), read at any time by [`crate::Bridge::stats`] as a [`DirSnapshot`]
+//! (a plain type of `tcplab_results::emulator`, with the accounting identity the integration
+//! tests check).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
 use tcplab_emu::Realised;
 
-use crate::report::lateness::{LatenessHistogram, LatenessSummary};
+use crate::report::lateness::LatenessHistogram;
+/// Snapshots of these counters (`tcplab_results::emulator`).
+pub use tcplab_results::emulator::{DirSnapshot, Drops};
 
 fn bump(a: &AtomicU64, n: u64) {
     a.store(a.load(Relaxed).wrapping_add(n), Relaxed);
@@ -51,104 +50,6 @@ pub struct DirCounters {
     pub(crate) lone_lateness: LatenessHistogram,
     /// The model's own account, as the worker last published it ([`DirSnapshot::realised`]).
     pub(crate) realised: Mutex<Realised>,
-}
-
-/// Drops by cause.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Drops {
-    /// The model's loss process.
-    pub loss: u64,
-    /// The model's bottleneck queue was full.
-    pub queue_full: u64,
-    /// The kernel dropped frames because our RX ring was full (`PACKET_STATISTICS`
-    /// `tp_drops`): the emulator fell behind. These never reached the model, so they are
-    /// not in `frames_in`.
-    pub ring_overflow: u64,
-    /// Every slab slot held a queued frame (raise `IoOptions::slab_slots`).
-    pub slab_full: u64,
-    /// Frame longer than a ring slot (GRO/TSO super-frames: turn offloads off).
-    pub oversize: u64,
-    /// The kernel refused or failed to transmit the frame.
-    pub tx_failed: u64,
-}
-
-impl Drops {
-    /// Drops of frames that were counted in `frames_in` (everything but ring overflow).
-    pub fn after_arrival(&self) -> u64 {
-        self.loss + self.queue_full + self.slab_full + self.oversize + self.tx_failed
-    }
-}
-
-/// A point-in-time copy of one direction's counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct DirSnapshot {
-    /// Frames received from the ingress interface and given to the model.
-    pub frames_in: u64,
-    /// Their bytes (L2).
-    pub bytes_in: u64,
-    /// Frames handed to the egress interface.
-    pub frames_out: u64,
-    /// Their bytes (L2).
-    pub bytes_out: u64,
-    /// Drops by cause.
-    pub drops: Drops,
-    /// Extra copies made by the model's duplication.
-    pub duplicates: u64,
-    /// Copies with bits flipped by the model.
-    pub corrupted: u64,
-    /// Frames received with a partial checksum (checksum offload on at a local sender); their
-    /// TCP/UDP checksum was completed in software before forwarding.
-    pub csum_partial: u64,
-    /// Ring entries with impossible offsets (skipped).
-    pub malformed: u64,
-    /// Times a due frame found the TX ring full and waited.
-    pub tx_ring_full: u64,
-    /// TX kicks (`send` calls), i.e. release batches.
-    pub kicks: u64,
-    /// Worker wake-ups from poll.
-    pub wakeups: u64,
-    /// Frames queued right now.
-    pub queued: u64,
-    /// Departures held back to keep FIFO order (model said it never reorders, but did).
-    pub order_clamped: u64,
-    /// Frames sent straight from the RX ring (due on arrival, nothing queued ahead): no
-    /// user-space copy.
-    pub direct: u64,
-    /// Wire packets the model was charged for `frames_in` (more than `frames_in` only in GSO
-    /// mode, where a super-packet counts its segments).
-    pub segments_in: u64,
-    /// GSO mode, a direction with an element acting on single packets: super-packets cut
-    /// into their wire segments in user space (`crate::wire::segment`).
-    pub segmented: u64,
-    /// The wire segments those super-packets were cut into (each then went through the
-    /// model, and left, as its own frame).
-    pub segments_made: u64,
-    /// Super-packets that crossed whole although the direction needed per-packet
-    /// granularity (UFO, IPv6 extension headers, unparsable headers): the model's per-packet
-    /// elements acted on each as one unit. Should stay 0 for TCP.
-    pub unsegmented: u64,
-    /// GSO mode, a direction with per-packet elements: super-packets whose segments the model
-    /// all left intact (each sent once, uncorrupted, in order), so they left whole, at their
-    /// last segment's departure (not counted in `segmented`).
-    pub kept_whole: u64,
-    /// Frames sent by the other direction's worker because they were overdue and this
-    /// direction's worker was not running (`Tuning::help_due`).
-    #[serde(default)]
-    pub helped: u64,
-    /// Lateness of released frames.
-    pub lateness: LatenessSummary,
-    /// Lateness of the lone frames among them: those alone in their flow (no earlier frame of
-    /// the flow within the lone gap, `Schedule`'s `Entry::lone`), such as a ping, an rr
-    /// request or reply, a handshake. Under a bulk flow they are a fraction of a per cent of
-    /// the frames, so `lateness` says nothing about them, yet they are what a latency probe
-    /// measures. Frames sent straight from the RX ring (due on arrival) are not classified.
-    #[serde(default)]
-    pub lone_lateness: LatenessSummary,
-    /// What the model really did: its bottleneck queue (how full, how long packets stayed)
-    /// and the delay its delay line gave beside the configured one. Published by the worker
-    /// every 50 ms and when it stops, so it may trail the counters above by that much.
-    #[serde(default)]
-    pub realised: Realised,
 }
 
 impl DirCounters {
@@ -201,15 +102,6 @@ impl DirCounters {
             lone_lateness: self.lone_lateness.summary(),
             realised: *self.realised.lock().unwrap_or_else(PoisonError::into_inner),
         }
-    }
-}
-
-impl DirSnapshot {
-    /// True when every frame that arrived is accounted for: `frames_in − segmented +
-    /// segments_made + duplicates == frames_out + drops.after_arrival() + queued`.
-    pub fn balanced(&self) -> bool {
-        self.frames_in + self.segments_made + self.duplicates
-            == self.frames_out + self.drops.after_arrival() + self.queued + self.segmented
     }
 }
 

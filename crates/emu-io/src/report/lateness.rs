@@ -37,10 +37,9 @@ fn upper_bound(idx: usize) -> u64 {
     u64::try_from(ub).unwrap_or(u64::MAX)
 }
 
-/// Lateness past which a frame counts as late in [`LatenessSummary::late_count`]: the
-/// delay-accuracy target (an RTT within 0.1 ms of the configured one), and the default limit of
-/// the fidelity verdict (`crate::Thresholds`).
-pub const LATE_LIMIT_NS: Nanos = 100_000;
+/// A histogram's summary, and the lateness past which a frame counts as late in it (the
+/// types every snapshot carries, `tcplab_results::emulator`).
+pub use tcplab_results::emulator::{LATE_LIMIT_NS, LatenessSummary};
 
 fn bump(a: &AtomicU64, n: u64) {
     a.store(a.load(Relaxed).wrapping_add(n), Relaxed);
@@ -57,32 +56,6 @@ pub struct LatenessHistogram {
     /// two summaries can judge the frames between them (quantiles of a cumulative histogram
     /// cannot be subtracted).
     late: AtomicU64,
-}
-
-/// A point-in-time summary of a [`LatenessHistogram`], in ns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct LatenessSummary {
-    /// Frames recorded.
-    pub count: u64,
-    /// Mean lateness.
-    pub mean_ns: u64,
-    /// Median (bucket upper bound).
-    pub p50_ns: u64,
-    /// 99th percentile (bucket upper bound).
-    pub p99_ns: u64,
-    /// 99.9th percentile (bucket upper bound).
-    pub p999_ns: u64,
-    /// Exact maximum.
-    pub max_ns: u64,
-    /// Frames more than [`LATE_LIMIT_NS`] late (exact). Between two summaries, more than 1 % of
-    /// the frames late means the p99 of those frames was above the limit.
-    #[serde(default)]
-    pub late_count: u64,
-    /// Exact sum of every frame's lateness. It subtracts between two summaries, so the frames
-    /// of one run have an exact mean lateness: the figure a throughput measurement is distorted
-    /// by (`crate::report::need`), which no count of frames over one limit gives.
-    #[serde(default)]
-    pub sum_ns: u64,
 }
 
 impl Default for LatenessHistogram {

@@ -14,26 +14,17 @@ use crate::io::sys::iface::{self, IfaceInfo};
 use crate::io::sys::wake::Waker;
 use crate::model::Model;
 use crate::options::{IoOptions, Threads};
-use crate::report::counters::{DirCounters, DirSnapshot};
+use crate::report::counters::DirCounters;
 use crate::report::verdict::{Report, ThreadUsage};
 use crate::run::awake::KeepAwake;
 use crate::run::direction::{DirSettings, Direction, ReconfigRequest};
 use crate::run::worker::{self, WorkerCtl};
 use crate::sched::lone::LoneSignal;
+/// Live counters of both directions (`tcplab_results::emulator`).
+pub use tcplab_results::emulator::Snapshot;
 
 /// How long `reconfigure` waits for a worker to apply a change.
 const RECONFIGURE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Live counters of both directions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Snapshot {
-    /// Interface A → interface B.
-    pub forward: DirSnapshot,
-    /// Interface B → interface A.
-    pub reverse: DirSnapshot,
-    /// ns since start.
-    pub elapsed_ns: u64,
-}
 
 /// A running layer-2 bridge between two interfaces with a link model per direction.
 #[derive(Debug)]

@@ -91,7 +91,7 @@ pub fn facts(config: &AgentConfig) -> AgentFacts {
         protocol: proto::VERSION,
         authenticated: config.authorized.is_some(),
         allow_sysctl: config.allow_sysctl,
-        facts: serde_json::to_value(tcplab_lab::Facts::machine())
+        facts: serde_json::to_value(tcplab_lab::facts::machine())
             .unwrap_or_else(|_| serde_json::json!({})),
     }
 }

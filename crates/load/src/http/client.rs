@@ -24,6 +24,7 @@ use super::mix::Mixer;
 use super::parse::{Done, ErrorKind, Expect, Progress, ResponseReader};
 use super::result::{HttpSample, LoopRecord, NONE};
 use crate::clock::{ThreadTimes, now_ns};
+use crate::sockopt::Apply;
 
 /// Most raw samples kept per run (48 bytes each).
 pub const MAX_SAMPLES: u64 = 2_000_000;

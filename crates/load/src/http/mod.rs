@@ -3,13 +3,11 @@
 //! (`tcplab serve --http PORT`).
 
 pub mod client;
-pub mod config;
 pub mod files;
-pub mod fileset;
 pub mod front;
-pub(crate) mod human;
-pub mod mix;
 pub mod parse;
-pub mod result;
 pub mod run;
 pub mod serve;
+/// The configuration, the request mix over the file set, and the result with its human form
+/// are plain data and pure functions (`tcplab_results::http`).
+pub use tcplab_results::http::{config, fileset, mix, result};

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
-use tcplab_lab::{Facts, Lab};
+use tcplab_lab::Lab;
 
 use super::client::{MAX_SAMPLES, Plan, run_loop};
 use super::config::HttpConfig;
@@ -19,7 +19,7 @@ use crate::crr::sample_time_wait;
 use crate::error::{LoadError, Result};
 use crate::live::{OnLive, Span, with_reporter};
 use crate::report::Report;
-use crate::session::RunMeta;
+use crate::session::FoldIn;
 use crate::sysinfo;
 
 /// Which web server a lab run starts in the server host.
@@ -66,7 +66,8 @@ pub fn run_client_live(
     on_interval: OnLive<'_, HttpInterval>,
 ) -> Result<HttpResult> {
     cfg.validate()?;
-    let threads = cfg.thread_count();
+    let threads =
+        cfg.thread_count(std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
     let t0 = now_ns() + 1_000_000;
     let expected = cfg
         .count
@@ -120,10 +121,10 @@ pub fn run_client_live(
         })
     });
     let syn1 = sysinfo::netstat_counter("TcpExt", "TCPSynRetrans");
-    let mut meta = RunMeta::new(target, facts);
+    let mut meta = crate::session::new_meta(target, facts);
     let mut records = Vec::with_capacity(loops.len());
     for (rec, times) in loops {
-        meta.add_client_times(times);
+        meta.add_thread_times(times);
         records.push(rec);
     }
     if records.len() < threads as usize {
@@ -193,9 +194,11 @@ pub fn run_in_lab(
     let shost = lab.host(server_host).map_err(lab_err)?;
     let ip = crate::lab::host_ip(shost, server_host)?;
     let set = FileSet::new(server.dirs).map_err(|e| LoadError::config("dirs", e))?;
-    let facts = Facts::collect(lab).map_err(lab_err).and_then(|f| {
-        serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
-    })?;
+    let facts = tcplab_lab::facts::collect(lab)
+        .map_err(lab_err)
+        .and_then(|f| {
+            serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
+        })?;
     let emulator_before = lab.emulator_status().ok();
     let listen = SocketAddr::new(ip, LAB_PORT);
     let stop = AtomicBool::new(false);

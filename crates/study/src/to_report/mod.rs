@@ -188,7 +188,7 @@ fn run_series(label: &str, raw: &[u8]) -> series::RunSeries {
             _ => format!("{label} · workload {i}"),
         };
         // The executor runs rr with its default stall limit; the samples do not carry it.
-        let rr_stall_ms = Some(tcplab_load::rr::RrConfig::default().stall_ms);
+        let rr_stall_ms = Some(tcplab_results::rr::RrConfig::default().stall_ms);
         out.extend(series::run_series(&label, workload, sections, rr_stall_ms));
     }
     out

@@ -19,8 +19,8 @@
 
 use std::collections::BTreeMap;
 
-use tcplab_load::samples::Section;
 use tcplab_report::model::{LatencyUnderLoad, TimeLine};
+use tcplab_results::samples::Section;
 
 use super::series::{FlowRow, col, interval_rows, median};
 
@@ -234,7 +234,7 @@ mod tests {
              0,0,0,0,0.1,1000000,0,-,-,-,-,-,-,-,-\n0,1,1,0,0.1,250000,0,-,-,-,-,-,-,-,-\n\
              1,0,0,0.1,0.2,1125000,0,-,-,-,-,-,-,-,-\n1,1,1,0.1,0.2,375000,0,-,-,-,-,-,-,-,-\n"
         ));
-        tcplab_load::samples::parse(&t).unwrap().1
+        tcplab_results::samples::parse(&t).unwrap().1
     }
 
     fn close(a: f64, b: f64) -> bool {

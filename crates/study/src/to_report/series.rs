@@ -6,10 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use tcplab_load::samples::Section;
 use tcplab_report::model::{
     IntervalSample, IntervalSeries, LatencyUnderLoad, MessageDelays, ReportInput,
 };
+use tcplab_results::samples::Section;
 
 /// The series one run gives, each labelled.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -47,7 +47,7 @@ impl RunSeries {
 
 /// A samples text split into its workloads: (workload, sections) each. A study run with several
 /// workloads stores their files one after the other, each with its own first line, which
-/// `tcplab_load::samples::parse` alone would reject; a part that does not parse is left out.
+/// `tcplab_results::samples::parse` alone would reject; a part that does not parse is left out.
 pub fn parse_workloads(text: &str) -> Vec<(String, Vec<Section>)> {
     const HEAD: &str = "# tcplab-samples ";
     let starts: Vec<usize> = text
@@ -60,7 +60,7 @@ pub fn parse_workloads(text: &str) -> Vec<(String, Vec<Section>)> {
         .enumerate()
         .filter_map(|(k, &a)| {
             let b = starts.get(k + 1).copied().unwrap_or(text.len());
-            tcplab_load::samples::parse(&text[a..b]).ok()
+            tcplab_results::samples::parse(&text[a..b]).ok()
         })
         .collect()
 }
@@ -299,7 +299,7 @@ mod tests {
     use super::*;
 
     fn sections(text: &str) -> Vec<Section> {
-        tcplab_load::samples::parse(text).unwrap().1
+        tcplab_results::samples::parse(text).unwrap().1
     }
 
     const COLS: &str = "index,flow,sending,start_s,end_s,bytes,omitted,cwnd,rtt_us,rttvar_us,total_retrans,delivery_rate_bps,busy_us,rwnd_limited_us,sndbuf_limited_us";

@@ -7,9 +7,9 @@
 //! client's own check (which names its command-line flag) in the middle of a sweep.
 
 use serde::{Deserialize, Serialize};
-use tcplab_load::http::config::{HttpConfig, MAX_CONNECTIONS, MAX_RATE};
-use tcplab_load::http::mix::{Mix, Mixer};
 use tcplab_load::http::run::{LabServer, ServerKind};
+use tcplab_results::http::config::{HttpConfig, MAX_CONNECTIONS, MAX_RATE};
+use tcplab_results::http::mix::{Mix, Mixer};
 
 use super::{DurationText, ten_seconds};
 
@@ -130,7 +130,7 @@ impl HttpParams {
     }
 
     /// The client's configuration, with the workload's socket options.
-    pub fn config(&self, opts: tcplab_load::sockopt::SockOpts) -> HttpConfig {
+    pub fn config(&self, opts: tcplab_results::sockopt::SockOpts) -> HttpConfig {
         HttpConfig {
             connections: self.connections,
             requests_per_connection: self.per_connection(),

@@ -96,7 +96,7 @@ fn sweep_mean(c: &Configuration) -> Result<f64, RunError> {
 }
 
 /// The mock, with what a lab run also returns: stream interval samples every 100 ms (the text
-/// of crates/load/src/samples.rs, which the store keeps as given) and the facts of a lab.
+/// of crates/results/src/samples.rs, which the store keeps as given) and the facts of a lab.
 struct WithSamples {
     mock: MockExecutor,
     rtt_ms: fn(&Configuration) -> f64,
@@ -242,7 +242,7 @@ fn sfperf_mean(c: &Configuration) -> Result<f64, RunError> {
 }
 
 /// The mock, with a msgs run's samples: 2,000 messages of each run with their send and
-/// receive times (crates/load/src/samples.rs), every 41st held back 8 ms when Nagle is on.
+/// receive times (crates/results/src/samples.rs), every 41st held back 8 ms when Nagle is on.
 struct WithMessages {
     mock: MockExecutor,
 }

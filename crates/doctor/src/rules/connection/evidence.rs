@@ -5,9 +5,9 @@
 //! (crr counts failures per second by errno, HTTP by error kind; only HTTP records the server
 //! host's TIME_WAIT and counters in its own result).
 
-use tcplab_load::crr::{CrrResult, SynRetrans, TimeWait};
-use tcplab_load::http::result::HttpResult;
-use tcplab_load::stats::Percentiles;
+use tcplab_results::crr::{CrrResult, SynRetrans, TimeWait};
+use tcplab_results::http::result::HttpResult;
+use tcplab_results::stats::Percentiles;
 
 use crate::battery::{Context, EmulatedRun, Role};
 
@@ -245,7 +245,7 @@ fn slow(stamps: impl Iterator<Item = (u64, u64)>) -> Vec<usize> {
 /// Packets the emulated link's loss process or full queue dropped during the run described by
 /// `meta`, (client → server, server → client); `None` off an emulated lab or when it dropped
 /// none.
-fn path_drops(meta: &tcplab_load::session::RunMeta) -> Option<(u64, u64)> {
+fn path_drops(meta: &tcplab_results::session::RunMeta) -> Option<(u64, u64)> {
     let account = EmulatedRun::of(meta)?.account?;
     let (f, r) = (account.forward_drops, account.reverse_drops);
     let (to_server, to_client) = (f.loss + f.queue_full, r.loss + r.queue_full);

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use tcplab_load::crr::TimeWait;
-use tcplab_load::http::result::HttpResult;
+use tcplab_results::crr::TimeWait;
+use tcplab_results::http::result::HttpResult;
 
 use super::*;
 use crate::battery::Battery;

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::auth::scope::is_lab_or_loopback;
 use crate::error::{LoadError, Result};
+use crate::sockopt::Apply;
 
 /// An epoll instance.
 struct Epoll(OwnedFd);

@@ -19,7 +19,7 @@
 //! queue full) loses nothing to lateness at all as long as the schedule catches up, because
 //! departures are fixed at arrival; the window-limited case is the worse one, and the one
 //! bounded. The mean is exact (the sums of lateness subtract between snapshots,
-//! [`crate::report::lateness::LatenessSummary::sum_ns`]), and it weighs each late frame by how late
+//! [`crate::emulator::counters::LatenessSummary::sum_ns`]), and it weighs each late frame by how late
 //! it was: 3 % of the frames 150 µs late stretch a 10 ms round trip by
 //! 0.045 %, 3 % of them 5 ms late by 1.5 %, and a count over any one limit cannot tell the
 //! two apart. Lone frames (a flow's handshake and teardown) carry no byte of the figure and
@@ -44,9 +44,9 @@
 
 use std::fmt;
 
-use crate::report::counters::DirSnapshot;
-use crate::report::lateness::LATE_LIMIT_NS;
-use crate::report::summary::format_ns;
+use crate::emulator::counters::DirSnapshot;
+use crate::emulator::counters::LATE_LIMIT_NS;
+use crate::emulator::summary::format_ns;
 
 /// The largest distortion of a throughput figure a run may carry and still be trusted, in per
 /// cent: the frames' mean lateness, both directions added, over the path's round trip.
@@ -240,7 +240,7 @@ pub fn lateness_reasons(need: Need, mut dirs: [(&str, RunLateness); 2]) -> Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::lateness::LatenessSummary;
+    use crate::emulator::counters::LatenessSummary;
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::mix::{Mix, Mixer};
-use crate::error::{LoadError, Result};
+use crate::error::{ConfigError, check_bounds, config};
 use crate::sockopt::SockOpts;
 
 /// Most concurrent connections.
@@ -78,15 +78,15 @@ impl Default for HttpConfig {
 
 impl HttpConfig {
     /// Checks every field; errors name the flag.
-    pub fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.connections == 0 || self.connections > MAX_CONNECTIONS {
-            return Err(LoadError::config(
+            return Err(config(
                 "connections",
                 format!("{} is outside 1..={MAX_CONNECTIONS}", self.connections),
             ));
         }
         if self.requests_per_connection == Some(0) {
-            return Err(LoadError::config(
+            return Err(config(
                 "requests-per-connection",
                 "must be at least 1 (1 = a connection per request; leave it out to keep connections open)",
             ));
@@ -94,26 +94,26 @@ impl HttpConfig {
         if let Some(r) = self.rate
             && !(r.is_finite() && r > 0.0 && r <= MAX_RATE)
         {
-            return Err(LoadError::config(
+            return Err(config(
                 "rate",
                 format!("{r} requests/s is outside (0, {MAX_RATE}]"),
             ));
         }
         if self.poisson && self.rate.is_none() {
-            return Err(LoadError::config(
+            return Err(config(
                 "poisson",
                 "a Poisson schedule needs an open loop: give --rate too",
             ));
         }
-        crate::error::check_bounds(self.count, self.duration_ms)?;
+        check_bounds(self.count, self.duration_ms)?;
         if self.connect_timeout_ms == 0 {
-            return Err(LoadError::config("connect-timeout", "must be above 0"));
+            return Err(config("connect-timeout", "must be above 0"));
         }
         if self.timeout_ms == 0 || self.sample_ms == 0 {
-            return Err(LoadError::config("timeout", "must be above 0"));
+            return Err(config("timeout", "must be above 0"));
         }
         if self.threads.is_some_and(|t| t == 0 || t > MAX_THREADS) {
-            return Err(LoadError::config(
+            return Err(config(
                 "threads",
                 format!("must be within 1..={MAX_THREADS}"),
             ));
@@ -121,18 +121,18 @@ impl HttpConfig {
         if let Some(h) = &self.host
             && (h.is_empty() || !h.bytes().all(|b| b.is_ascii_graphic()))
         {
-            return Err(LoadError::config(
+            return Err(config(
                 "host",
                 format!("{h:?} is not a valid Host header value (visible ASCII, no spaces)"),
             ));
         }
-        Mixer::new(&self.mix, self.seed).map_err(|e| LoadError::config("url", e))?;
+        Mixer::new(&self.mix, self.seed).map_err(|e| config("url", e))?;
         self.opts.validate()
     }
 
-    /// Client event loops: `threads`, else the CPUs, never more than the connections.
-    pub fn thread_count(&self) -> u32 {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    /// Client event loops: `threads`, else `cpus` (the caller's available CPUs), never more
+    /// than the connections.
+    pub fn thread_count(&self, cpus: u32) -> u32 {
         self.threads.unwrap_or(cpus).min(self.connections).max(1)
     }
 
@@ -224,8 +224,17 @@ mod tests {
                 threads: Some(8),
                 ..d()
             }
-            .thread_count(),
+            .thread_count(4),
             1
+        );
+        assert_eq!(
+            HttpConfig {
+                connections: 16,
+                ..d()
+            }
+            .thread_count(4),
+            4,
+            "the CPUs when --threads is not given"
         );
     }
 }

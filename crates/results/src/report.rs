@@ -148,7 +148,7 @@ pub(crate) fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
 }
 
 /// What the emulator's model gave during the run, per direction that has a queue or a delay
-/// line (`facts.emulator.realised`, recorded by `crate::lab`): the queueing delay the link added
+/// line (`facts.emulator.realised`, recorded by `tcplab_load::lab`): the queueing delay the link added
 /// and the jitter it really produced, which may be far from the configured one.
 fn emulator_account(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fmt::Result {
     let realised = &facts["emulator"]["realised"];
@@ -161,7 +161,7 @@ fn emulator_account(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fm
 }
 
 /// The verdict of the emulator the run crossed, if it crossed one (`facts.emulator.fidelity`,
-/// recorded by `crate::lab`): a result that crossed an emulator that fell behind says so where
+/// recorded by `tcplab_load::lab`): a result that crossed an emulator that fell behind says so where
 /// it is read, not only in its JSON.
 fn emulator_verdict(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fmt::Result {
     let fidelity = &facts["emulator"]["fidelity"];

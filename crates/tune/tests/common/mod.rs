@@ -13,9 +13,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tcplab_lab::Facts;
-use tcplab_lab::facts::HostFacts;
 use tcplab_load::Server;
+use tcplab_results::Facts;
+use tcplab_results::facts::HostFacts;
 
 /// Runs `f` on a thread in a fresh network namespace with loopback up; fails (never skips) when
 /// this process may not create one: CI runs the suite as root.
@@ -115,7 +115,7 @@ pub fn serve<T>(f: impl FnOnce(SocketAddr) -> T) -> T {
 /// Facts of the machine plus this namespace as both hosts `client` and `server`, with the
 /// sysctls `keys` as read here.
 pub fn facts_here(keys: &[&str]) -> Facts {
-    let mut f = Facts::machine();
+    let mut f = tcplab_lab::facts::machine();
     let sysctls: BTreeMap<String, String> = keys
         .iter()
         .map(|k| (k.to_string(), read_sysctl(k)))

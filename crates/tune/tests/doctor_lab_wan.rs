@@ -8,11 +8,11 @@
 
 use tcplab_doctor::{Battery, EmulatorFidelity, FixKind, PathInfo, Scope, diagnose};
 use tcplab_emu::{DirectionConfig, LinkConfig, Loss};
-use tcplab_emu_io::Thresholds;
 use tcplab_lab::{BridgeMode, BuiltinOptions, Lab, LabSpec, Ownership, StateDir, Topology};
 use tcplab_load::report::Report;
 use tcplab_load::sockopt::SockOpts;
 use tcplab_load::stream::{StreamConfig, StreamResult};
+use tcplab_results::emulator::Thresholds;
 
 const RATE: u64 = 100_000_000;
 const ONE_WAY_MS: u64 = 15;

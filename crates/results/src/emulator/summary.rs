@@ -5,9 +5,9 @@
 
 use std::fmt;
 
-use crate::report::counters::{DirSnapshot, Drops};
-use crate::report::lateness::LatenessSummary;
-use crate::report::verdict::{Fidelity, Report};
+use crate::emulator::counters::LatenessSummary;
+use crate::emulator::counters::{DirSnapshot, Drops};
+use crate::emulator::verdict::{Fidelity, Report};
 use tcplab_emu::Realised;
 
 pub use tcplab_emu::describe::{format_bytes, format_ns};
@@ -55,7 +55,7 @@ impl fmt::Display for LatenessSummary {
                 f,
                 ", {} over {}",
                 self.late_count,
-                format_ns(crate::report::lateness::LATE_LIMIT_NS)
+                format_ns(crate::emulator::counters::LATE_LIMIT_NS)
             )?;
         }
         Ok(())
@@ -183,7 +183,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::verdict::ThreadUsage;
+    use crate::emulator::verdict::ThreadUsage;
 
     #[test]
     fn sizes_and_times_keep_three_significant_digits() {

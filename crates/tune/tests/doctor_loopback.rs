@@ -1,6 +1,6 @@
 //! The doctor on real runs over loopback: the write-write-read delayed-ACK stall is found with
 //! the measured HZ, the fix it names (TCP_NODELAY) is applied and the stall is gone. Bounded:
-//! 30 messages a run. Connection tests are in tests/netns_crr.rs (isolated ports).
+//! 30 messages a run. Connection tests are in tests/doctor_netns_crr.rs (isolated ports).
 
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use tcplab_doctor::{Battery, FixKind, Severity, diagnose};
-use tcplab_lab::Facts;
 use tcplab_load::Server;
 use tcplab_load::msgs::{MsgsConfig, Pattern};
 use tcplab_load::sockopt::SockOpts;
@@ -63,7 +62,7 @@ fn write_write_read(srv: &LoopServer, nodelay: bool) -> Battery {
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     Battery {
         msgs: Some(r),
-        facts: Some(Facts::machine()),
+        facts: Some(tcplab_lab::facts::machine()),
         ..Battery::default()
     }
 }
@@ -126,7 +125,7 @@ fn real_sfperf_stream_has_no_stall_findings() {
     );
     let b = Battery {
         msgs: Some(r),
-        facts: Some(Facts::machine()),
+        facts: Some(tcplab_lab::facts::machine()),
         ..Battery::default()
     };
     let found = diagnose(&b);

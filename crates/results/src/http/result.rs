@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::config::HttpConfig;
-use super::parse::ErrorKind;
+use super::error_kind::ErrorKind;
 use crate::crr::{SynRetrans, TimeWait};
 use crate::session::RunMeta;
 use crate::stats::{Percentiles, latency_histogram, ratio};

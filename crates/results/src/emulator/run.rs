@@ -1,6 +1,6 @@
 //! The emulator's verdict over one run in a lab: from its counters before and after the run,
 //! judged for what the run measures ([`Need`]: latency, or throughput over the lab's RTT;
-//! `tcplab_emu_io::need` has the argument for each bound), and what its model really gave the
+//! [`crate::emulator::need`] has the argument for each bound), and what its model really gave the
 //! run's packets ([`RunAccount`]). Pure: the counters come in as values.
 //!
 //! Who calls what: `tcplab_load::lab` judges each workload it runs in a lab (a stream as
@@ -9,17 +9,17 @@
 //! status before and after each one and calls [`judge_for`]. [`judge`] stays for callers
 //! that do not know the need: it judges as latency, the stricter need.
 
+use crate::emulator::counters::DirSnapshot;
+use crate::emulator::need::{RunLateness, lateness_reasons};
 use serde::{Deserialize, Serialize};
 use tcplab_emu::LinkConfig;
-use tcplab_emu_io::DirSnapshot;
-use tcplab_emu_io::need::{RunLateness, lateness_reasons};
 
 /// What a run measures ([`judge_for`] takes it), and the emulator's counters as
 /// `EmulatorStatus::counters` carries them.
-pub use tcplab_emu_io::{Need, Snapshot};
+pub use crate::emulator::{Need, Snapshot};
 
 /// Lateness p99 above which a latency run is untrustworthy (the emulator's own default).
-pub const LATENESS_P99_LIMIT_NS: u64 = tcplab_emu_io::lateness::LATE_LIMIT_NS;
+pub const LATENESS_P99_LIMIT_NS: u64 = crate::emulator::LATE_LIMIT_NS;
 
 /// Whether one run that crossed the emulator can be trusted, and why not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,7 +149,7 @@ pub fn judge_snapshots(before: &Snapshot, after: &Snapshot, running: bool) -> Ru
 /// The emulator's verdict over the frames between two snapshots, for a run that measured
 /// `need`: any frame dropped for a reason of the emulator's own
 /// (`DirSnapshot::own_faults`: ring overflow and the rest, whatever the need), an emulator
-/// that stopped, or frames later than the need allows (`tcplab_emu_io::need`: for latency more
+/// that stopped, or frames later than the need allows ([`crate::emulator::need`]: for latency more
 /// than 1 % of the run's frames, or of its lone frames on their own, over
 /// [`LATENESS_P99_LIMIT_NS`]; for throughput that, unless the frames' mean lateness, both
 /// directions added, is within 1 % of the RTT) make the run untrustworthy.

@@ -7,7 +7,7 @@
 //! frames (slab full, oversize, TX failure), if a worker thread was CPU-saturated while it was
 //! supposed to sleep between departures, or if a worker failed.
 
-use crate::report::counters::DirSnapshot;
+use crate::emulator::counters::DirSnapshot;
 
 /// CPU use of one worker thread.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -31,7 +31,7 @@ impl ThreadUsage {
     }
 }
 
-/// What the bridge did, returned by [`crate::Bridge::stop`].
+/// What the bridge did, returned by `tcplab_emu_io::Bridge::stop`.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Report {
     /// Interface A → interface B.
@@ -68,7 +68,7 @@ pub struct Thresholds {
 impl Default for Thresholds {
     fn default() -> Self {
         Self {
-            lateness_p99_ns: crate::report::lateness::LATE_LIMIT_NS,
+            lateness_p99_ns: crate::emulator::counters::LATE_LIMIT_NS,
             max_cpu_ratio: 0.9,
         }
     }
@@ -160,8 +160,8 @@ impl DirSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::counters::Drops;
-    use crate::report::lateness::LatenessSummary;
+    use crate::emulator::counters::Drops;
+    use crate::emulator::counters::LatenessSummary;
 
     fn clean() -> Report {
         let d = DirSnapshot {
