@@ -6,12 +6,18 @@
 # ROUNDS=N repeats the no-impairment throughput pair N times, alternating the order.
 # ONLY="delay loss" runs only those sections (throughput offloads delay rate loss jitter).
 # RR_SECS=N: length of each request/response probe in the delay section (default 10 s).
+# Writes every figure to benches/results/emu.json (RESULTS_DIR=DIR to write elsewhere); a run
+# limited by ONLY writes only its sections there, and says so in the file.
 set -euo pipefail
 secs=${1:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=benches/emu_lib.sh
 source "$root/benches/emu_lib.sh"
 want() { [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $1 "* ]]; }
+res_begin emu "the link emulator against the kernel bridge on the 3-host path lab: throughput, 64-byte frames, offloads, delay accuracy, rate, loss, jitter" "ROUNDS ONLY RR_SECS TCPLAB" "$@"
+res_param seconds "$secs"; res_param rounds "${ROUNDS:-1}"; res_param sections "${ONLY:-throughput offloads delay rate loss jitter}"
+res_param rr_seconds "${RR_SECS:-10}"; res_param iperf3 "$(iperf3 --version | head -1 | cut -d' ' -f2)"
+[ -n "${TCPLAB:-}" ] && res_param tcplab_binary "$TCPLAB"
 
 tcp_gbps() { # lab -> Gbit/s received
   serve "$1"
@@ -50,10 +56,13 @@ up kb --bridge kernel; up eb --bridge emu
 # the emulator uses both vCPUs and the kernel bridge about one, so stolen time costs it more.
 cpu_line() { head -1 /proc/stat; }
 ratios=()
+res_goal throughput label="throughput, no impairment (iperf3 TCP, ${secs} s)" unit=Gbit/s better=higher \
+  tcplab.name="emulator" peer.name="kernel bridge" target="at least 0.9x the kernel bridge"
 for round in $(seq 1 "${ROUNDS:-1}"); do
   c0=$(cpu_line)
   if [ $((round % 2)) = 1 ]; then k=$(tcp_gbps kb); e=$(tcp_gbps eb); else e=$(tcp_gbps eb); k=$(tcp_gbps kb); fi
   r=$(python3 -c "print(round($e/$k,3))"); ratios+=("$r")
+  res_round throughput tcplab "$e"; res_round throughput peer "$k"
   echo "round $round: kernel bridge  ${k} Gbit/s, emulator ${e} Gbit/s, ratio ${r} (load $(cut -d' ' -f1 /proc/loadavg), steal $(steal_pct "$c0" "$(cpu_line)")%)"
 done
 if [ "${ROUNDS:-1}" -gt 1 ]; then
@@ -69,6 +78,10 @@ fw=$(delta "$a" "$b" | pyjson '"%.1f %d" % (d["frames_out"]/5e3, d["ring_overflo
 read -r ef eo <<< "$fw"
 echo "64-byte frames, kpps: kernel bridge received ${kr} (sent ${ks}, lost ${kl}%); emulator received ${er} (sent ${es}, lost ${el}%), forwarded ${ef} (ring overflow ${eo} frames)"
 echo "  ratios to the kernel bridge's received rate: emulator received $(python3 -c "print(round($er/$kr,3))"), forwarded $(python3 -c "print(round($ef/$kr,3))")"
+res_goal udp64 label="64-byte frames (iperf3 UDP, 18-byte payload, unthrottled)" unit=kpps better=higher \
+  tcplab.name="emulator, frames forwarded" peer.name="kernel bridge, frames received" \
+  emulator_received_kpps="$er" emulator_sent_kpps="$es" ring_overflow="$eo" peer_sent_kpps="$ks"
+res_round udp64 tcplab "$ef"; res_round udp64 peer "$kr"
 kb_base=$(ping_stats kb 200 0.01); eb_base=$(ping_stats eb 200 0.01)
 echo "base RTT (ping median p99): kernel ${kb_base}; emulator ${eb_base}"
 down kb; down eb
@@ -81,6 +94,9 @@ up kbo --bridge kernel --offloads on; up ebo --bridge emu --offloads on
 k=$(tcp_gbps kbo); e=$(tcp_gbps ebo)
 echo "kernel bridge  ${k} Gbit/s"
 echo "emulator (GSO) ${e} Gbit/s   ratio $(python3 -c "print(round($e/$k,3))")"
+res_goal offloads label="throughput, offloads on (the emulator in its GSO-aware mode)" unit=Gbit/s better=higher \
+  tcplab.name="emulator (GSO)" peer.name="kernel bridge"
+res_round offloads tcplab "$e"; res_round offloads peer "$k"
 down kbo; down ebo
 
 fi
@@ -108,12 +124,20 @@ for rate in 100mbit 1gbit; do
   fi
   sleep 2; a=$(snap r); sleep 4; b=$(snap r)
   wait
-  echo "$rate: emulator $(delta "$a" "$b") (L2 frame bytes, overhead 0)"
+  dl=$(delta "$a" "$b")
+  echo "$rate: emulator $dl (L2 frame bytes, overhead 0)"
   if [ "$rate" = 100mbit ]; then
-    pyjson "'  receiver: ' + str(round(d['end']['sum']['packets']*(1-d['end']['sum']['lost_percent']/100)*1442*8/d['end']['sum']['seconds']/1e6,2)) + ' Mbit/s of L2 frames (1442 B each)'" < "$TCPLAB_STATE_DIR/peer.json"
+    rx=$(pyjson "round(d['end']['sum']['packets']*(1-d['end']['sum']['lost_percent']/100)*1442*8/d['end']['sum']['seconds']/1e6,2)" < "$TCPLAB_STATE_DIR/peer.json")
+    echo "  receiver: $rx Mbit/s of L2 frames (1442 B each)"
+    rx_name="iperf3 UDP receiver, L2 frames"
   else
-    pyjson "'  receiver: TCP goodput ' + str(round(d['end']['sum_received']['bits_per_second']/1e6,2)) + ' Mbit/s (at most 956.4 of a 1 Gbit/s wire: 1448 of 1514 bytes)'" < "$TCPLAB_STATE_DIR/peer.json"
+    rx=$(pyjson "round(d['end']['sum_received']['bits_per_second']/1e6,2)" < "$TCPLAB_STATE_DIR/peer.json")
+    echo "  receiver: TCP goodput $rx Mbit/s (at most 956.4 of a 1 Gbit/s wire: 1448 of 1514 bytes)"
+    rx_name="iperf3 TCP receiver, goodput (at most 956.4 of 1 Gbit/s)"
   fi
+  res_goal "rate_$rate" label="rate conformance, --rate $rate" unit=Mbit/s tcplab.name="emulator, delivered L2 rate" \
+    peer.name="$rx_name" configured_mbit="$([ "$rate" = 100mbit ] && echo 100 || echo 1000)" target="within 1 % of the configured rate"
+  res_round "rate_$rate" tcplab "$(echo "$dl" | pyjson 'd["mbit_out"]')"; res_round "rate_$rate" peer "$rx"
   down r
 done
 
@@ -122,6 +146,8 @@ fi
 if want loss; then
 echo "## loss: --loss 1% Bernoulli, 100,000 UDP packets x 5 labs (the emulator's counters, and iperf3's count)"
 echo "99% binomial interval for 1% of 100000: [920, 1082] (scipy binom.ppf 0.005, 0.995): expect about 1 run in 100 outside"
+res_goal loss label="loss, --loss 1% Bernoulli, 100,000 UDP packets per run" unit="packets lost" \
+  tcplab.name="emulator's drops" peer.name="iperf3's lost count" interval="920-1082" target="inside the 99 % binomial interval [920, 1082]"
 for i in 1 2 3 4 5; do
   up l --loss 1%
   serve l
@@ -131,6 +157,7 @@ for i in 1 2 3 4 5; do
     pyjson 'str(d["end"]["sum"]["lost_packets"]) + " of " + str(d["end"]["sum"]["packets"])')
   b=$(snap l)
   wait
+  res_round loss tcplab "$(delta "$a" "$b" | pyjson 'd["lost"]')"; res_round loss peer "${got%% *}"
   echo "seed $seed: emulator $(delta "$a" "$b" | pyjson '"dropped " + str(d["lost"]) + " of " + str(d["frames_in"]) + " frames (" + str(round(100*d["lost"]/max(d["frames_in"],1),3)) + "%)" + (" inside" if 920 <= d["lost"] <= 1082 else " OUTSIDE")'); iperf3 lost $got"
   down l
 done
@@ -140,6 +167,12 @@ fi
 if want jitter; then
 echo "## jitter: --delay 10ms/0 --jitter 2ms/0 --jitter-dist normal (sd 2 ms one way)"
 up j --delay 10ms/0 --jitter 2ms/0 --jitter-dist normal
-echo "ping RTT: $(ping_stats j 1000 0.02)   (expect sd 2.000 ms without reordering, a little lower)"
+js=$(ping_stats j 1000 0.02)
+echo "ping RTT: $js   (expect sd 2.000 ms without reordering, a little lower)"
+sd=${js#*sd=}; sd=${sd%% *}
+res_goal jitter label="jitter, --jitter 2ms/0 --jitter-dist normal: ping RTT standard deviation" unit=ms \
+  tcplab.name="emulator (ping, 1000 probes)" target="sd 2 ms within 10 %" target_ms=2.0
+res_round jitter tcplab "$sd"
 down j
 fi
+res_end

@@ -1,6 +1,8 @@
 # Shared by benches/emu.sh and benches/emu_delay_ab.sh (sourced, with set -euo pipefail and
 # "root" set): installs the peers, builds tcplab, a private state dir removed on exit, the
-# lab helpers, and one delay-accuracy phase.
+# lab helpers, one delay-accuracy phase, and the results log's functions (benches/results.sh).
+# shellcheck source=benches/results.sh
+source "$root/benches/results.sh"
 # iperf3 (the peer), ping (delay probes); both from Debian.
 if ! command -v iperf3 >/dev/null || ! command -v ping >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3 iputils-ping >/dev/null
@@ -10,7 +12,7 @@ if [ -n "${TCPLAB:-}" ]; then
   T=$TCPLAB
 else
   cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
-  T="$root/target/release/tcplab"
+  T="${CARGO_TARGET_DIR:-$root/target}/release/tcplab"
 fi
 export TCPLAB_STATE_DIR=$(mktemp -d)
 trap '"$T" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR"' EXIT
@@ -115,19 +117,36 @@ PY
 }
 
 # Prints how far the delayed phase (ping and rr median, p99) is above 20 ms + the base, and
-# whether each is within 0.1 ms. Arguments: the delayed phase's four figures, then the base's.
+# whether each is within 0.1 ms. Arguments: the row's label, its load (idle, unpaced, paced) and
+# the bulk flow's rate (Gbit/s, "" when idle), the delayed phase's four figures, then the base's. With a results log open (benches/results.sh) the row is also a goal
+# there: the delayed lab's figures as tcplab's side, 20 ms + the base as the target's.
 # ping prints RTTs of 10 ms or more rounded to 0.1 ms, so its excess is good to ±0.05 ms; rr's
 # histogram steps are 16 µs at 20 ms.
 excess() {
-  python3 - "$@" <<'PY'
-import sys
-d = [float(x) for x in sys.argv[1:5]]
-b = [float(x) for x in sys.argv[5:9]]
+  python3 - "${RES_LOG:-}" "${RES_ROUND:-}" "$@" <<'PY'
+import json, re, sys
+log, rnd, label, load, bulk = sys.argv[1:6]
+d = [float(x) for x in sys.argv[6:10]]
+b = [float(x) for x in sys.argv[10:14]]
 names = ["ping median", "ping p99", "rr median", "rr p99"]
 over = [di - 20.0 - bi for di, bi in zip(d, b)]
 cells = ", ".join(f"{n} {o:+.3f}" for n, o in zip(names, over))
-verdict = "within" if all(o <= 0.1 for o in over) else "NOT within"
-print(f"    excess over 20 ms + base under the same load: {cells} -> {verdict} 0.1 ms")
+within = all(o <= 0.1 for o in over)
+print(f"    excess over 20 ms + base under the same load: {cells} -> {'within' if within else 'NOT within'} 0.1 ms")
+if log:
+    keys = ["ping_median", "ping_p99", "rr_median", "rr_p99"]
+    slug = lambda t: re.sub(r"[^a-z0-9]+", "_", t.lower()).strip("_")
+    # RES_ROUND keeps a repeated row set's rounds apart (benches/emu_delay_ab.sh rows).
+    goal = {"id": f"delay.{slug(label)}.{load}" + (f".round{rnd}" if rnd else ""),
+            "label": f"delay, {label}, {load}" + (f", round {rnd}" if rnd else ""), "load": load,
+            "bulk_gbit": float(bulk) if bulk else None,
+            "unit": "ms", "kind": "delay", "target": "median and p99 within 0.1 ms of 20 ms + base",
+            "tcplab": {"name": "emulator, --delay 10ms each way", **dict(zip(keys, d))},
+            "peer": {"name": "20 ms + the unimpaired base under the same load",
+                     **{k: round(20.0 + v, 3) for k, v in zip(keys, b)}},
+            "excess_ms": {k: round(o, 3) for k, o in zip(keys, over)}, "within": within}
+    with open(log, "a") as f:
+        f.write(json.dumps({"event": "goals", "goals": [goal]}) + "\n")
 PY
 }
 
@@ -138,12 +157,12 @@ delay_rows() { # label, then env for lab up
   local label=$1 d; shift
   delay_phase "$label" "" "$@"; d="$P_MED $P_P99 $R_MED $R_P99"
   base_phase "$label" "" "$@"
-  excess $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
+  excess "$label" idle "" $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
   delay_phase "$label" unpaced "$@"; d="$P_MED $P_P99 $R_MED $R_P99"
-  local rate; rate=$(python3 -c "print(max(1, round($BULK_GBPS * 1000)))")M
+  local rate bulk=$BULK_GBPS; rate=$(python3 -c "print(max(1, round($BULK_GBPS * 1000)))")M
   base_phase "$label" "paced $rate" "$@"
-  excess $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
-  delay_phase "$label" "paced 1G" "$@"; d="$P_MED $P_P99 $R_MED $R_P99"
+  excess "$label" unpaced "$bulk" $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
+  delay_phase "$label" "paced 1G" "$@"; d="$P_MED $P_P99 $R_MED $R_P99"; bulk=$BULK_GBPS
   base_phase "$label" "paced 1G" "$@"
-  excess $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
+  excess "$label" paced "$bulk" $d "$P_MED" "$P_P99" "$R_MED" "$R_P99"
 }

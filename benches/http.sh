@@ -7,12 +7,15 @@
 # With keep-alive, a packet capture on the client's interface times every request on the wire
 # (request segment out to response segment in, per connection): each tool's p50 is shown beside
 # the wire's p50 of the same run, so a tool's own client-side time can be seen.
-# Usage: sudo benches/http.sh [SECONDS] [REPS]   (defaults 10 and 3).
+# Usage: sudo benches/http.sh [SECONDS] [REPS]   (defaults 10 and 3). Writes every run's figures
+# to benches/results/http.json (RESULTS_DIR=DIR to write elsewhere).
 set -euo pipefail
 secs=${1:-10}
 reps=${2:-3}
 conns=64
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/results.sh
+source "$root/benches/results.sh"
 need=()
 command -v wrk >/dev/null || need+=(wrk)
 command -v tcpdump >/dev/null || need+=(tcpdump)
@@ -28,7 +31,7 @@ if [ ${#need[@]} -gt 0 ]; then
   [ -n "$made_policy" ] && rm -f /usr/sbin/policy-rc.d
 fi
 cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
-T="$root/target/release/tcplab"
+T="${CARGO_TARGET_DIR:-$root/target}/release/tcplab"
 work=$(mktemp -d)
 export TCPLAB_STATE_DIR="$work/state"
 nginx_pid=
@@ -120,6 +123,17 @@ spread() { python3 -c "import sys; v=[float(x) for x in sys.argv[1:]]; print(f'{
 ratio() { python3 -c "print(round($1/$2, 3))"; }
 
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+res_begin http "tcplab http against wrk on the same nginx, then tcplab's built-in server against nginx; a fresh pair lab per measurement" "" "$@"
+res_param seconds "$secs"; res_param reps "$reps"; res_param connections "$conns"; res_param threads 2; res_param file "1 KB"
+res_param wrk "$(wrk -v 2>&1 | head -1 | cut -d' ' -f2)"; res_param nginx "$(/usr/sbin/nginx -v 2>&1 | cut -d' ' -f3)"
+for mode in keepalive close; do
+  res_goal "${mode}_rps" label="$mode, requests/s" unit=/s better=higher tcplab.name="tcplab http" peer.name=wrk target="at least 0.95x"
+  res_goal "${mode}_p50" label="$mode, p50 latency" unit=µs better=lower tcplab.name="tcplab http" peer.name=wrk
+done
+res_goal keepalive_p50 target="within 10 %"
+res_goal close_p50 note="tcplab counts from the connect, wrk from the write after it"
+res_goal keepalive_wire_p50 label="keep-alive, p50 on the wire in the same runs" unit=µs \
+  tcplab.name="the wire, in tcplab's runs" peer.name="the wire, in wrk's runs"
 echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs; $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), $(/usr/sbin/nginx -v 2>&1 | cut -d' ' -f3)"
 for mode in keepalive close; do
   wrk_args=(); tcplab_args=()
@@ -141,10 +155,16 @@ for mode in keepalive close; do
   done
   wr=$(median "${w_rps[@]}"); tr=$(median "${t_rps[@]}")
   wp=$(median "${w_p50[@]}"); tp=$(median "${t_p50[@]}")
+  res_round "${mode}_rps" tcplab "${t_rps[@]}"; res_round "${mode}_rps" peer "${w_rps[@]}"
+  res_round "${mode}_p50" tcplab "${t_p50[@]}"; res_round "${mode}_p50" peer "${w_p50[@]}"
+  res_goal "${mode}_rps" tcplab_errors="$t_err"
   echo "$mode, $conns connections, 1 KB from nginx (median of $reps alternating runs [spread]):"
   echo "  requests/s: tcplab $tr [$(spread "${t_rps[@]}")], wrk $wr [$(spread "${w_rps[@]}")], ratio $(ratio "$tr" "$wr")"
   echo "  p50 latency µs: tcplab $tp [$(spread "${t_p50[@]}")], wrk $wp [$(spread "${w_p50[@]}")], ratio $(ratio "$tp" "$wp"); tcplab errors: $t_err"
   if [ $mode = keepalive ]; then
+    res_round keepalive_wire_p50 tcplab "${t_wire[@]}"; res_round keepalive_wire_p50 peer "${w_wire[@]}"
+    res_goal keepalive_wire_p50 tcplab_tool_over_wire="$(ratio "$tp" "$(median "${t_wire[@]}")")" \
+      wrk_tool_over_wire="$(ratio "$wp" "$(median "${w_wire[@]}")")"
     echo "  p50 on the wire in the same runs µs: tcplab's runs $(median "${t_wire[@]}") [$(spread "${t_wire[@]}")] (tool/wire $(ratio "$tp" "$(median "${t_wire[@]}")")), wrk's runs $(median "${w_wire[@]}") [$(spread "${w_wire[@]}")] (tool/wire $(ratio "$wp" "$(median "${w_wire[@]}")"))"
   fi
 done
@@ -163,6 +183,10 @@ for mode in keepalive close; do
     done
   done
   bm=$(median "${b[@]}"); nm=$(median "${n[@]}")
+  res_goal "server_$mode" label="built-in server against nginx, $mode, tcplab's client, requests/s" unit=/s better=higher \
+    tcplab.name="tcplab's built-in server" peer.name=nginx target=report
+  res_round "server_$mode" tcplab "${b[@]}"; res_round "server_$mode" peer "${n[@]}"
   echo "built-in server vs nginx, $mode, $conns connections, 1 KB, tcplab client (requests/s, median of $reps [spread]): built-in $bm [$(spread "${b[@]}")], nginx $nm [$(spread "${n[@]}")], ratio $(ratio "$bm" "$nm")"
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+res_end

@@ -1,12 +1,23 @@
 #!/usr/bin/env bash
 # Lab build and teardown time: tcplab (netlink, in-process) against the same topology built with
 # iproute2 commands (`ip netns add`, `ip link add ... netns`, `ip addr`, a bridge), side by side.
-# Usage: sudo benches/lab_updown.sh [REPS]   (default 20). Prints medians and p90 in ms.
+# Usage: sudo benches/lab_updown.sh [REPS]   (default 20). Prints medians and p90 in ms, and
+# writes every cycle to benches/results/lab_updown.json (RESULTS_DIR=DIR to write elsewhere).
 set -euo pipefail
 reps=${1:-20}
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/results.sh
+source "$root/benches/results.sh"
+res_begin lab_updown "lab build and teardown time, tcplab against the same lab built with ip(8) commands" "" "$@"
+res_param reps "$reps"
+res_goal path_up label="path lab (3 namespaces, 2 veth, 1 bridge), up" unit=ms better=lower \
+  tcplab.name="tcplab lab up (build_ms)" peer.name="ip(8) commands" target="well under 100 ms"
+res_goal path_down label="path lab, down" unit=ms better=lower \
+  tcplab.name="tcplab lab down (process wall time)" peer.name="ip netns del"
+res_goal star16_up label="star:16 lab (17 namespaces, 16 veth, 1 bridge), up" unit=ms tcplab.name="tcplab lab up (build_ms)"
+res_goal star16_down label="star:16 lab, down" unit=ms tcplab.name="tcplab lab down (process wall time)"
 cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
-bin="$root/target/release/tcplab"
+bin="${CARGO_TARGET_DIR:-$root/target}/release/tcplab"
 export TCPLAB_STATE_DIR=$(mktemp -d)
 trap '"$bin" lab gc --all >/dev/null 2>&1 || true; rm -rf "$TCPLAB_STATE_DIR"' EXIT
 
@@ -41,18 +52,21 @@ iproute_path_cycle() { # the same path lab with ip(8): 3 namespaces, 2 veth pair
   awk -v a=$(( (t1-t0)/1000 )) -v b=$(( (t2-t1)/1000 )) 'BEGIN{print a/1000, b/1000}'
 }
 
-run() { # label command...
-  local label=$1; shift
+run() { # label goal side command...: goal_up and goal_down get the side's figures
+  local label=$1 goal=$2 side=$3; shift 3
   local ups=() downs=()
   for _ in $(seq "$reps"); do
     read -r u d < <("$@")
     ups+=("$u"); downs+=("$d")
   done
+  res_round "${goal}_up" "$side" "${ups[@]}"
+  res_round "${goal}_down" "$side" "${downs[@]}"
   printf '%-28s up:   %s\n' "$label" "$(printf '%s\n' "${ups[@]}" | stats)"
   printf '%-28s down: %s\n' "$label" "$(printf '%s\n' "${downs[@]}" | stats)"
 }
 
 echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs, reps=$reps"
-run "tcplab path (3 hosts)" tcplab_cycle path 2
-run "ip(8) path (3 hosts)" iproute_path_cycle
-run "tcplab star:16 (17 ns)" tcplab_cycle star 16
+run "tcplab path (3 hosts)" path tcplab tcplab_cycle path 2
+run "ip(8) path (3 hosts)" path peer iproute_path_cycle
+run "tcplab star:16 (17 ns)" star16 tcplab tcplab_cycle star 16
+res_end

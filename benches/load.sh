@@ -6,10 +6,13 @@
 # from Debian. Throughput and ping-pong rates on 2 shared cores swing by +-30% from run to run
 # (CPU placement, other work), so each pair of tools runs REPS times alternately and the medians
 # are compared, with the spread (min-max) beside them; the load average is printed at both ends.
+# Writes every run's figures to benches/results/load.json (RESULTS_DIR=DIR to write elsewhere).
 set -euo pipefail
 secs=${1:-10}
 reps=${2:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/results.sh
+source "$root/benches/results.sh"
 need=()
 command -v iperf3 >/dev/null || need+=(iperf3)
 command -v sockperf >/dev/null || need+=(sockperf)
@@ -17,7 +20,7 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
-T="$root/target/release/tcplab"
+T="${CARGO_TARGET_DIR:-$root/target}/release/tcplab"
 work=$(mktemp -d)
 gcc -O2 -o "$work/crr_baseline" "$root/benches/crr_baseline.c"
 export TCPLAB_STATE_DIR="$work/state"
@@ -29,6 +32,18 @@ ratio() { python3 -c "print(round($1/$2, 3))"; }
 
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs; iperf3 $(iperf3 --version | head -1 | cut -d' ' -f2), sockperf $(sockperf --version 2>&1 | grep -o 'version [0-9.]*' | head -1)"
+res_begin load "tcplab's workloads against the tools a user would otherwise pick, alternating on the same labs" "" "$@"
+res_param seconds "$secs"; res_param reps "$reps"
+res_param iperf3 "$(iperf3 --version | head -1 | cut -d' ' -f2)"; res_param sockperf "$(sockperf --version 2>&1 | grep -o 'version [0-9.]*' | head -1 | cut -d' ' -f2)"
+res_goal stream_p label="stream, pair (direct veth)" unit=Gbit/s better=higher tcplab.name="tcplab stream" peer.name=iperf3 target="ratio at least 1.0"
+res_goal stream_e label="stream, path through the emulator" unit=Gbit/s better=higher tcplab.name="tcplab stream" peer.name=iperf3 target="ratio at least 1.0"
+res_goal rr_p50 label="rr, TCP 64 B ping-pong, p50" unit=µs better=lower tcplab.name="tcplab rr" peer.name="sockperf ping-pong" target="within 5 %"
+res_goal rr_rate label="rr, transactions/s" unit=/s better=higher tcplab.name="tcplab rr" peer.name="sockperf ping-pong" target="at least sockperf's"
+res_goal rr_p999 label="rr, p99.9" unit=µs better=lower tcplab.name="tcplab rr" peer.name="sockperf ping-pong" target="reported"
+res_goal msgs label="msgs 100,000 x 1 B, pair, NODELAY: with per-message timestamps against without" unit=s better=lower \
+  tcplab.name="with timestamps" peer.name="--no-timestamps" target="under 1 s; timestamps cost under 5 %"
+res_goal crr label="crr, 1 B each way, 1 connection at a time" unit=/s better=higher tcplab.name="tcplab crr" \
+  peer.name="a minimal C loop (benches/crr_baseline.c)" target="at least 0.9x"
 "$T" lab up --topology pair --name p >/dev/null
 "$T" lab up --topology path --name e --bridge emu >/dev/null
 
@@ -44,6 +59,7 @@ for lab in p e; do
     tls+=("$("$T" stream --lab $lab -t "$secs" --omit 1 --json | j 'round(d["summary"]["throughput_bps"]/1e9, 3)')")
   done
   ip3=$(median "${ip3s[@]}"); tl=$(median "${tls[@]}")
+  res_round "stream_$lab" tcplab "${tls[@]}"; res_round "stream_$lab" peer "${ip3s[@]}"
   echo "stream vs iperf3, $label (Gbit/s, median of $reps alternating runs [spread]): tcplab $tl [$(spread "${tls[@]}")], iperf3 $ip3 [$(spread "${ip3s[@]}")], ratio $(ratio "$tl" "$ip3")"
 done
 
@@ -71,6 +87,9 @@ done
 rr_p50=$(median "${rr_p50s[@]}"); sp_p50=$(median "${sp_p50s[@]}")
 rr_p999=$(median "${rr_p999s[@]}"); sp_p999=$(median "${sp_p999s[@]}")
 rr_tps=$(median "${rr_tpss[@]}"); sp_tps=$(median "${sp_tpss[@]}")
+res_round rr_p50 tcplab "${rr_p50s[@]}"; res_round rr_p50 peer "${sp_p50s[@]}"
+res_round rr_p999 tcplab "${rr_p999s[@]}"; res_round rr_p999 peer "${sp_p999s[@]}"
+res_round rr_rate tcplab "${rr_tpss[@]}"; res_round rr_rate peer "${sp_tpss[@]}"
 echo "rr vs sockperf ping-pong (TCP, 64 B, full RTT; medians of $reps alternating runs [spread]):"
 echo "  tcplab   p50 ${rr_p50} us [$(spread "${rr_p50s[@]}")]  p99.9 ${rr_p999} us [$(spread "${rr_p999s[@]}")]  ${rr_tps}/s [$(spread "${rr_tpss[@]}")]"
 echo "  sockperf p50 ${sp_p50} us [$(spread "${sp_p50s[@]}")]  p99.9 ${sp_p999} us [$(spread "${sp_p999s[@]}")]  ${sp_tps}/s [$(spread "${sp_tpss[@]}")]"
@@ -78,6 +97,7 @@ echo "  p50 ratio $(ratio "$rr_p50" "$sp_p50"), p99.9 ratio $(ratio "$rr_p999" "
 
 on=$("$T" msgs --lab p --nodelay --json | j 'd["summary"]["total_s"]')
 off=$("$T" msgs --lab p --nodelay --no-timestamps --json | j 'd["summary"]["total_s"]')
+res_round msgs tcplab "$on"; res_round msgs peer "$off"
 echo "msgs 100,000 x 1 B (pair, NODELAY): ${on} s with per-message timestamps, ${off} s without ($(python3 -c "print(round(100*($on-$off)/$off, 1))")% cost)"
 
 ex p server "$work/crr_baseline" server $S 12000 "$secs" & sleep 0.3
@@ -85,5 +105,7 @@ cb=$(ex p client "$work/crr_baseline" client $S 12000 "$secs")
 wait
 tc=$("$T" crr --lab p -C 1 -t "$secs" --json | j 'd["summary"]["connections_per_s"]')
 echo "crr vs minimal C loop (1 B each way, 1 connection at a time): tcplab ${tc}/s, C ${cb}/s, ratio $(ratio "$tc" "$cb")"
+res_round crr tcplab "$tc"; res_round crr peer "$cb"
 "$T" lab down p >/dev/null; "$T" lab down e >/dev/null
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+res_end

@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/out/reproductions}
 mkdir -p "$out"
 cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
-T="$root/target/release/tcplab"
+T="${CARGO_TARGET_DIR:-$root/target}/release/tcplab"
 echo "# $(date -u +%F) $(uname -r), $(nproc) CPUs"
 for s in sfperf permessage stall41 timewait balticgrid; do
   extra=()

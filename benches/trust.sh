@@ -13,7 +13,7 @@
 #           verdict in the study database).
 #
 # Usage: sudo benches/trust.sh [RUNS] [TCPLAB]
-#   RUNS    runs of each part (default 10)
+#   RUNS    runs of each part (default 10; DEMO_RUNS=N sets the demo's apart)
 #   TCPLAB  the tcplab binary to measure (default: this tree's release build, built first), e.g.
 #           another build's, to measure before and after a change on the same machine.
 # Environment:
@@ -26,14 +26,18 @@
 # processes took (`top` once a second, everything but tcplab's own processes: other users'
 # builds, say) and the share the hypervisor took (steal): a run beside other work, or on a host
 # that stalls the VM, says so.
+# Writes every run's verdicts to benches/results/trust.json (RESULTS_DIR=DIR to write elsewhere).
 set -euo pipefail
 runs=${1:-10}
+demo_runs=${DEMO_RUNS:-$runs}
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=benches/results.sh
+source "$root/benches/results.sh"
 if [ -n "${2:-}" ]; then
   T=$2
 else
   cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
-  T="$root/target/release/tcplab"
+  T="${CARGO_TARGET_DIR:-$root/target}/release/tcplab"
 fi
 export TCPLAB_STATE_DIR=$(mktemp -d)
 work=$(mktemp -d)
@@ -75,6 +79,10 @@ locked() {
   if [ -n "${LOCK:-}" ]; then flock "$LOCK" bash -c 'measured "$@"' _ "$@"; else measured "$@"; fi
 }
 echo "# $(date -u '+%F %H:%M') tcplab: $T ($("$T" --version 2>/dev/null || echo '?')); flags: ${FLAGS:-none}; $(nproc) CPUs"
+res_begin trust "whether the doctor's and the demo's runs at 1 Gbit/s keep their schedule on this machine: the emulator's verdicts, run by run" "ONLY FLAGS BUDGET DEMO_BUDGET DEMO_RUNS" "$@"
+res_param runs "$runs"; res_param demo_runs "$demo_runs"; res_param parts "${ONLY:-doctor demo}"
+res_param flags "${FLAGS:-none}"; res_param budget "${BUDGET:-30s}"; res_param demo_budget "${DEMO_BUDGET:-3m}"
+[ -n "${2:-}" ] && res_param tcplab_binary "$2"
 
 doctor_part() {
   local i out
@@ -116,29 +124,39 @@ EOF
 import json, sys, os
 work, runs = sys.argv[1], int(sys.argv[2])
 ws = ("stream", "msgs", "msgs_sweep", "rrul", "rr", "crr")
-ok = {w: 0 for w in ws}; judged = {w: 0 for w in ws}; every = whole = finding = done = 0
+ok = {w: [] for w in ws}; every, whole, finding = [], [], []
 for i in range(1, runs + 1):
     try:
         d = json.load(open(os.path.join(work, f"doctor-{i}.json"))); b = d["battery"]
     except Exception:
         continue
-    done += 1; all_ok = True
+    all_ok = True
     for w in ws:
         f = ((b.get(w) or {}).get("facts", {}).get("emulator") or {}).get("fidelity")
         if f is None:
             continue
-        judged[w] += 1; ok[w] += f["trustworthy"]; all_ok &= f["trustworthy"]
-    every += all_ok
-    whole += bool((b.get("fidelity") or {}).get("trustworthy"))
-    finding += any(f.get("id") == "untrustworthy.emulator" for f in d.get("findings", []))
-print("doctor, trustworthy runs per workload: " + ", ".join(f"{w} {ok[w]} of {judged[w]}" for w in ws))
-print(f"doctor, runs whose every workload was trustworthy: {every} of {done}; the battery judged as a whole: {whole} of {done}; untrustworthy.emulator reported in {finding} of {done}")
+        ok[w].append(int(f["trustworthy"])); all_ok &= f["trustworthy"]
+    every.append(int(all_ok))
+    whole.append(int(bool((b.get("fidelity") or {}).get("trustworthy"))))
+    finding.append(int(any(f.get("id") == "untrustworthy.emulator" for f in d.get("findings", []))))
+done = len(every)
+print("doctor, trustworthy runs per workload: " + ", ".join(f"{w} {sum(ok[w])} of {len(ok[w])}" for w in ws))
+print(f"doctor, runs whose every workload was trustworthy: {sum(every)} of {done}; the battery judged as a whole: {sum(whole)} of {done}; untrustworthy.emulator reported in {sum(finding)} of {done}")
+goal = lambda gid, label, rounds, **kw: {"id": gid, "kind": "count", "label": label,
+                                         "tcplab": {"name": "tcplab doctor at 1 Gbit/s", "rounds": rounds}, **kw}
+goals = [goal("doctor_battery", "doctor: the battery as a whole, judged for what the doctor reads", whole,
+              target="at least 9 of 10 keep their schedule"),
+         goal("doctor_no_finding", "doctor: no untrustworthy.emulator reported", [1 - x for x in finding]),
+         goal("doctor_every_workload", "doctor: every workload's own verdict trustworthy", every)]
+goals += [goal(f"doctor_{w}", f"doctor: {w}'s own verdict", ok[w]) for w in ws]
+json.dump(goals, open(os.path.join(work, "doctor-goals.json"), "w"))
 EOF
+  res_goals "$work/doctor-goals.json"
 }
 
 demo_part() {
   local i dir
-  for i in $(seq 1 "$runs"); do
+  for i in $(seq 1 "$demo_runs"); do
     dir="$work/demo-$i"
     locked "$work/demo-$i.shares" "$T" demo --dir "$dir" --budget "${DEMO_BUDGET:-3m}" \
       "${flags[@]}" >"$work/demo-$i.out" 2>"$work/demo-$i.err"
@@ -163,20 +181,29 @@ for r in reasons[:3]:
 open(os.path.join(os.path.dirname(dir), f"demo-{i}.sum"), "w").write(f"{tot_ok} {tot} {int(finding)}\n")
 EOF
   done
-  python3 - "$work" "$runs" <<'EOF'
-import sys, os
+  python3 - "$work" "$demo_runs" <<'EOF'
+import json, sys, os
 work, runs = sys.argv[1], int(sys.argv[2])
-ok = tot = clean = finding = done = 0
+ok = tot = finding = 0; clean, streams = [], []
 for i in range(1, runs + 1):
     p = os.path.join(work, f"demo-{i}.sum")
     if not os.path.exists(p):
         continue
     a, b, f = map(int, open(p).read().split())
-    done += 1; ok += a; tot += b; finding += f; clean += (a == b and b > 0 and not f)
-print(f"demo, stream study runs trustworthy: {ok} of {tot}; demos with every study run trustworthy and no untrustworthy.emulator finding: {clean} of {done}; untrustworthy.emulator reported in {finding} of {done}")
+    ok += a; tot += b; finding += f; clean.append(int(a == b and b > 0 and not f)); streams += [1] * a + [0] * (b - a)
+print(f"demo, stream study runs trustworthy: {ok} of {tot}; demos with every study run trustworthy and no untrustworthy.emulator finding: {sum(clean)} of {len(clean)}; untrustworthy.emulator reported in {finding} of {len(clean)}")
+name = {"name": "tcplab demo"}
+goals = [{"id": "demo_clean", "kind": "count", "target": "at least 9 of 10 keep their schedule",
+          "label": "demos whose every study run was trustworthy and whose doctor reported no untrustworthy.emulator",
+          "tcplab": {**name, "rounds": clean}},
+         {"id": "demo_stream_runs", "kind": "count", "label": "the demos' stream study runs trustworthy (tune's race and verification)",
+          "tcplab": {**name, "rounds": streams}}]
+json.dump(goals, open(os.path.join(work, "demo-goals.json"), "w"))
 EOF
+  res_goals "$work/demo-goals.json"
 }
 
 for part in ${ONLY:-doctor demo}; do
   "${part}_part"
 done
+res_end

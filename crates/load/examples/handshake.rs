@@ -2,9 +2,11 @@
 //! (what an unauthenticated protocol pays before its first byte), the authenticated handshake
 //! (connect + Noise XX, until the client holds the channel's keys) and a whole session open
 //! (handshake + Hello + the agent's checks + Ready), and the handshake's cryptography alone
-//! (both ends in this process). Prints each one's median and p90, µs.
+//! (both ends in this process). Prints each one's median and p90, µs; `--samples FILE` also
+//! writes every try's figure there as JSON (`{"connect": [µs, ...], "handshake": ..., "session":
+//! ..., "crypto": ...}`), for the benchmark's results file.
 //!
-//! `handshake --to ADDR:PORT [--tries 200] [--key FILE] [--server-key KEY|FILE]`
+//! `handshake --to ADDR:PORT [--tries 200] [--key FILE] [--server-key KEY|FILE] [--samples FILE]`
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
@@ -16,7 +18,7 @@ use tcplab_load::rr::RrConfig;
 use tcplab_load::session::Session;
 
 const USAGE: &str = "usage: handshake --to ADDR:PORT [--tries 200] [--key FILE] \
-                     [--server-key KEY|FILE] [--insecure]";
+                     [--server-key KEY|FILE] [--insecure] [--samples FILE]";
 
 struct Args {
     /// The agent.
@@ -25,6 +27,8 @@ struct Args {
     tries: usize,
     /// This client's key and the server keys it believes.
     auth: ClientKeys,
+    /// Where every try's figures are written as JSON.
+    samples: Option<std::path::PathBuf>,
 }
 
 impl Args {
@@ -34,6 +38,7 @@ impl Args {
         let mut to = None;
         let mut tries = 200;
         let mut auth = ClientKeys::default();
+        let mut samples = None;
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
             let mut value = || {
@@ -46,15 +51,22 @@ impl Args {
                 "--key" => auth.key = Some(value()?.into()),
                 "--server-key" => auth.server_key = Some(value()?),
                 "--insecure" => auth.insecure = true,
+                "--samples" => samples = Some(value()?.into()),
                 _ => anyhow::bail!("unknown flag {flag}\n{USAGE}"),
             }
         }
         let to = to.ok_or_else(|| anyhow::anyhow!("--to is required\n{USAGE}"))?;
-        Ok(Self { to, tries, auth })
+        Ok(Self {
+            to,
+            tries,
+            auth,
+            samples,
+        })
     }
 }
 
-fn micros(mut v: Vec<f64>, what: &str) {
+fn micros(v: &[f64], what: &str) {
+    let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
     println!(
@@ -131,9 +143,23 @@ fn main() -> anyhow::Result<()> {
         resp.finish(&f3)?;
         crypto.push(t0.elapsed().as_secs_f64() * 1e6);
     }
-    micros(connect, "TCP connect (unauthenticated)");
-    micros(handshake, "connect + Noise XX handshake (authenticated)");
-    micros(session, "session open: handshake + Hello + Ready");
-    micros(crypto, "handshake cryptography alone, both ends");
+    micros(&connect, "TCP connect (unauthenticated)");
+    micros(&handshake, "connect + Noise XX handshake (authenticated)");
+    micros(&session, "session open: handshake + Hello + Ready");
+    micros(&crypto, "handshake cryptography alone, both ends");
+    if let Some(path) = &a.samples {
+        let round = |v: &[f64]| {
+            v.iter()
+                .map(|x| (x * 10.0).round() / 10.0)
+                .collect::<Vec<_>>()
+        };
+        let doc = serde_json::json!({
+            "connect": round(&connect),
+            "handshake": round(&handshake),
+            "session": round(&session),
+            "crypto": round(&crypto),
+        });
+        std::fs::write(path, serde_json::to_string(&doc)?)?;
+    }
     Ok(())
 }
