@@ -3,6 +3,14 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// A quoted message (SQLite's may hold its SQL statement over several lines, an integrity
+/// check one line a problem) on one line: whitespace runs become one space, and it is cut
+/// after 300 characters.
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    tcplab_emu::error::one_line(&flat)
+}
+
 /// One problem in a scenario file, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -84,7 +92,8 @@ pub enum StoreError {
     },
     /// The file is not a SQLite database, or one that tcplab did not write.
     #[error(
-        "{path}: not a tcplab study database ({reason}); point --db at a study file or a new path"
+        "{path}: not a tcplab study database ({}); point --db at a study file or a new path",
+        one_line(.reason)
     )]
     Foreign {
         /// The database path.
@@ -105,7 +114,11 @@ pub enum StoreError {
         detail: String,
     },
     /// SQLite failed (disk full, I/O error, a damaged page).
-    #[error("{path}: database error: {source}")]
+    #[error(
+        "{path}: database error: {}; check the disk, and if the file is damaged restore a \
+         copy or start a new study with another --db path",
+        one_line(&.source.to_string())
+    )]
     Sqlite {
         /// The database path.
         path: PathBuf,
@@ -114,7 +127,11 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// A stored JSON column did not parse (the file was edited or damaged).
-    #[error("{path}: damaged {column} in the store: {message}")]
+    #[error(
+        "{path}: damaged {column} in the store: {}; restore a copy of the study file or \
+         start a new study with another --db path",
+        one_line(.message)
+    )]
     Damaged {
         /// The database path.
         path: PathBuf,
@@ -124,8 +141,14 @@ pub enum StoreError {
         message: String,
     },
     /// Compressing or decompressing samples failed.
-    #[error("samples of run {run}: {message}")]
+    #[error(
+        "{path}: the samples of run {run} are damaged ({}); restore a copy of the study \
+         file, or run that configuration again",
+        one_line(.message)
+    )]
     Samples {
+        /// The database path.
+        path: PathBuf,
         /// The run id.
         run: i64,
         /// The codec error.
