@@ -3,6 +3,8 @@
 //! (`dist.rs`), loss patterns (`pattern.rs`) and link configs read as JSON from records and
 //! peers. Inputs are near-valid (a valid form with one part mutated) or arbitrary.
 
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
 #[path = "../../../tests/props.rs"]
 mod props;
 

@@ -2,6 +2,8 @@
 //! file with one line changed, or any text, parses or fails with one line that names the file,
 //! the host or the field, and says what to write instead.
 
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
 #[path = "../../../tests/props.rs"]
 mod props;
 

@@ -115,7 +115,7 @@ pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
             return Err(LabError::invalid(
                 "host/link/bridge",
                 format!(
-                    "[[host]], [[link]] and [[bridge]] need topology = \"custom\" (this file says \"{}\")",
+                    "[[host]], [[link]] and [[bridge]] need topology = \"custom\" (this file says \"{}\"): set it, or remove them",
                     file.topology
                 ),
             ));

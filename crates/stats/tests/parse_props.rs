@@ -1,6 +1,8 @@
 //! Property tests of the unit names objectives and metrics carry (`Unit::parse` takes any text
 //! a scenario or a stored study holds) and of the writers that show figures in them.
 
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
 #[path = "../../../tests/props.rs"]
 mod props;
 

@@ -3,6 +3,8 @@
 //! them, before its upgrade), then truncated at any offset and with bytes flipped. Every one
 //! opens and reads, or fails with one line naming the file and the fix; none panics.
 
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
 #[path = "../../../tests/props.rs"]
 mod props;
 

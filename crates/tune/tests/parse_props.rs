@@ -2,6 +2,8 @@
 //! laid over its lab and checked) and tune's workload names: a valid corpus with one line
 //! changed, or any text, parses or fails with one line naming the file or case and the fix.
 
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
 #[path = "../../../tests/props.rs"]
 mod props;
 
