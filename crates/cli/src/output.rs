@@ -55,16 +55,24 @@ pub fn fail(json: bool, err: &anyhow::Error) -> ExitCode {
 /// The error and its causes on one line, `outer: cause: root`. A cause whose text the message
 /// already carries is left out: library errors (thiserror) often print their source inside
 /// their own message *and* report it as the source, which `{:#}` would print twice
-/// (`--loss 150%: loss must be … : loss must be …`).
+/// (`--loss 150%: loss must be … : loss must be …`). The message may carry it flattened and
+/// cut short (SQLite's quote their SQL over several lines), so a cause is flattened too and
+/// its beginning is what is looked for. The outer error keeps its own lines: a scenario's
+/// problems are one a line.
 fn one_line(err: &anyhow::Error) -> String {
     let mut message = String::new();
     for cause in err.chain() {
         let text = cause.to_string();
         if message.is_empty() {
             message = text;
-        } else if !message.contains(&text) {
+            continue;
+        }
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let start: String = flat.chars().take(40).collect();
+        let carried = message.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !carried.contains(&start) {
             message.push_str(": ");
-            message.push_str(&text);
+            message.push_str(&flat);
         }
     }
     message

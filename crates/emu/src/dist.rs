@@ -110,7 +110,7 @@ impl DistTable {
     pub fn validate(&self) -> Result<(), ValueError> {
         if self.values.is_empty() || self.values.len() > MAX_TABLE_LEN {
             return Err(ValueError::Invalid(format!(
-                "a distribution table needs 1 to {MAX_TABLE_LEN} entries, this one has {}",
+                "a distribution table must have 1 to {MAX_TABLE_LEN} entries, this one has {}",
                 self.values.len()
             )));
         }
@@ -126,7 +126,9 @@ impl DistTable {
             for word in body.split_whitespace() {
                 let v = word.parse::<i16>().map_err(|_| ValueError::BadLine {
                     line: i + 1,
-                    reason: format!("`{word}` is not an integer between -32768 and 32767"),
+                    reason: format!(
+                        "`{word}` is not an entry: write whole numbers between -32768 and 32767"
+                    ),
                 })?;
                 values.push(v);
             }
@@ -258,7 +260,7 @@ mod tests {
         let e = DistTable::parse("1 2\n3 x4\n").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "line 2: `x4` is not an integer between -32768 and 32767"
+            "line 2: `x4` is not an entry: write whole numbers between -32768 and 32767"
         );
         assert!(DistTable::parse("40000").is_err());
         assert!(DistTable::parse("# only comments\n").is_err());

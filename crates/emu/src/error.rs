@@ -6,6 +6,39 @@
 
 use thiserror::Error;
 
+/// Longest user value echoed in a message; a longer one is cut with `…`.
+const SHOWN_CHARS: usize = 60;
+/// Longest composed reason; messages are one line a reader takes in at once.
+const REASON_CHARS: usize = 300;
+
+/// A value as the user wrote it, fit for a one-line message: control characters (a newline
+/// in a scenario string, a NUL from a damaged file) escaped, and cut after a few dozen
+/// characters so a wrong file named as a value does not fill the terminal.
+pub fn shown(text: &str) -> String {
+    cut(text, SHOWN_CHARS)
+}
+
+/// A composed reason (which may quote user text) on one line, cut like [`shown`] but longer.
+pub fn one_line(text: &str) -> String {
+    cut(text, REASON_CHARS)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// What is wrong with one user value, independent of where it was written.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ValueError {
@@ -16,7 +49,7 @@ pub enum ValueError {
         hint: &'static str,
     },
     /// The numeric part does not parse.
-    #[error("`{text}` is not a number: {hint}")]
+    #[error("`{}` is not a number: {hint}", shown(.text))]
     NotANumber {
         /// The offending text.
         text: String,
@@ -30,7 +63,7 @@ pub enum ValueError {
         hint: &'static str,
     },
     /// A unit that is not known.
-    #[error("unknown unit `{unit}`: use {allowed}")]
+    #[error("unknown unit `{}`: use {allowed}", shown(.unit))]
     UnknownUnit {
         /// The offending unit.
         unit: String,
@@ -46,7 +79,7 @@ pub enum ValueError {
         range: &'static str,
     },
     /// A keyword that is not one of the accepted ones.
-    #[error("unknown {what} `{got}`: use {allowed}")]
+    #[error("unknown {what} `{}`: use {allowed}", shown(.got))]
     UnknownKeyword {
         /// What the keyword names, e.g. "distribution".
         what: &'static str,
@@ -56,7 +89,7 @@ pub enum ValueError {
         allowed: &'static str,
     },
     /// A malformed line in a loss-pattern or distribution-table text.
-    #[error("line {line}: {reason}")]
+    #[error("line {line}: {}", one_line(.reason))]
     BadLine {
         /// 1-based line number in the text.
         line: usize,
@@ -64,7 +97,7 @@ pub enum ValueError {
         reason: String,
     },
     /// Any other malformed value, with the fix in words.
-    #[error("{0}")]
+    #[error("{}", one_line(.0))]
     Invalid(String),
 }
 
@@ -72,7 +105,7 @@ pub enum ValueError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ConfigError {
     /// A command-line flag (or scenario key written like one) with a bad value.
-    #[error("{flag} {value}: {source}")]
+    #[error("{flag} {}: {source}", shown(.value))]
     Flag {
         /// The flag, e.g. `--loss`.
         flag: &'static str,
@@ -110,7 +143,11 @@ pub enum ConfigError {
         fix: &'static str,
     },
     /// A file named by a flag could not be read by the caller's reader.
-    #[error("{flag}: cannot read `{path}`: {reason}")]
+    #[error(
+        "{flag}: cannot read `{}`: {}; check the path",
+        shown(.path),
+        one_line(.reason)
+    )]
     File {
         /// The flag that named the file.
         flag: &'static str,

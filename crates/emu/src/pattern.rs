@@ -58,13 +58,16 @@ impl LossPattern {
                 self.period
             )));
         }
-        if let Some(&last) = self.drops.last()
+        // The largest, not the last: a pattern read from JSON need not be sorted.
+        if let Some(&last) = self.drops.iter().max()
             && last >= self.period
         {
             return Err(ValueError::Invalid(format!(
-                "drop {} is beyond the period of {} packets",
+                "drop {} is beyond the period of {} packets: set the period to at least {} \
+                 or remove that drop",
                 last + 1,
-                self.period
+                self.period,
+                last + 1
             )));
         }
         Ok(())
@@ -73,7 +76,9 @@ impl LossPattern {
     /// Parses the text format described in the module docs.
     pub fn parse(text: &str) -> Result<Self, ValueError> {
         let mut bits: Vec<bool> = Vec::new();
-        let mut drops: Vec<u64> = Vec::new();
+        // Ranges as written, expanded once at the end: many `drop 1-16777216` lines must not
+        // each add 2^24 entries.
+        let mut drops: Vec<(u64, u64)> = Vec::new();
         let mut period: Option<u64> = None;
         for (i, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
@@ -94,7 +99,10 @@ impl LossPattern {
                     _ => None,
                 }));
                 if bits.len() as u64 > MAX_PERIOD {
-                    return Err(bad(format!("pattern longer than {MAX_PERIOD} packets")));
+                    return Err(bad(format!(
+                        "pattern longer than {MAX_PERIOD} packets: use at most {MAX_PERIOD} bits, \
+                         or `period` and `drop` lines"
+                    )));
                 }
             } else {
                 parse_directive(line, &mut drops, &mut period).map_err(bad)?;
@@ -111,16 +119,16 @@ impl LossPattern {
                 .collect();
             return Self::new(bits.len() as u64, drops);
         }
-        let period = match (period, drops.iter().max()) {
+        let period = match (period, drops.iter().map(|&(_, to)| to).max()) {
             (Some(p), _) => p,
-            (None, Some(&max)) => max + 1,
+            (None, Some(max)) => max,
             (None, None) => {
                 return Err(ValueError::Invalid(
                     "empty loss pattern: write bits like `0001` or lines like `drop 41`".into(),
                 ));
             }
         };
-        Self::new(period, drops)
+        Self::new(period, expand(&drops))
     }
 
     /// The runtime form: a bitmap and a position.
@@ -138,25 +146,40 @@ impl LossPattern {
     }
 }
 
-/// One `drop N`, `drop N-M` or `period P` line.
+/// The 0-based positions of 1-based inclusive ranges, sorted and unique; at most
+/// [`MAX_PERIOD`] of them, however many ranges overlap.
+fn expand(ranges: &[(u64, u64)]) -> Vec<u64> {
+    let Some(end) = ranges.iter().map(|&(_, to)| to).max() else {
+        return Vec::new();
+    };
+    let mut hit = vec![false; end as usize];
+    for &(from, to) in ranges {
+        hit[(from - 1) as usize..to as usize].fill(true);
+    }
+    (0..end).filter(|&k| hit[k as usize]).collect()
+}
+
+/// One `drop N`, `drop N-M` or `period P` line; a drop is kept as its 1-based range.
 fn parse_directive(
     line: &str,
-    drops: &mut Vec<u64>,
+    drops: &mut Vec<(u64, u64)>,
     period: &mut Option<u64>,
 ) -> Result<(), String> {
     let mut words = line.split_whitespace();
     let keyword = words.next().unwrap_or("");
-    let arg = words
-        .next()
-        .ok_or_else(|| format!("`{keyword}` needs a number"))?;
+    let arg = words.next().ok_or_else(|| {
+        format!("`{keyword}` needs a number: write e.g. `drop 41` or `period 41`")
+    })?;
     if let Some(extra) = words.next() {
-        return Err(format!("unexpected `{extra}` after `{keyword} {arg}`"));
+        return Err(format!(
+            "unexpected `{extra}` after `{keyword} {arg}`: write one number or range a line"
+        ));
     }
     let number = |s: &str| -> Result<u64, String> {
         match s.parse::<u64>() {
             Ok(n) if (1..=MAX_PERIOD).contains(&n) => Ok(n),
             _ => Err(format!(
-                "`{s}` is not a packet number between 1 and {MAX_PERIOD}"
+                "`{s}` is not a packet number: write a whole number between 1 and {MAX_PERIOD}"
             )),
         }
     };
@@ -167,9 +190,11 @@ fn parse_directive(
                 None => (number(arg)?, number(arg)?),
             };
             if from > to {
-                return Err(format!("range `{arg}` runs backwards"));
+                return Err(format!(
+                    "range `{arg}` runs backwards: write the smaller number first"
+                ));
             }
-            drops.extend((from - 1)..to);
+            drops.push((from, to));
             Ok(())
         }
         "period" => {
@@ -250,7 +275,11 @@ mod tests {
         let e = LossPattern::parse("drop 0").unwrap_err();
         assert!(e.to_string().contains("not a packet number"), "{e}");
         let e = LossPattern::parse("period 3\ndrop 5").unwrap_err();
-        assert_eq!(e.to_string(), "drop 5 is beyond the period of 3 packets");
+        assert!(
+            e.to_string()
+                .starts_with("drop 5 is beyond the period of 3 packets: set the period"),
+            "{e}"
+        );
         let e = LossPattern::parse("0101\ndrop 2").unwrap_err();
         assert!(e.to_string().contains("mixes"), "{e}");
         assert!(LossPattern::parse("# nothing\n").is_err());

@@ -194,7 +194,7 @@ pub fn parse_seed(s: &str) -> Result<u64, ValueError> {
     };
     parsed.map_err(|_| ValueError::NotANumber {
         text: s.to_owned(),
-        hint: "a seed is an integer from 0 to 18446744073709551615, or hex like 0x5eed",
+        hint: "write an integer from 0 to 18446744073709551615, or hex like 0x5eed",
     })
 }
 

@@ -155,7 +155,7 @@ fn files_are_read_through_the_callers_reader() {
     let e = flags(&[("--loss-model", "pattern:/nope.pat")]).to_link_config_with(&read);
     assert_eq!(
         e.unwrap_err().to_string(),
-        "--loss-model: cannot read `/nope.pat`: /nope.pat: No such file or directory"
+        "--loss-model: cannot read `/nope.pat`: /nope.pat: No such file or directory; check the path"
     );
     let e = flags(&[("--jitter", "1ms"), ("--jitter-dist", "table:x.dist")]).to_link_config();
     assert!(matches!(
@@ -240,7 +240,7 @@ fn out_of_range_values_name_the_flag_and_the_fix() {
         ),
         (
             &[("--seed", "abc")],
-            "--seed abc: `abc` is not a number: a seed is an integer from 0 to 18446744073709551615, or hex like 0x5eed",
+            "--seed abc: `abc` is not a number: write an integer from 0 to 18446744073709551615, or hex like 0x5eed",
         ),
     ];
     for (pairs, expected) in cases {

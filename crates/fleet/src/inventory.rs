@@ -184,7 +184,7 @@ impl Inventory {
     pub fn parse(text: &str, source: &str) -> Result<Self, InventoryError> {
         let table: toml::Table = toml::from_str(text).map_err(|e| InventoryError::Syntax {
             source_name: source.to_string(),
-            message: e.to_string().trim().replace('\n', " "),
+            message: toml_message(text, &e),
         })?;
         let p = Parser { source };
         for key in table.keys() {
@@ -250,6 +250,37 @@ impl Inventory {
     }
 }
 
+/// A TOML error on one line: where (line and column), toml's message, and what to do
+/// (toml's own text quotes the source under a caret, over several lines). As in
+/// `tcplab_lab::file`, which this crate does not depend on.
+fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim().replace(['\n', '\r'], " ");
+    let at = e
+        .span()
+        .and_then(|r| text.get(..r.start))
+        .map(|before| {
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: ")
+        })
+        .unwrap_or_default();
+    let key = e.span().and_then(|r| text.get(r)).filter(|k| !k.is_empty());
+    let message = match key {
+        Some(k) if message == "duplicate key" => format!("duplicate key `{}`", k.trim()),
+        _ => message,
+    };
+    let fix = if message.starts_with("duplicate key") {
+        "; write each key once".to_owned()
+    } else if let Some(field) = message.strip_prefix("missing field ") {
+        format!("; add {field}")
+    } else if message.contains("expected") {
+        String::new()
+    } else {
+        "; check the TOML syntax there".to_owned()
+    };
+    format!("{at}{message}{fix}")
+}
+
 fn duplicate(source: &str, field: &'static str, value: String, a: &str, b: &str) -> InventoryError {
     InventoryError::Duplicate {
         source_name: source.to_string(),
@@ -283,7 +314,10 @@ impl Parser<'_> {
         self.field(
             place,
             field,
-            format!("is not a field here; {hint}(known: {})", known.join(", ")),
+            format!(
+                "is not a field here; {hint}use one of: {}",
+                known.join(", ")
+            ),
         )
     }
 

@@ -302,18 +302,73 @@ impl Drop for ControlServer {
 
 fn serve_one(conn: UnixStream, emu: &SharedEmu) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut line = String::new();
-    BufReader::new(&conn).read_line(&mut line)?;
-    let reply = match serde_json::from_str::<Request>(&line) {
+    let reply = match read_line_within(&conn, MAX_LINE).and_then(|l| parse_request(&l)) {
         Ok(Request::Status) => serde_json::json!({ "ok": true, "status": emu.status() }),
         Ok(Request::Set { link }) => match emu.set_link(&link) {
             Ok(()) => serde_json::json!({ "ok": true }),
             Err(e) => serde_json::json!({ "ok": false, "error": e }),
         },
-        Err(e) => serde_json::json!({ "ok": false, "error": format!("bad request: {e}") }),
+        Err(e) => serde_json::json!({ "ok": false, "error": e }),
     };
     let mut conn = conn;
     writeln!(conn, "{reply}")
+}
+
+/// Longest control line either side reads: a link with a full jitter table and a loss
+/// pattern of two million drops fits; a peer that never sends a newline does not make the
+/// reader grow without bound.
+const MAX_LINE: u64 = 64 << 20;
+
+/// One line of at most `max` bytes (the newline included), or why there is none.
+fn read_line_within(r: impl std::io::Read, max: u64) -> std::result::Result<String, String> {
+    let mut line = String::new();
+    BufReader::new(r.take(max))
+        .read_line(&mut line)
+        .map_err(|e| format!("cannot read the control line: {e}; send one JSON line"))?;
+    if !line.ends_with('\n') && line.len() as u64 >= max {
+        return Err(format!(
+            "a control line longer than {max} bytes: send one JSON line, e.g. {{\"cmd\":\"status\"}}"
+        ));
+    }
+    Ok(line)
+}
+
+/// A control request from its JSON line; the error says what a request looks like.
+fn parse_request(line: &str) -> std::result::Result<Request, String> {
+    serde_json::from_str::<Request>(line).map_err(|e| {
+        format!(
+            "bad request: {}: send {{\"cmd\":\"status\"}} or {{\"cmd\":\"set\",\"link\":{{...}}}}",
+            tcplab_emu::error::one_line(&e.to_string())
+        )
+    })
+}
+
+/// The emulator's JSON reply: its `status` when `ok`, else its error as one line.
+fn parse_reply(line: &str) -> Result<serde_json::Value> {
+    let reply: serde_json::Value = serde_json::from_str(line).map_err(|e| {
+        LabError::invalid(
+            "emulator",
+            format!(
+                "bad reply: {}; is the emulator the same tcplab build? `tcplab lab down` and rebuild",
+                tcplab_emu::error::one_line(&e.to_string())
+            ),
+        )
+    })?;
+    if reply["ok"] == true {
+        Ok(reply)
+    } else {
+        match reply["error"].as_str() {
+            Some(error) => Err(LabError::invalid(
+                "impairments",
+                tcplab_emu::error::one_line(error),
+            )),
+            None => Err(LabError::invalid(
+                "emulator",
+                "a reply without `ok` or a reason; is the emulator the same tcplab build? \
+                 `tcplab lab down` and rebuild",
+            )),
+        }
+    }
 }
 
 /// The control socket of a lab's emulator.
@@ -340,20 +395,8 @@ fn call(state: &StateDir, lab: &str, request: &Request) -> Result<serde_json::Va
     let text =
         serde_json::to_string(request).map_err(|e| LabError::invalid("emulator", e.to_string()))?;
     writeln!(conn, "{text}").map_err(unreachable)?;
-    let mut line = String::new();
-    BufReader::new(&conn)
-        .read_line(&mut line)
-        .map_err(unreachable)?;
-    let reply: serde_json::Value = serde_json::from_str(&line)
-        .map_err(|e| LabError::invalid("emulator", format!("bad reply: {e}")))?;
-    if reply["ok"] == true {
-        Ok(reply)
-    } else {
-        Err(LabError::invalid(
-            "impairments",
-            reply["error"].as_str().unwrap_or("rejected").to_string(),
-        ))
-    }
+    let line = read_line_within(&conn, MAX_LINE).map_err(|e| LabError::invalid("emulator", e))?;
+    parse_reply(&line)
 }
 
 /// Asks a lab's emulator (in any process) for its status.
@@ -448,5 +491,97 @@ mod tests {
             e.starts_with("TCPLAB_EMU_IO: IoOptions.tuning.batch = 0"),
             "{e}"
         );
+    }
+
+    /// An error as the control protocol and `TCPLAB_EMU_IO` give it: one line that says what
+    /// to send or write. (The crate's tests/props.rs holds the same rule for the public parsers.)
+    fn one_line_with_fix(e: &str) -> std::result::Result<(), proptest::test_runner::TestCaseError> {
+        proptest::prop_assert!(!e.trim().is_empty() && !e.contains(['\n', '\r']), "{:?}", e);
+        proptest::prop_assert!(e.chars().count() <= 600, "too long: {:?}", e);
+        let fix = [
+            "send ", "use ", "give ", "write ", "must ", "expected", "rebuild",
+        ];
+        proptest::prop_assert!(fix.iter().any(|w| e.contains(w)), "no fix: {:?}", e);
+        Ok(())
+    }
+
+    /// A request or reply line: a valid one with a byte changed, or any text.
+    fn control_line(valid: &'static str) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (any::<prop::sample::Index>(), any::<u8>()).prop_map(move |(at, b)| {
+                let mut bytes = valid.as_bytes().to_vec();
+                let i = at.index(bytes.len());
+                bytes[i] = b;
+                String::from_utf8_lossy(&bytes).into_owned()
+            }),
+            ".{0,80}",
+            Just(format!(
+                "{{\"cmd\":\"set\",\"link\":{{\"forward\":{{\"delay_ns\":{}}}}}}}",
+                u128::MAX
+            )),
+        ]
+    }
+
+    const SET: &str = r#"{"cmd":"set","link":{"forward":{"delay_ns":1000000,"loss":{"model":"bernoulli","probability":0.01}},"reverse":{},"seed":3}}"#;
+    const REPLY: &str =
+        r#"{"ok":false,"error":"forward.loss.probability: loss must be between 0% and 100%"}"#;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        #[test]
+        fn control_requests(line in control_line(SET)) {
+            if let Err(e) = parse_request(&line) {
+                one_line_with_fix(&e)?;
+            }
+        }
+
+        /// A reply's `error` is the emulator's own message, passed on as it came: one line,
+        /// whatever it says.
+        #[test]
+        fn control_replies(line in control_line(REPLY)) {
+            if let Err(e) = parse_reply(&line) {
+                let e = e.to_string();
+                proptest::prop_assert!(!e.trim().is_empty() && !e.contains(['\n', '\r']), "{:?}", e);
+                proptest::prop_assert!(e.chars().count() <= 600, "too long: {:?}", e);
+            }
+        }
+
+        /// Lines of any length, with or without their newline, are read within the limit.
+        #[test]
+        fn control_lines_are_bounded(len in 0usize..300, newline in proptest::prelude::any::<bool>()) {
+            let mut bytes = vec![b'x'; len];
+            if newline {
+                bytes.push(b'\n');
+            }
+            match read_line_within(&bytes[..], 100) {
+                Ok(line) => proptest::prop_assert!(line.len() <= 100),
+                Err(e) => {
+                    proptest::prop_assert!(len >= 100, "{}", e);
+                    one_line_with_fix(&e)?;
+                }
+            }
+        }
+
+        #[test]
+        fn io_option_overrides(json in control_line(r#"{"keep_awake": false, "tuning": {"batch": 32}, "rings": {"tx": "Ring"}, "vnet": "Header"}"#), on in proptest::prelude::any::<bool>()) {
+            let offloads = if on { Offloads::ALL_ON } else { Offloads::default() };
+            if let Err(e) = options_for(offloads, Some(&json)) {
+                let e = e.to_string();
+                one_line_with_fix(&e)?;
+                proptest::prop_assert!(e.starts_with("TCPLAB_EMU_IO: "), "{}", e);
+            }
+        }
+    }
+
+    /// A peer that never ends its line is cut off at the limit, not read into memory whole.
+    #[test]
+    fn an_endless_line_is_refused() {
+        let e = read_line_within(std::io::repeat(b'x'), 1 << 16).unwrap_err();
+        assert!(e.contains("longer than 65536 bytes"), "{e}");
     }
 }

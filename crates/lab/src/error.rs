@@ -100,7 +100,9 @@ pub enum LabError {
         problem: String,
     },
     /// The registry under the state directory is unreadable or corrupt.
-    #[error("lab registry {path}: {message}; `tcplab lab gc --all` rebuilds it from /run/netns")]
+    #[error(
+        "lab registry {path}: {message}; run `tcplab lab gc --all` to rebuild it from /run/netns"
+    )]
     Registry {
         /// The registry file.
         path: PathBuf,

@@ -79,7 +79,11 @@ fn default_role() -> Role {
 pub fn load(path: &Path, name_override: Option<&str>) -> Result<LabSpec> {
     let text = std::fs::read_to_string(path).map_err(|e| LabError::File {
         path: path.into(),
-        message: format!("cannot read: {e}"),
+        message: if e.kind() == std::io::ErrorKind::InvalidData {
+            "not text (not UTF-8): give --file a lab description in TOML".to_owned()
+        } else {
+            format!("cannot read: {e}; check the path given to --file")
+        },
     })?;
     parse(&text, name_override).map_err(|e| match e {
         LabError::File { message, .. } => LabError::File {
@@ -98,7 +102,7 @@ pub fn load(path: &Path, name_override: Option<&str>) -> Result<LabSpec> {
 pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
     let file: LabFile = toml::from_str(text).map_err(|e| LabError::File {
         path: "<lab description>".into(),
-        message: e.to_string().trim_end().replace('\n', " "),
+        message: toml_message(text, &e),
     })?;
     let name = name_override
         .map(str::to_string)
@@ -111,7 +115,7 @@ pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
             return Err(LabError::invalid(
                 "host/link/bridge",
                 format!(
-                    "[[host]], [[link]] and [[bridge]] need topology = \"custom\" (this file says \"{}\")",
+                    "[[host]], [[link]] and [[bridge]] need topology = \"custom\" (this file says \"{}\"): set it, or remove them",
                     file.topology
                 ),
             ));
@@ -155,6 +159,42 @@ pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
     };
     spec.validate()?;
     Ok(spec)
+}
+
+/// A TOML error on one line: where (line and column), toml's message, and what to do
+/// (toml's own text quotes the source under a caret, over several lines).
+pub fn toml_message(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim().replace(['\n', '\r'], " ");
+    let at = e
+        .span()
+        .and_then(|r| text.get(..r.start))
+        .map(|before| {
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: ")
+        })
+        .unwrap_or_default();
+    let key = e.span().and_then(|r| text.get(r)).filter(|k| !k.is_empty());
+    let message = match key {
+        Some(k) if message == "duplicate key" => format!("duplicate key `{}`", k.trim()),
+        _ => message,
+    };
+    format!("{at}{message}{}", toml_fix(&message))
+}
+
+/// What to do about a TOML error, by toml's message: `; write each key once` for a duplicate
+/// key, `; add `x`` for a missing field, nothing when the message already says what was
+/// expected, else to check the syntax where it points.
+pub fn toml_fix(message: &str) -> String {
+    if message.starts_with("duplicate key") {
+        "; write each key once".to_owned()
+    } else if let Some(field) = message.strip_prefix("missing field ") {
+        format!("; add {field}")
+    } else if message.contains("expected") {
+        String::new()
+    } else {
+        "; check the TOML syntax there".to_owned()
+    }
 }
 
 /// Flattens `[sysctl.HOST] KEY = VALUE` tables; numbers are accepted as well as strings.

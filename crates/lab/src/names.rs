@@ -33,7 +33,8 @@ pub fn validate_lab_name(name: &str) -> Result<()> {
         Err(LabError::invalid(
             "--name",
             format!(
-                "'{name}' is not a valid lab name: use 1-{MAX_LAB_NAME} lower-case letters, digits or _"
+                "'{}' is not a valid lab name: use 1-{MAX_LAB_NAME} lower-case letters, digits or _",
+                name.escape_debug()
             ),
         ))
     }
@@ -54,8 +55,9 @@ pub fn validate_host_name(field: &str, name: &str) -> Result<()> {
         Err(LabError::invalid(
             field,
             format!(
-                "'{name}' is not a valid host name: use 1-{MAX_HOST_NAME} lower-case letters, digits \
-                 or _, starting with a letter ('all' is reserved)"
+                "'{}' is not a valid host name: use 1-{MAX_HOST_NAME} lower-case letters, digits \
+                 or _, starting with a letter ('all' is reserved)",
+                name.escape_debug()
             ),
         ))
     }
@@ -73,7 +75,10 @@ pub(crate) fn validate_ifname(field: &str, name: &str) -> Result<()> {
     } else {
         Err(LabError::invalid(
             field,
-            format!("'{name}' is not a valid interface name: 1-15 letters, digits, _ - ."),
+            format!(
+                "'{}' is not a valid interface name: use 1-15 letters, digits, _ - .",
+                name.escape_debug()
+            ),
         ))
     }
 }

@@ -162,9 +162,12 @@ impl IfAddr {
                 format!("'{text}' needs a prefix length, e.g. 198.18.0.1/24"),
             )
         })?;
-        let addr: IpAddr = addr
-            .parse()
-            .map_err(|_| LabError::invalid(field, format!("'{addr}' is not an IP address")))?;
+        let addr: IpAddr = addr.parse().map_err(|_| {
+            LabError::invalid(
+                field,
+                format!("'{addr}' is not an IP address: write e.g. 198.18.0.1/24 or fd00::1/64"),
+            )
+        })?;
         let max = if addr.is_ipv4() { 32 } else { 128 };
         let prefix: u8 = prefix.parse().ok().filter(|p| *p <= max).ok_or_else(|| {
             LabError::invalid(field, format!("prefix '/{prefix}' must be 0..={max}"))
@@ -516,7 +519,11 @@ impl LabSpec {
                 if !names.contains(end.host.as_str()) {
                     return Err(LabError::invalid(
                         format!("{field}.host"),
-                        format!("no host named '{}' in this lab", end.host),
+                        format!(
+                            "no host named '{}' in this lab; add it as a [[host]] or use one of: {}",
+                            end.host,
+                            names.iter().copied().collect::<Vec<_>>().join(", ")
+                        ),
                     ));
                 }
                 validate_ifname(&format!("{field}.ifname"), &end.ifname)?;
@@ -524,7 +531,7 @@ impl LabSpec {
                     return Err(LabError::invalid(
                         format!("{field}.ifname"),
                         format!(
-                            "host '{}' already has an interface '{}'",
+                            "host '{}' already has an interface '{}'; give each end its own ifname",
                             end.host, end.ifname
                         ),
                     ));
@@ -539,7 +546,7 @@ impl LabSpec {
                     if !addrs.insert(a.addr) {
                         return Err(LabError::invalid(
                             format!("{field}.addrs"),
-                            format!("address {} is used twice", a.addr),
+                            format!("address {} is used twice; give each end its own", a.addr),
                         ));
                     }
                 }
@@ -550,7 +557,11 @@ impl LabSpec {
             if !names.contains(bridge.host.as_str()) {
                 return Err(LabError::invalid(
                     format!("{field}.host"),
-                    format!("no host named '{}' in this lab", bridge.host),
+                    format!(
+                        "no host named '{}' in this lab; add it as a [[host]] or use one of: {}",
+                        bridge.host,
+                        names.iter().copied().collect::<Vec<_>>().join(", ")
+                    ),
                 ));
             }
             validate_ifname(&format!("{field}.name"), &bridge.name)?;
@@ -558,7 +569,10 @@ impl LabSpec {
                 if !ifnames.contains(&(bridge.host.clone(), port.clone())) {
                     return Err(LabError::invalid(
                         format!("{field}.ports"),
-                        format!("host '{}' has no link interface '{port}'", bridge.host),
+                        format!(
+                            "host '{}' has no link interface '{port}'; use the ifname of one of its link ends",
+                            bridge.host
+                        ),
                     ));
                 }
             }
@@ -568,7 +582,10 @@ impl LabSpec {
                 if !ifnames.contains(&(emu.host.clone(), port.clone())) {
                     return Err(LabError::invalid(
                         "emulation.ports",
-                        format!("host '{}' has no link interface '{port}'", emu.host),
+                        format!(
+                            "host '{}' has no link interface '{port}'; use the ifname of one of its link ends",
+                            emu.host
+                        ),
                     ));
                 }
             }

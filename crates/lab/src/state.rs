@@ -186,12 +186,14 @@ impl StateDir {
     /// Reads one record; `None` if the lab is not registered.
     pub fn read(&self, name: &str) -> Result<Option<Record>> {
         let path = self.record_path(name);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(LabError::kernel(format!("reading {}", path.display()), e)),
         };
-        serde_json::from_str(&text)
+        // From bytes: a damaged record that is not UTF-8 is a registry problem with the
+        // registry's fix, not a failed read.
+        serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| LabError::Registry {
                 path,
@@ -248,8 +250,8 @@ impl StateDir {
     /// Reads the host-sysctl journal (empty if none).
     pub fn journal(&self) -> Result<Journal> {
         let path = self.journal_path();
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| LabError::Registry {
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| LabError::Registry {
                 path,
                 message: e.to_string(),
             }),

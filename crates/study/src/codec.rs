@@ -204,6 +204,14 @@ pub fn is_packed(blob: &[u8]) -> bool {
     blob.len() > MAGIC.len() && blob.starts_with(MAGIC)
 }
 
+/// The most text a blob of `packed` bytes may unpack to. Every row costs at least one byte
+/// per column and prints at most a row number and a 20-digit value or a short label per
+/// column, well under 64 bytes a packed byte; more means a damaged length (a table claiming a
+/// million rows in five bytes), refused before it fills memory.
+pub fn max_unpacked(packed: usize) -> usize {
+    packed.saturating_mul(64).saturating_add(1 << 20)
+}
+
 /// Rebuilds the samples text from a packed blob.
 pub fn unpack(blob: &[u8]) -> Result<Vec<u8>, String> {
     if !is_packed(blob) {
@@ -220,14 +228,15 @@ pub fn unpack(blob: &[u8]) -> Result<Vec<u8>, String> {
         pos: MAGIC.len() + 1,
     };
     let mut out = Vec::with_capacity(blob.len() * 5);
+    let limit = max_unpacked(blob.len());
     while r.pos < blob.len() {
         match r.byte()? {
             TEXT => {
                 let len = r.len()?;
                 out.extend_from_slice(r.take(len)?);
             }
-            TABLE => unpack_table(&mut r, &mut out, false)?,
-            LABELLED => unpack_table(&mut r, &mut out, true)?,
+            TABLE => unpack_table(&mut r, &mut out, false, limit)?,
+            LABELLED => unpack_table(&mut r, &mut out, true, limit)?,
             tag => return Err(format!("unknown chunk tag {tag} at byte {}", r.pos - 1)),
         }
     }
@@ -245,7 +254,12 @@ enum Kind<'a> {
 }
 
 /// A [`TABLE`] chunk, or with `labelled` a [`LABELLED`] one, back to its text.
-fn unpack_table(r: &mut Reader<'_>, out: &mut Vec<u8>, labelled: bool) -> Result<(), String> {
+fn unpack_table(
+    r: &mut Reader<'_>,
+    out: &mut Vec<u8>,
+    labelled: bool,
+    limit: usize,
+) -> Result<(), String> {
     let header_len = r.len()?;
     out.extend_from_slice(r.take(header_len)?);
     let ncols = r.len()?;
@@ -285,6 +299,11 @@ fn unpack_table(r: &mut Reader<'_>, out: &mut Vec<u8>, labelled: bool) -> Result
         cols.push(col);
     }
     for i in 0..nrows {
+        if out.len() > limit {
+            return Err(format!(
+                "a table of {nrows} rows unpacks to more than {limit} bytes: its length is damaged"
+            ));
+        }
         // Writing into a Vec cannot fail.
         let _ = write!(out, "{i}");
         for (col, kind) in cols.iter().zip(&kinds) {

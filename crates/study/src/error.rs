@@ -3,6 +3,14 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// A quoted message (SQLite's may hold its SQL statement over several lines, an integrity
+/// check one line a problem) on one line: whitespace runs become one space, and it is cut
+/// after 300 characters.
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    tcplab_emu::error::one_line(&flat)
+}
+
 /// One problem in a scenario file, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
@@ -84,7 +92,8 @@ pub enum StoreError {
     },
     /// The file is not a SQLite database, or one that tcplab did not write.
     #[error(
-        "{path}: not a tcplab study database ({reason}); point --db at a study file or a new path"
+        "{path}: not a tcplab study database ({}); point --db at a study file or a new path",
+        one_line(.reason)
     )]
     Foreign {
         /// The database path.
@@ -114,7 +123,11 @@ pub enum StoreError {
         source: rusqlite::Error,
     },
     /// A stored JSON column did not parse (the file was edited or damaged).
-    #[error("{path}: damaged {column} in the store: {message}")]
+    #[error(
+        "{path}: damaged {column} in the store: {}; restore a copy of the study file or \
+         start a new study with another --db path",
+        one_line(.message)
+    )]
     Damaged {
         /// The database path.
         path: PathBuf,
@@ -124,8 +137,14 @@ pub enum StoreError {
         message: String,
     },
     /// Compressing or decompressing samples failed.
-    #[error("samples of run {run}: {message}")]
+    #[error(
+        "{path}: the samples of run {run} are damaged ({}); restore a copy of the study \
+         file, or run that configuration again",
+        one_line(.message)
+    )]
     Samples {
+        /// The database path.
+        path: PathBuf,
         /// The run id.
         run: i64,
         /// The codec error.
@@ -190,7 +209,11 @@ pub fn sqlite_problem(e: &rusqlite::Error) -> String {
     };
     if what.is_empty() {
         // rusqlite's own text, on one line, for what is not named above.
-        format!("database error: {}", e.to_string().replace('\n', " "))
+        format!(
+            "database error: {}; check the disk, and if the file is damaged restore a copy or \
+             start a new study with another --db path",
+            one_line(&e.to_string())
+        )
     } else {
         // The error's source (SQLite's own words) follows in the chain.
         what.to_owned()

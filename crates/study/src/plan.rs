@@ -189,6 +189,7 @@ impl Plan {
             diags.extend(unknown_baseline_keys(file));
             return Err(ScenarioError { diagnostics: diags });
         }
+        check_size(file, &factors, opts.quick)?;
         let points = combine(file, &factors)?;
         let baseline = baseline_of(file, &factors)?;
         let configurations = build_configurations(file, &factors, &points, baseline)?;
@@ -321,6 +322,51 @@ fn host_names(file: &ScenarioFile) -> Vec<String> {
 }
 
 /// Index tuples (one value index per factor) of every configuration.
+/// Most configurations one study may plan: each is built and stored before the first run.
+pub const MAX_CONFIGURATIONS: u128 = 10_000;
+/// Most runs one study may plan: a hundred thousand runs of a second each is more than a day.
+pub const MAX_RUNS: u128 = 100_000;
+
+/// Refuses a study whose factors and repetitions multiply past [`MAX_CONFIGURATIONS`] or
+/// [`MAX_RUNS`] before anything is expanded: five ranges of 10,000 steps cross into 10^20
+/// configurations.
+fn check_size(file: &ScenarioFile, factors: &[Factor], quick: bool) -> Result<(), ScenarioError> {
+    let s = &file.scenario;
+    let counts = factors.iter().map(|f| f.values.len() as u128);
+    let configurations = match s.combine {
+        Combine::Cross => counts.fold(1u128, |a, n| a.saturating_mul(n)),
+        Combine::Zip => counts.max().unwrap_or(1),
+    };
+    let repetitions = u128::from(if quick {
+        s.quick.repetitions
+    } else {
+        s.repetitions
+    });
+    let runs = configurations.saturating_mul(repetitions);
+    let (at, message) = if configurations > MAX_CONFIGURATIONS {
+        (
+            Seg::Key("factor".into()),
+            format!(
+                "the factors give {configurations} configurations, at most {MAX_CONFIGURATIONS} \
+                 are planned: use fewer values or steps, fewer factors, or combine = \"zip\""
+            ),
+        )
+    } else if runs > MAX_RUNS {
+        (
+            Seg::Key("repetitions".into()),
+            format!(
+                "{configurations} configurations × {repetitions} repetitions = {runs} runs, at \
+                 most {MAX_RUNS} are planned: use fewer repetitions, values or steps"
+            ),
+        )
+    } else {
+        return Ok(());
+    };
+    Err(ScenarioError {
+        diagnostics: vec![file.diagnostic(&[at], message)],
+    })
+}
+
 fn combine(file: &ScenarioFile, factors: &[Factor]) -> Result<Vec<Vec<usize>>, ScenarioError> {
     if factors.is_empty() {
         return Ok(vec![Vec::new()]);
@@ -380,7 +426,7 @@ fn unknown_baseline_keys(file: &ScenarioFile) -> Vec<Diagnostic> {
         .map(|key| {
             let hint = crate::span::did_you_mean(key, names.iter().copied())
                 .map(|h| format!("; did you mean `{h}`?"))
-                .unwrap_or_else(|| format!("; factors are: {}", names.join(", ")));
+                .unwrap_or_else(|| format!("; use one of the factors: {}", names.join(", ")));
             let at = [Seg::Key("baseline".into()), Seg::Key(key.clone())];
             file.diagnostic(&at, format!("`{key}` is not a factor{hint}"))
         })

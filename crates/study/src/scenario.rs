@@ -481,6 +481,12 @@ impl ScenarioFile {
 /// Turns a toml/serde error into a diagnostic with line, field and did-you-mean.
 fn toml_diagnostic(file: &str, text: &str, e: &toml::de::Error) -> Diagnostic {
     let mut message = e.message().trim_end().replace('\n', " ");
+    if message == "duplicate key"
+        && let Some(key) = e.span().and_then(|r| text.get(r)).filter(|k| !k.is_empty())
+    {
+        message = format!("duplicate key `{}`", key.trim());
+    }
+    message.push_str(&tcplab_lab::file::toml_fix(&message));
     let mut span = e.span();
     if let Some(unknown) = span::parse_unknown(&message) {
         if unknown.what == "field" {

@@ -29,7 +29,7 @@ impl std::str::FromStr for WorkloadKind {
             "stream" => Ok(WorkloadKind::Stream),
             "crr" => Ok(WorkloadKind::Crr),
             other => Err(format!(
-                "unknown workload '{other}'; use msgs, rr, stream or crr"
+                "unknown workload {other:?}; use msgs, rr, stream or crr"
             )),
         }
     }

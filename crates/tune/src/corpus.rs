@@ -130,7 +130,7 @@ impl CorpusFile {
     pub fn parse(name: &str, text: &str) -> Result<Self> {
         let file: CorpusFile = toml::from_str(text).map_err(|e| TuneError::Invalid {
             field: name.to_string(),
-            problem: e.to_string(),
+            problem: tcplab_lab::file::toml_message(text, &e),
         })?;
         let mut seen = std::collections::BTreeSet::new();
         for case in &file.cases {

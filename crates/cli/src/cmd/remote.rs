@@ -122,7 +122,7 @@ impl std::str::FromStr for HostsArg {
             return s
                 .parse()
                 .map(HostsArg::Count)
-                .map_err(|e| format!("{s}: {e}"));
+                .map_err(|e| format!("{s}: {e}: give a host count such as 4, or a hosts file"));
         }
         if s.is_empty() {
             return Err("give a host count or a hosts file".into());
@@ -162,5 +162,15 @@ mod tests {
         );
         assert_eq!("./4".parse::<HostsArg>(), Ok(HostsArg::File("./4".into())));
         assert!("".parse::<HostsArg>().is_err());
+    }
+
+    /// A count past `usize` said only "number too large to fit in target type".
+    #[test]
+    fn a_count_too_large_says_what_to_give() {
+        let e = "99999999999999999999999".parse::<HostsArg>().unwrap_err();
+        assert!(
+            e.ends_with("give a host count such as 4, or a hosts file"),
+            "{e}"
+        );
     }
 }

@@ -95,11 +95,14 @@ pub fn wire_cost(hdr: &VnetHdr, frame: &[u8], extra_l2: u32) -> WireCost {
         return one;
     };
     let payload = frame.len().saturating_sub(headers);
-    let segments = payload.div_ceil(usize::from(hdr.gso_size)).max(1) as u32;
-    let per_segment = headers as u32 + extra_l2;
+    let segments = payload.div_ceil(usize::from(hdr.gso_size)).max(1) as u64;
+    let per_segment = headers as u64 + u64::from(extra_l2);
+    // In u64, then held to u32: a frame larger than any ring holds (BIG TCP's 512 KiB cut in
+    // one-byte segments after 64 KiB of headers) would overflow a u32 product.
+    let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
     WireCost {
-        segments,
-        bytes: payload as u32 + segments * per_segment,
+        segments: clamp(segments),
+        bytes: clamp(payload as u64 + segments * per_segment),
     }
 }
 

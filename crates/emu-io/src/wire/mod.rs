@@ -6,3 +6,6 @@ pub(crate) mod csum;
 pub(crate) mod flow;
 pub(crate) mod gso;
 pub(crate) mod segment;
+
+#[cfg(test)]
+mod fuzz_tests;

@@ -111,7 +111,14 @@ pub fn plan(hdr: &VnetHdr, frame: &[u8]) -> Option<Plan> {
         (L4::Udp, IPPROTO_UDP) => 8,
         _ => return None,
     };
-    if want_v4.is_some_and(|v4| v4 != ipv4) || l4_hdr < 8 {
+    // A TCP header is at least 20 bytes: each segment's sequence number, flags and checksum
+    // are written at offsets up to 18, and a data offset below 5 (from a damaged or crafted
+    // frame) would put them past the segment's end.
+    let min_hdr = match l4 {
+        L4::Tcp => 20,
+        L4::Udp => 8,
+    };
+    if want_v4.is_some_and(|v4| v4 != ipv4) || l4_hdr < min_hdr {
         return None;
     }
     let hdr_len = l4_off + l4_hdr;

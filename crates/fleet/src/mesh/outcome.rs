@@ -40,7 +40,7 @@ impl MeshWorkload {
             "stream" => Ok(Self::Stream),
             "crr" => Ok(Self::Crr),
             other => Err(format!(
-                "unknown workload '{other}': a mesh runs msgs, rr, stream or crr"
+                "unknown workload {other:?}: use msgs, rr, stream or crr (what a mesh runs)"
             )),
         }
     }

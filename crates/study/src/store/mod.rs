@@ -292,8 +292,8 @@ impl Store {
                 "the scenario",
                 format!(
                     "stored hash {}…, file now hashes to {}…",
-                    &hash[..12.min(hash.len())],
-                    &plan.scenario_hash[..12.min(plan.scenario_hash.len())]
+                    prefix(&hash),
+                    prefix(&plan.scenario_hash)
                 ),
             ));
         }
@@ -580,25 +580,28 @@ impl Store {
     /// The raw samples of a run as the text of docs/samples.md (unpacked and decompressed,
     /// whichever codec stored them).
     pub fn samples(&self, run_id: i64) -> Result<Vec<u8>, StoreError> {
-        let row: Option<(Option<Vec<u8>>, String)> = self
+        let row: Option<(Option<Vec<u8>>, String, i64)> = self
             .conn
             .query_row(
-                "SELECT samples, samples_codec FROM run WHERE id = ?1",
+                "SELECT samples, samples_codec, samples_raw_len FROM run WHERE id = ?1",
                 [run_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .optional()
             .map_err(self.sql())?;
         let bad = |message: String| StoreError::Samples {
+            path: self.path.clone(),
             run: run_id,
             message,
         };
-        let (Some(blob), codec) = row.unwrap_or((None, String::new())) else {
+        let (Some(blob), codec, raw_len) = row.unwrap_or((None, String::new(), 0)) else {
             return Ok(Vec::new());
         };
+        let raw_len =
+            usize::try_from(raw_len).map_err(|_| bad(format!("a negative length {raw_len}")))?;
         let raw = match codec.as_str() {
-            "zlib" => decompress_zlib(&blob).map_err(|e| bad(e.to_string()))?,
-            "lz4" => lz4_flex::decompress_size_prepended(&blob).map_err(|e| bad(e.to_string()))?,
+            "zlib" => decompress_zlib(&blob, raw_len).map_err(bad)?,
+            "lz4" => decompress_lz4(&blob, raw_len).map_err(bad)?,
             other => return Err(bad(format!("unknown samples codec `{other}`"))),
         };
         if crate::codec::is_packed(&raw) {
@@ -688,9 +691,41 @@ pub struct StudyInfo {
     pub objective_goal: String,
 }
 
-/// Version 1's codec, still read.
-fn decompress_zlib(blob: &[u8]) -> std::io::Result<Vec<u8>> {
+/// The first characters of a stored hash, for a message (by characters: a damaged file's
+/// hash need not be ASCII).
+fn prefix(hash: &str) -> String {
+    hash.chars().take(12).collect()
+}
+
+/// Version 1's codec, still read; never more than `raw_len` bytes, the length the row
+/// stored, so a damaged blob cannot inflate without bound.
+fn decompress_zlib(blob: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    flate2::read::ZlibDecoder::new(blob).read_to_end(&mut out)?;
+    flate2::read::ZlibDecoder::new(blob)
+        .take(raw_len as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| e.to_string())?;
+    if out.len() != raw_len {
+        return Err(format!(
+            "they inflate to {}{} bytes, the row says {raw_len}",
+            out.len().min(raw_len),
+            if out.len() > raw_len { "+" } else { "" }
+        ));
+    }
     Ok(out)
+}
+
+/// LZ4 with the size in front; the size must be the row's, so a damaged one cannot make the
+/// reader allocate gigabytes.
+fn decompress_lz4(blob: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
+    let stated = blob
+        .get(..4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    if stated != Some(raw_len) {
+        return Err(format!(
+            "the compressed block says {} bytes, the row says {raw_len}",
+            stated.map_or_else(|| "no".to_string(), |n| n.to_string())
+        ));
+    }
+    lz4_flex::decompress_size_prepended(blob).map_err(|e| e.to_string())
 }

@@ -1,0 +1,279 @@
+//! Property tests of the scenario file (with its workloads, factors, ranges and baseline,
+//! expanded into a plan), the duration values it holds, and the packed samples the store keeps.
+//! Each problem in a scenario is one diagnostic on one line: the file, the line, the field and
+//! the fix.
+
+#![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
+
+#[path = "../../../tests/props.rs"]
+mod props;
+
+use props::{bounded, check_error};
+use proptest::prelude::*;
+use tcplab_study::workload::DurationText;
+use tcplab_study::{Plan, PlanOptions, ScenarioFile};
+
+const SCENARIO: &str = r#"name = "props"
+description = "every section a scenario may have"
+repetitions = 3
+seed = 7
+combine = "cross"
+reset = "fresh"
+objective = { metric = "per_message_us.mean", goal = "minimise" }
+baseline = { "link.delay" = "1ms", "socket.nodelay" = false }
+[lab]
+topology = "path"
+mtu = 1500
+bridge = "auto"
+offloads = { gro = true }
+[lab.link]
+delay = "5ms"
+loss = "0.1%"
+rate = "1gbit/100mbit"
+[lab.sysctl.all]
+"net.ipv4.tcp_congestion_control" = "cubic"
+[[workload]]
+kind = "msgs"
+count = 1000
+size = 1
+[[workload]]
+kind = "stream"
+duration = "2s"
+[[factor]]
+name = "link.delay"
+range = "1ms..40ms"
+steps = 3
+scale = "log"
+[[factor]]
+name = "socket.nodelay"
+values = [false, true]
+[race]
+min_reps = 2
+alpha = 0.05
+[quick]
+repetitions = 1
+scale = 0.1
+"#;
+
+/// A TOML value in place of a valid one.
+fn toml_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<i64>().prop_map(|n| n.to_string()),
+        (0u64..100_000).prop_map(|n| n.to_string()),
+        "\"[0-9]{0,6}(ms|s|us|xs|%|gbit|kb|)\"",
+        "\"[a-z0-9_.:/ -]{0,16}\"",
+        "\"\\PC{0,10}\"",
+        prop::sample::select(vec![
+            "true",
+            "-1",
+            "0",
+            "4294967296",
+            "1e999",
+            "nan",
+            "inf",
+            "\"\"",
+            "[]",
+            "{}",
+            "[1, \"a\"]",
+            "\"1ms..\"",
+            "\"..5ms\"",
+            "\"1ms..1gbit\"",
+            "\"0..10\"",
+            "100000",
+            "\"10 lightyears\"",
+            "\"linear\"",
+            "\"log\"",
+            "\"zip\"",
+            "\"maximise\"",
+            "0.0",
+            "1.5",
+            "\"socket.nodelai\"",
+            "\"link.rate\"",
+            "\"workload.size\"",
+            "\"é\"",
+            "{ metric = \"\" }",
+            "\"custom\"",
+            "\"star\"",
+            "\"\\u0000\"",
+        ])
+        .prop_map(str::to_owned),
+    ]
+}
+
+/// The scenario with one line changed: a value replaced, the line removed, doubled or
+/// replaced by junk. Returns the text, the line's key and its number.
+fn mutated() -> impl Strategy<Value = (String, String, usize)> {
+    let n = SCENARIO.lines().count();
+    (0..n, 0..4u8, toml_value(), ".{0,30}").prop_map(move |(i, how, value, junk)| {
+        let mut out: Vec<String> = SCENARIO.lines().map(str::to_owned).collect();
+        let key = out[i]
+            .split_once('=')
+            .map(|(k, _)| k.trim().trim_matches('"').to_owned())
+            .unwrap_or_default();
+        match how {
+            0 if !key.is_empty() => {
+                let k = out[i]
+                    .split_once('=')
+                    .map(|(k, _)| k.to_owned())
+                    .unwrap_or_default();
+                out[i] = format!("{k}= {value}");
+            }
+            1 => out[i] = String::new(),
+            2 => {
+                let l = out[i].clone();
+                out.insert(i, l);
+            }
+            _ => out[i] = junk,
+        }
+        // A doubled line clashes where its copy is, one line down.
+        let line = if how == 2 { i + 2 } else { i + 1 };
+        (out.join("\n"), key, line)
+    })
+}
+
+/// A diagnostic as (line, field, shown).
+type Shown = (Option<usize>, String, String);
+
+/// Parses and plans; the diagnostics when it fails.
+fn plan_errors(text: String) -> Result<Option<Vec<Shown>>, TestCaseError> {
+    bounded("scenario", move || {
+        let e = match ScenarioFile::parse("s.toml", &text) {
+            Ok(f) => match Plan::new(&f, PlanOptions::default()) {
+                Ok(p) => {
+                    let _ = p.dry_run();
+                    let quick = PlanOptions {
+                        quick: true,
+                        ..PlanOptions::default()
+                    };
+                    match Plan::new(&f, quick) {
+                        Ok(_) => return None,
+                        Err(e) => e,
+                    }
+                }
+                Err(e) => e,
+            },
+            Err(e) => e,
+        };
+        Some(
+            e.diagnostics
+                .iter()
+                .map(|d| (d.line, d.field.clone(), d.to_string()))
+                .collect(),
+        )
+    })
+}
+
+fn scenario_holds(text: String, key: &str, line: usize) -> Result<(), TestCaseError> {
+    let Some(diags) = plan_errors(text)? else {
+        return Ok(());
+    };
+    prop_assert!(!diags.is_empty(), "an error without a diagnostic");
+    for (_, _, shown) in &diags {
+        check_error(shown, &["s.toml"])?;
+    }
+    if !key.is_empty() {
+        let leaf = key.rsplit('.').next().unwrap_or(key);
+        let named = diags.iter().any(|(l, field, shown)| {
+            *l == Some(line) || field.contains(leaf) || shown.contains(leaf)
+        });
+        // A value may be valid on its own and clash with another setting, which is then the
+        // one named; the clash is still located.
+        let located = diags
+            .iter()
+            .all(|(l, field, _)| l.is_some() || !field.is_empty());
+        prop_assert!(
+            named || located,
+            "neither `{}` nor line {} named: {:?}",
+            key,
+            line,
+            diags
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(props::config())]
+
+    #[test]
+    fn scenarios_with_one_line_changed((text, key, line) in mutated()) {
+        scenario_holds(text, &key, line)?;
+    }
+
+    #[test]
+    fn scenarios_of_any_text(text in any::<String>()) {
+        scenario_holds(text, "", 0)?;
+    }
+
+    /// Factors that multiply out to more runs than anyone can wait for are refused at once,
+    /// not expanded.
+    #[test]
+    fn huge_sweeps_are_refused_quickly(
+        factors in 1usize..6,
+        // Mostly small: a plan of thousands of configurations takes a second or two to build
+        // in a debug build, and what matters is that the large ones are refused.
+        steps in prop_oneof![3 => 2usize..=60, 1 => 2usize..=10_000],
+        repetitions in prop_oneof![1u64..10, Just(4_294_967_295)],
+    ) {
+        let mut text = SCENARIO
+            .replace("repetitions = 3", &format!("repetitions = {repetitions}"))
+            .replace("steps = 3", &format!("steps = {steps}"));
+        for i in 0..factors {
+            text.push_str(&format!(
+                "[[factor]]\nname = \"sysctl.client.\\\"net.core.rmem_max{i}\\\"\"\nrange = \"1..1000000000\"\nsteps = {steps}\n"
+            ));
+        }
+        scenario_holds(text, "", 0)?;
+    }
+
+    #[test]
+    fn durations(text in prop_oneof!["[0-9]{0,25}(\\.[0-9]{0,12})?(ns|us|µs|ms|s|m|h|)", any::<String>()]) {
+        let result = bounded("DurationText", move || DurationText::parse(&text).map(|d| d.ns()))?;
+        if let Err(e) = result {
+            check_error(&e, &[])?;
+        }
+    }
+
+    /// Packed samples from a damaged store: any bytes after the magic unpack or fail with one
+    /// line, and never to more than a bounded multiple of their size.
+    #[test]
+    fn packed_samples(
+        version in 0u8..4,
+        body in prop::collection::vec(
+            prop_oneof![
+                4 => any::<u8>(),
+                1 => Just(0xff),
+                1 => prop::sample::select(vec![1u8, 2, 3]),
+            ],
+            0..400,
+        ),
+    ) {
+        let mut blob = tcplab_study::codec::MAGIC.to_vec();
+        blob.push(version);
+        blob.extend_from_slice(&body);
+        let len = blob.len();
+        let result = bounded("codec::unpack", move || tcplab_study::codec::unpack(&blob).map(|t| t.len()))?;
+        match result {
+            Ok(n) => prop_assert!(n <= tcplab_study::codec::max_unpacked(len), "{} bytes from {}", n, len),
+            // The store wraps these in its own error, which says what to do.
+            Err(e) => prop_assert!(!e.is_empty() && !e.contains('\n'), "{:?}", e),
+        }
+    }
+}
+
+/// Found by `huge_sweeps_are_refused_quickly`: five factors of 10,000 steps each crossed into
+/// 10^20 configurations, expanded in memory before anything was checked.
+#[test]
+fn a_cross_of_five_long_ranges_is_refused() {
+    let mut text = SCENARIO.to_owned();
+    for i in 0..5 {
+        text.push_str(&format!(
+            "[[factor]]\nname = \"sysctl.client.\\\"net.core.rmem_max{i}\\\"\"\nrange = \"1..1000000000\"\nsteps = 10000\n"
+        ));
+    }
+    let f = ScenarioFile::parse("s.toml", &text).unwrap();
+    let e = Plan::new(&f, PlanOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("configurations") && e.contains("at most"), "{e}");
+}
