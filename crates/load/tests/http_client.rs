@@ -92,7 +92,13 @@ fn keep_alive_and_connection_per_request_both_complete_every_request() {
     let server = Server::start(ok);
     let r = run(server.addr, cfg(200));
     assert_eq!((r.summary.requests, r.summary.errors), (200, 0), "{r:?}");
-    assert_eq!(r.connections_opened, 2);
+    // Keep-alive: 200 requests over at most the two connections. Whether the second opens
+    // before the first has done all 200 on loopback is up to the scheduler.
+    assert!(
+        (1..=2).contains(&r.connections_opened),
+        "{}",
+        r.connections_opened
+    );
     let r = run(
         server.addr,
         HttpConfig {
