@@ -95,10 +95,16 @@ echo "  tcplab   p50 ${rr_p50} us [$(spread "${rr_p50s[@]}")]  p99.9 ${rr_p999} 
 echo "  sockperf p50 ${sp_p50} us [$(spread "${sp_p50s[@]}")]  p99.9 ${sp_p999} us [$(spread "${sp_p999s[@]}")]  ${sp_tps}/s [$(spread "${sp_tpss[@]}")]"
 echo "  p50 ratio $(ratio "$rr_p50" "$sp_p50"), p99.9 ratio $(ratio "$rr_p999" "$sp_p999"), rate ratio $(ratio "$rr_tps" "$sp_tps")"
 
-on=$("$T" msgs --lab p --nodelay --json | j 'd["summary"]["total_s"]')
-off=$("$T" msgs --lab p --nodelay --no-timestamps --json | j 'd["summary"]["total_s"]')
-res_round msgs tcplab "$on"; res_round msgs peer "$off"
-echo "msgs 100,000 x 1 B (pair, NODELAY): ${on} s with per-message timestamps, ${off} s without ($(python3 -c "print(round(100*($on-$off)/$off, 1))")% cost)"
+# Alternating, REPS of each: one run of each swung from -8 % to +43 % between whole runs.
+ons=() offs=()
+for _ in $(seq "$reps"); do
+  ons+=("$("$T" msgs --lab p --nodelay --json | j 'd["summary"]["total_s"]')")
+  offs+=("$("$T" msgs --lab p --nodelay --no-timestamps --json | j 'd["summary"]["total_s"]')")
+done
+res_round msgs tcplab "${ons[@]}"; res_round msgs peer "${offs[@]}"
+on=$(printf '%s\n' "${ons[@]}" | sort -n | sed -n "$(( (reps + 1) / 2 ))p")
+off=$(printf '%s\n' "${offs[@]}" | sort -n | sed -n "$(( (reps + 1) / 2 ))p")
+echo "msgs 100,000 x 1 B (pair, NODELAY), medians of $reps alternating runs: ${on} s with per-message timestamps [$(spread "${ons[@]}")], ${off} s without [$(spread "${offs[@]}")] ($(python3 -c "print(round(100*($on-$off)/$off, 1))")% cost)"
 
 ex p server "$work/crr_baseline" server $S 12000 "$secs" & sleep 0.3
 cb=$(ex p client "$work/crr_baseline" client $S 12000 "$secs")
