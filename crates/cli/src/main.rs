@@ -80,7 +80,58 @@ fn main() -> ExitCode {
     if let Ok(exe) = std::env::current_exe() {
         tcplab_lab::emulation::set_companion_program(exe);
     }
-    match cli.command {
+    // Before anything spawns a thread: joining a user namespace needs a single-threaded process.
+    if let Err(e) = join_rootless_session(&cli.command) {
+        return output::finish(false, Err(e.into()));
+    }
+    let code = dispatch(cli.command);
+    if let Err(e) = tcplab_lab::rootless::session::leave() {
+        eprintln!("tcplab: leaving the rootless session: {e}");
+    }
+    code
+}
+
+/// An unprivileged user's commands that build or use labs run in the user's rootless session
+/// (docs/rootless.md); root's never do.
+fn join_rootless_session(command: &Command) -> tcplab_lab::Result<()> {
+    if tcplab_lab::rootless::machine_root() {
+        return Ok(());
+    }
+    if let Some(join) = lab_use(command) {
+        tcplab_lab::rootless::session::enter(join)?;
+    }
+    Ok(())
+}
+
+/// Whether a command builds labs (and so may start a session) or only uses existing ones.
+fn lab_use(command: &Command) -> Option<tcplab_lab::rootless::Join> {
+    use cmd::lab::LabCommand;
+    use tcplab_lab::rootless::Join::{Create, Existing};
+    let existing_if = |lab: &Option<String>| lab.as_ref().map(|_| Existing);
+    match command {
+        Command::Lab(LabCommand::HoldSession) => None,
+        Command::Lab(LabCommand::Up(_)) => Some(Create),
+        Command::Lab(_) | Command::Emu(_) => Some(Existing),
+        Command::Run(_)
+        | Command::Sweep(_)
+        | Command::Doctor(_)
+        | Command::Tune(_)
+        | Command::Demo(_)
+        | Command::Corpus(_)
+        | Command::Mesh(_) => Some(Create),
+        Command::Stream(a) => existing_if(&a.common.lab),
+        Command::Msgs(a) => existing_if(&a.common.lab),
+        Command::Rr(a) => existing_if(&a.common.lab),
+        Command::Crr(a) => existing_if(&a.common.lab),
+        Command::Rrul(a) => existing_if(&a.common.lab),
+        Command::Http(a) => existing_if(&a.lab),
+        Command::Facts(a) => existing_if(&a.lab),
+        Command::Serve(_) | Command::Report(_) | Command::Key(_) | Command::Fleet(_) => None,
+    }
+}
+
+fn dispatch(command: Command) -> ExitCode {
+    match command {
         Command::Emu(a) => a.run(),
         Command::Doctor(a) => a.run(),
         Command::Tune(a) => a.run(),

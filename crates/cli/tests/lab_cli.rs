@@ -397,21 +397,25 @@ fn bad_input_gives_one_line_and_exit_2() {
 }
 
 #[test]
-fn not_root_is_refused_with_exit_2() {
+fn a_state_directory_another_user_owns_is_refused_with_exit_2() {
+    // Root's temporary directory, as the state of an unprivileged user (rootless labs are
+    // tests/rootless.rs's): refused before anything is built, naming the directory.
     let state = tempfile::tempdir().unwrap();
     let name = lab_name("user");
     let out = tcplab(state.path())
         .args(["lab", "up", "--name", &name])
         .env("TCPLAB_STATE_DIR", state.path())
+        .current_dir("/")
         .uid(65534)
         .gid(65534)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("needs root"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains(&state.path().display().to_string())
+            && stderr.contains("owned by UID 65534"),
+        "{stderr}"
     );
     assert!(namespaces_of(&name).is_empty());
 }

@@ -88,6 +88,7 @@ pub fn facts(hz: u32) -> Facts {
             default: "cubic".into(),
         },
         scheduling: Default::default(),
+        rootless: Default::default(),
         machine_sysctls: [
             ("net.core.rmem_max", "212992"),
             ("net.core.wmem_max", "212992"),

@@ -28,7 +28,13 @@ pub(crate) fn create_namespaces(
 /// Creates every veth pair from the calling thread's namespace, each end landing directly in its
 /// host, up, with the lab MTU.
 pub(crate) fn create_links(spec: &LabSpec, nets: &BTreeMap<String, Arc<NetNs>>) -> Result<()> {
-    let mut rtnl = Rtnl::open().kernel_context(|| "opening rtnetlink".to_string())?;
+    // From inside the lab (its first host), not the machine's namespace: a rootless session
+    // may change only namespaces it owns.
+    let Some(inside) = spec.nodes.first().map(|n| &nets[&n.name]) else {
+        return Ok(());
+    };
+    let mut rtnl =
+        Rtnl::open_in(inside.fd()).kernel_context(|| "opening rtnetlink in the lab".to_string())?;
     for (i, link) in spec.links.iter().enumerate() {
         let a_ns = &nets[&link.a.host];
         let b_ns = &nets[&link.b.host];

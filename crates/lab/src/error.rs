@@ -4,16 +4,55 @@
 use std::io;
 use std::path::PathBuf;
 
+impl LabError {
+    /// [`LabError::NotRoot`] for `action`, saying how to get root or a rootless session here.
+    pub fn not_root(action: impl Into<String>) -> LabError {
+        let facts = crate::rootless::facts();
+        let rootless = if facts.allowed {
+            "tcplab's commands join one by themselves (a library calls \
+             tcplab_lab::rootless::session::enter first); or run tcplab as root"
+                .to_string()
+        } else {
+            format!(
+                "this machine forbids them ({}); or run tcplab as root, e.g. with sudo",
+                facts.why_not.join("; ")
+            )
+        };
+        LabError::NotRoot {
+            action: action.into(),
+            rootless,
+        }
+    }
+}
+
 /// Everything that can go wrong while describing, building, using or removing a lab.
 #[derive(Debug, thiserror::Error)]
 pub enum LabError {
     /// The process lacks the privileges namespaces and links need.
     #[error(
-        "{action} needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): run tcplab as root, e.g. with sudo"
+        "{action} needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) or a rootless session: {rootless}"
     )]
     NotRoot {
         /// What was being attempted.
         action: String,
+        /// Whether this machine allows rootless labs, and the way to root or to a session.
+        rootless: String,
+    },
+    /// A rootless lab could not be made or reached.
+    #[error("rootless lab: {problem}")]
+    Rootless {
+        /// What failed, why, and what would allow it.
+        problem: String,
+    },
+    /// A sysctl an unprivileged user's namespace cannot change.
+    #[error(
+        "sysctl {key}: a rootless lab cannot change it (machine-wide, or read-only in a \
+         namespace an unprivileged user owns); run tcplab as root (machine-wide keys also need \
+         --allow-host-sysctl) or leave it out"
+    )]
+    RootlessSysctl {
+        /// The key as given.
+        key: String,
     },
     /// A user-supplied value is malformed or out of range.
     #[error("{field}: {problem}")]

@@ -62,9 +62,7 @@ pub fn require_root(action: &str) -> Result<()> {
     if rustix::process::geteuid().is_root() {
         Ok(())
     } else {
-        Err(LabError::NotRoot {
-            action: action.into(),
-        })
+        Err(LabError::not_root(action))
     }
 }
 
@@ -79,6 +77,9 @@ impl Lab {
     pub fn build_in(state: StateDir, spec: LabSpec, ownership: Ownership) -> Result<Lab> {
         require_root("building a lab")?;
         spec.validate()?;
+        if crate::rootless::in_user_namespace() {
+            crate::rootless::refuse_unchangeable_sysctls(&spec.sysctls)?;
+        }
         let lock = state.lock()?;
         check_name_free(&state, &spec)?;
         let me = ProcessId::current();
@@ -131,6 +132,10 @@ impl Lab {
                             .serve(emulation::control_path(&state, &spec.name))?,
                     ),
                     Ownership::Persistent => {
+                        // The companion logs its own notices; the user is told here.
+                        for notice in crate::rootless::emulator_notices(spec.offloads)? {
+                            eprintln!("tcplab: {notice}");
+                        }
                         record
                             .companions
                             .push(start_companion(&state, &spec.name, &emu.host)?);

@@ -15,6 +15,8 @@
 //! - [`state`]: the registry (one file per lab, with its owner PID) and the journal of
 //!   host-global sysctls; [`lifecycle`]: signal teardown and `gc`.
 //! - [`status`] and [`facts`]: what exists and what explains a measurement.
+//! - [`rootless`]: labs for a user without root, in a user namespace the user owns and a
+//!   holder process keeps (a session per user), and what the machine allows.
 //! - [`nginx`]: a real nginx serving a directory inside a host, recorded as a lab companion
 //!   (its config renderer is pure).
 //!
@@ -35,6 +37,7 @@ pub mod names;
 pub mod neighbours;
 pub mod netns;
 pub mod nginx;
+pub mod rootless;
 pub mod rtnl;
 pub mod spec;
 pub mod state;

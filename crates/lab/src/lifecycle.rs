@@ -44,6 +44,9 @@ pub fn teardown_on_signals() -> std::io::Result<()> {
                     .spawn(move || {
                         if let Some(sig) = signals.forever().next() {
                             teardown_all_live();
+                            if let Err(e) = crate::rootless::session::leave() {
+                                eprintln!("tcplab: leaving the rootless session failed: {e}");
+                            }
                             std::process::exit(128 + sig);
                         }
                     });
@@ -98,13 +101,17 @@ pub struct GcReport {
 }
 
 /// Removes every lab whose owner process is dead (with `all`: every lab, and every `tcplab-*`
-/// namespace no lab claims), and restores journaled host sysctls no live lab holds.
+/// namespace no lab claims; for an unprivileged user outside a session: every lab, since
+/// their namespaces ended with it), and restores journaled host sysctls no live lab holds.
 pub fn gc(state: &StateDir, all: bool) -> Result<GcReport> {
     let lock = state.lock()?;
     let mut report = GcReport::default();
+    // An unprivileged user outside a session has none running: every lab of theirs went with
+    // the session that held its namespaces, and only records and companions remain.
+    let session_ended = crate::rootless::outside_session();
     for record in state.list()? {
         let dead_owner = record.owner.is_some_and(|o| !o.is_alive());
-        if all || dead_owner {
+        if all || dead_owner || session_ended {
             teardown_locked(state, &lock, &record.spec.name)?;
             report.labs.push(record.spec.name);
         }
@@ -119,6 +126,9 @@ pub fn gc(state: &StateDir, all: bool) -> Result<GcReport> {
                 report.orphan_namespaces.push(ns);
             }
         }
+    }
+    if session_ended {
+        crate::rootless::session::forget_ended(state)?;
     }
     report.restored_sysctls = sysctl_apply::release_orphaned(state, &lock)?;
     Ok(report)

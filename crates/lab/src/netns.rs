@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rustix::mount::{MountPropagationFlags, UnmountFlags};
 use rustix::thread::{LinkNameSpaceType, UnshareFlags};
@@ -16,6 +16,21 @@ use crate::error::{KernelContext, LabError, Result};
 
 /// Where named namespaces live; fixed by iproute2 so `ip netns` sees ours.
 pub const NETNS_DIR: &str = "/run/netns";
+
+/// Where this process keeps namespace handles: [`NETNS_DIR`] for root; for anyone else
+/// `<state>/netns`, where a rootless session's holder mounted a tmpfs only the session sees
+/// (`crate::rootless`).
+pub fn dir() -> PathBuf {
+    if let Some(session) = crate::rootless::session_netns_dir() {
+        return session;
+    }
+    if crate::rootless::machine_root() {
+        PathBuf::from(NETNS_DIR)
+    } else {
+        // An unprivileged user outside a session: where the session kept them (empty here).
+        crate::rootless::session::user_state_dir().join("netns")
+    }
+}
 
 /// A handle on a named network namespace. Holding it keeps the namespace alive even after its
 /// name is removed, so threads can still be entered into it.
@@ -26,7 +41,7 @@ pub struct NetNs {
 }
 
 impl NetNs {
-    /// The namespace name (file name under [`NETNS_DIR`]).
+    /// The namespace name (file name under [`dir`]).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -55,7 +70,7 @@ impl NetNs {
 
 /// The path of a named namespace.
 pub fn path_of(name: &str) -> PathBuf {
-    Path::new(NETNS_DIR).join(name)
+    dir().join(name)
 }
 
 /// setns(2) for network namespaces, on the calling thread.
@@ -126,6 +141,11 @@ pub fn open(name: &str) -> Result<NetNs> {
 /// error, so teardown can be retried.
 pub fn delete(name: &str) -> Result<()> {
     let path = path_of(name);
+    // Outside a rootless session its handles are not visible, and umount(2) would refuse an
+    // unprivileged caller before looking at the path.
+    if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == io::ErrorKind::NotFound) {
+        return Ok(());
+    }
     match rustix::mount::unmount(&path, UnmountFlags::DETACH) {
         Ok(()) => {}
         // Not mounted (half-built) or already gone: carry on to the unlink.
@@ -144,9 +164,9 @@ pub fn delete(name: &str) -> Result<()> {
     }
 }
 
-/// Names of every namespace under [`NETNS_DIR`].
+/// Names of every namespace under [`dir`].
 pub fn list() -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+    let Ok(dir) = std::fs::read_dir(dir()) else {
         return Vec::new();
     };
     let mut names: Vec<String> = dir
@@ -160,6 +180,11 @@ pub fn list() -> Vec<String> {
 /// Makes `/run/netns` exist and be a shared mount, as iproute2 does, so namespaces created here
 /// are visible to `ip netns` in other mount namespaces too.
 fn prepare_dir() -> Result<()> {
+    if let Some(session) = crate::rootless::session_netns_dir() {
+        // The holder's tmpfs, private to the session: nothing to share it with.
+        return std::fs::create_dir_all(&session)
+            .kernel_context(|| format!("creating {}", session.display()));
+    }
     std::fs::create_dir_all(NETNS_DIR).kernel_context(|| format!("creating {NETNS_DIR}"))?;
     let shared = MountPropagationFlags::SHARED | MountPropagationFlags::REC;
     match rustix::mount::mount_change(NETNS_DIR, shared) {
@@ -171,9 +196,9 @@ fn prepare_dir() -> Result<()> {
                 .map_err(io::Error::from)
                 .kernel_context(|| format!("making {NETNS_DIR} a shared mount"))
         }
-        Err(rustix::io::Errno::PERM) | Err(rustix::io::Errno::ACCESS) => Err(LabError::NotRoot {
-            action: "creating network namespaces".into(),
-        }),
+        Err(rustix::io::Errno::PERM) | Err(rustix::io::Errno::ACCESS) => {
+            Err(LabError::not_root("creating network namespaces"))
+        }
         Err(e) => Err(LabError::kernel(format!("preparing {NETNS_DIR}"), e.into())),
     }
 }

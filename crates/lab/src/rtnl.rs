@@ -6,7 +6,7 @@
 //! on a thread entered into it.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 use netlink_packet_core::{
     NLM_F_ACK, NLM_F_CREATE, NLM_F_DUMP, NLM_F_EXCL, NLM_F_REPLACE, NLM_F_REQUEST, NetlinkHeader,
@@ -62,6 +62,21 @@ impl Rtnl {
             socket,
             seq: 0,
             buf: vec![0; 64 * 1024],
+        })
+    }
+
+    /// A socket bound to namespace `ns` (opened on a short thread entered into it); requests
+    /// are then judged by the capabilities that namespace's owner grants, which is what lets a
+    /// rootless session, whose own network namespace is the machine's, create links.
+    pub fn open_in(ns: BorrowedFd<'_>) -> io::Result<Rtnl> {
+        let fd = ns.try_clone_to_owned()?;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                crate::netns::enter(fd.as_fd())?;
+                Rtnl::open()
+            })
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the rtnetlink thread panicked")))
         })
     }
 

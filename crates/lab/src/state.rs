@@ -137,11 +137,14 @@ pub struct StateLock {
 }
 
 impl StateDir {
-    /// The state directory from `TCPLAB_STATE_DIR` or the default.
+    /// The state directory from `TCPLAB_STATE_DIR`, else [`DEFAULT_STATE_DIR`] for root and
+    /// the user's own for anyone else (`rootless::session::user_state_dir`).
     pub fn from_env() -> StateDir {
-        let root = std::env::var_os("TCPLAB_STATE_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR));
+        let root = match std::env::var_os("TCPLAB_STATE_DIR") {
+            Some(dir) => PathBuf::from(dir),
+            None if crate::rootless::machine_root() => PathBuf::from(DEFAULT_STATE_DIR),
+            None => crate::rootless::session::user_state_dir(),
+        };
         StateDir { root }
     }
 
@@ -294,24 +297,31 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// `gc --all` must not take another state directory's live lab for an orphan.
 pub const CLAIMS_DIR: &str = "/run/tcplab/netns-claims";
 
+/// [`CLAIMS_DIR`], or in a rootless session a directory beside its namespace handles (which
+/// are the session's own, but `gc --all` reads claims the same way everywhere).
+fn claims_dir() -> PathBuf {
+    match crate::rootless::session_netns_dir() {
+        Some(netns) => netns.with_file_name("netns-claims"),
+        None => PathBuf::from(CLAIMS_DIR),
+    }
+}
+
 /// Records that `state` owns namespace `ns`.
 pub fn claim(ns: &str, state: &StateDir) -> Result<()> {
-    std::fs::create_dir_all(CLAIMS_DIR).kernel_context(|| format!("creating {CLAIMS_DIR}"))?;
+    let dir = claims_dir();
+    std::fs::create_dir_all(&dir).kernel_context(|| format!("creating {}", dir.display()))?;
     let root = std::fs::canonicalize(state.root()).unwrap_or_else(|_| state.root().to_path_buf());
-    write_atomic(
-        &Path::new(CLAIMS_DIR).join(ns),
-        root.as_os_str().as_encoded_bytes(),
-    )
+    write_atomic(&dir.join(ns), root.as_os_str().as_encoded_bytes())
 }
 
 /// Forgets the claim on `ns` (missing is fine).
 pub fn unclaim(ns: &str) {
-    let _ = std::fs::remove_file(Path::new(CLAIMS_DIR).join(ns));
+    let _ = std::fs::remove_file(claims_dir().join(ns));
 }
 
 /// True when a registered lab in the claiming state directory still lists `ns`.
 pub fn is_claimed(ns: &str) -> bool {
-    let Ok(root) = std::fs::read_to_string(Path::new(CLAIMS_DIR).join(ns)) else {
+    let Ok(root) = std::fs::read_to_string(claims_dir().join(ns)) else {
         return false;
     };
     StateDir::at(root)

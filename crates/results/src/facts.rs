@@ -134,6 +134,22 @@ pub struct Facts {
     pub scheduling: Scheduling,
     /// Lab hosts by name (empty when measuring without a lab).
     pub hosts: BTreeMap<String, HostFacts>,
+    /// Whether labs can be built without root here, and whether this one was (absent in
+    /// results stored before it was recorded).
+    #[serde(default)]
+    pub rootless: Rootless,
+}
+
+/// Rootless labs: an unprivileged user's labs live in a user namespace it owns, where the
+/// emulator has no real-time priority unless RLIMIT_RTPRIO grants it (docs/rootless.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Rootless {
+    /// An unprivileged user may create a user namespace with network namespaces in it.
+    pub allowed: bool,
+    /// Why not, one reason per setting or refusal found, each with what would allow it.
+    pub why_not: Vec<String>,
+    /// This process ran inside such a user namespace (its labs were rootless).
+    pub this_process: bool,
 }
 
 /// Segmentation and receive offloads on lab links. Off by default so that what crosses a link (and

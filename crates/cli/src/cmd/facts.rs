@@ -12,7 +12,7 @@ use crate::output;
 pub struct FactsArgs {
     /// Also record the hosts of this lab (sysctls, interfaces, offloads).
     #[arg(long)]
-    lab: Option<String>,
+    pub lab: Option<String>,
     /// One JSON document on stdout.
     #[arg(long)]
     json: bool,
@@ -60,6 +60,19 @@ impl FactsArgs {
                     .map(|v| if v { "on".into() } else { "off".into() })
             ),
         );
+        let rootless = &facts.rootless;
+        if rootless.allowed {
+            outln!(
+                "rootless    labs allowed without root (user namespaces){}",
+                if rootless.this_process {
+                    "; this command ran in one"
+                } else {
+                    ""
+                }
+            );
+        } else {
+            outln!("rootless    not allowed: {}", rootless.why_not.join("; "));
+        }
         for (k, v) in &facts.machine_sysctls {
             outln!("machine     {k} = {v}");
         }

@@ -37,6 +37,9 @@ pub enum LabCommand {
     Check(CheckArgs),
     /// Remove labs whose owner process died (--all: every lab) and restore host sysctls.
     Gc(GcArgs),
+    /// The holder of an unprivileged user's rootless session (started by tcplab itself).
+    #[command(hide = true)]
+    HoldSession,
 }
 
 impl LabCommand {
@@ -54,6 +57,10 @@ impl LabCommand {
             LabCommand::Set(a) => output::finish(false, a.run()),
             LabCommand::Check(a) => output::finish(a.json, a.run()),
             LabCommand::Gc(a) => output::finish(a.json, a.run()),
+            LabCommand::HoldSession => match tcplab_lab::rootless::session::hold() {
+                Err(e) => output::finish(false, Err(e.into())),
+                Ok(never) => match never {},
+            },
         }
     }
 }
@@ -217,7 +224,6 @@ pub struct DownArgs {
 
 impl DownArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
-        tcplab_lab::require_root("removing a lab")?;
         let state = StateDir::from_env();
         if state.read(&self.name)?.is_none() {
             return Err(LabError::NoSuchLab(self.name).into());
@@ -585,7 +591,6 @@ pub struct GcArgs {
 
 impl GcArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
-        tcplab_lab::require_root("removing labs")?;
         let report = tcplab_lab::gc(&StateDir::from_env(), self.all)?;
         if self.json {
             return Ok(output::print_json(&report));
