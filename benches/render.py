@@ -348,7 +348,20 @@ def trust(d):
     return "\n".join(rows) + "\n" + caption(d)
 
 
+def rootless(d):
+    """Rootless labs against root's: each side is named in the goal."""
+    rows = ["| measure | an unprivileged user (rootless) | root | ratio |", "|---|---|---|---|"]
+    for g in d["goals"]:
+        unit = g.get("unit", "")
+        p = g.get("peer") or {}
+        rows.append(f"| {g['label']} | {figure(g['tcplab'], unit)} | "
+                    f"{p.get('name', 'root')}: {figure(p, unit)} | {ratio_cell(g)} |")
+    notes = " ".join(d.get("notes") or [])
+    return "\n".join(rows) + "\n" + caption(d, notes)
+
+
 RENDERERS = {
+    "rootless": rootless,
     "lab_updown": lab_updown,
     "emu": emu,
     "emu_ab": emu_ab,

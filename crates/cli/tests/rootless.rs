@@ -288,7 +288,10 @@ fn gc_after_sigkill_leaves_nothing_of_the_user() {
     let (alice, _bob) = users();
     let name = lab_name("kill");
     // Kills at moments spread over a build with an emulator (about 50-300 ms here).
-    for (i, delay_ms) in [0u64, 10, 30, 60, 120, 250, 600].into_iter().enumerate() {
+    for (i, delay_ms) in [0u64, 3, 6, 10, 20, 30, 60, 120, 250, 600]
+        .into_iter()
+        .enumerate()
+    {
         let mut child = alice
             .command(&[
                 "lab",

@@ -146,9 +146,7 @@ impl Emulator {
             crate::rootless::in_user_namespace(),
             crate::rootless::rtprio_limit(),
         );
-        for notice in notices {
-            eprintln!("tcplab: {notice}");
-        }
+        crate::rootless::tell_once(&notices);
         let bridge = Bridge::start(ports[0], ports[1], link, &opts)
             .map_err(|e| LabError::invalid("--iface", e.to_string()))?;
         Ok(Emulator {

@@ -133,9 +133,9 @@ impl Lab {
                     ),
                     Ownership::Persistent => {
                         // The companion logs its own notices; the user is told here.
-                        for notice in crate::rootless::emulator_notices(spec.offloads)? {
-                            eprintln!("tcplab: {notice}");
-                        }
+                        crate::rootless::tell_once(&crate::rootless::emulator_notices(
+                            spec.offloads,
+                        )?);
                         record
                             .companions
                             .push(start_companion(&state, &spec.name, &emu.host)?);

@@ -130,6 +130,7 @@ pub fn gc(state: &StateDir, all: bool) -> Result<GcReport> {
     if session_ended {
         crate::rootless::session::forget_ended(state)?;
     }
+    state.remove_stale_temporaries(&lock);
     report.restored_sysctls = sysctl_apply::release_orphaned(state, &lock)?;
     Ok(report)
 }

@@ -250,6 +250,19 @@ impl StateDir {
         }
     }
 
+    /// Removes half-written records (`labs/*.tmp`) left by a writer that was killed between
+    /// writing and renaming. Call it holding the lock: every writer does, so any found then is
+    /// stale. Returns how many went.
+    pub fn remove_stale_temporaries(&self, _lock: &StateLock) -> usize {
+        let Ok(dir) = std::fs::read_dir(self.labs_dir()) else {
+            return 0;
+        };
+        dir.filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "tmp"))
+            .filter(|e| std::fs::remove_file(e.path()).is_ok())
+            .count()
+    }
+
     /// Reads the host-sysctl journal (empty if none).
     pub fn journal(&self) -> Result<Journal> {
         let path = self.journal_path();

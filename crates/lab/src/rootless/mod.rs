@@ -56,6 +56,19 @@ pub fn machine_root() -> bool {
     *ROOT.get_or_init(|| rustix::process::getuid().is_root() && !in_user_namespace())
 }
 
+/// Prints each notice on stderr the first time this process gives it (a sweep or the demo
+/// starts many emulators, each with the same fallbacks).
+pub fn tell_once(notices: &[String]) {
+    static TOLD: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut told = TOLD.lock().unwrap_or_else(|e| e.into_inner());
+    for notice in notices {
+        if !told.contains(notice) {
+            eprintln!("tcplab: {notice}");
+            told.push(notice.clone());
+        }
+    }
+}
+
 /// What [`emulator_fallbacks`] would change in a lab's emulator run from this process, one
 /// line each (none outside a session).
 pub fn emulator_notices(offloads: crate::spec::Offloads) -> Result<Vec<String>> {

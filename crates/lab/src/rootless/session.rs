@@ -49,6 +49,8 @@ struct Session {
     state: StateDir,
     holder: ProcessId,
     users: File,
+    /// The holder, when this process started it: reaped once ended, so no zombie is left.
+    started: Option<std::process::Child>,
 }
 
 /// `session.json`.
@@ -105,31 +107,57 @@ fn join_session(join: Join) -> Result<Option<Session>> {
     let root = user_state_dir();
     make_private_dir(&root)?;
     let state = StateDir::at(&root);
-    let lock = lock_file(&root.join("session.lock"), FlockOperation::LockExclusive)?;
-    let holder = match live_holder(&state)? {
-        Some(holder) => holder,
-        None if join == Join::Existing => return Ok(None),
+    let _lock = lock_file(&root.join("session.lock"), FlockOperation::LockExclusive)?;
+    // A holder found alive may be killed before it is joined: then look again, once.
+    match join_once(join, &state)? {
+        Joined::Ended => match join_once(join, &state)? {
+            Joined::Ended => Err(LabError::Rootless {
+                problem: "the session holder ended twice while this process joined it; run \
+                          the command again"
+                    .into(),
+            }),
+            Joined::Session(session) => Ok(session),
+        },
+        Joined::Session(session) => Ok(session),
+    }
+}
+
+/// One attempt at joining.
+enum Joined {
+    /// Joined (`None`: none running, and not to be started).
+    Session(Option<Session>),
+    /// The holder found ended before it could be joined; its record is gone.
+    Ended,
+}
+
+fn join_once(join: Join, state: &StateDir) -> Result<Joined> {
+    let root = state.root();
+    let (holder, started) = match live_holder(state)? {
+        Some(holder) => (holder, None),
+        None if join == Join::Existing => return Ok(Joined::Session(None)),
         None => {
-            let holder = start_holder(&root)?;
-            write_record(&root, &Record { holder })?;
-            holder
+            let (holder, child) = start_holder(root)?;
+            (holder, Some(child))
         }
     };
     let users = lock_file(&root.join("session.users"), FlockOperation::LockShared)?;
     if let Err(e) = join_namespaces(&holder) {
-        crate::lifecycle::end_process(&holder);
+        let ended = !holder.is_alive();
+        if !ended {
+            crate::lifecycle::end_process(&holder);
+        }
         let _ = std::fs::remove_file(root.join("session.json"));
-        return Err(e);
+        return if ended { Ok(Joined::Ended) } else { Err(e) };
     }
     // Safety: set_var is sound while no other thread reads the environment; join_namespaces
     // has just succeeded, which the kernel allows only in a single-threaded process.
     unsafe { std::env::set_var(NETNS_DIR_ENV, root.join("netns")) };
-    drop(lock);
-    Ok(Some(Session {
-        state,
+    Ok(Joined::Session(Some(Session {
+        state: state.clone(),
         holder,
         users,
-    }))
+        started,
+    })))
 }
 
 impl Session {
@@ -144,6 +172,9 @@ impl Session {
         if alone && self.state.list()?.is_empty() {
             crate::lifecycle::end_process(&self.holder);
             let _ = std::fs::remove_file(root.join("session.json"));
+            if let Some(mut child) = self.started {
+                let _ = child.wait();
+            }
         }
         Ok(())
     }
@@ -176,6 +207,12 @@ pub fn hold() -> Result<std::convert::Infallible> {
     .map_err(io::Error::from)
     .kernel_context(|| format!("mounting a tmpfs on {}", netns.display()))?;
     let _ = std::env::set_current_dir("/");
+    // The holder records itself before saying ready: a starter killed at any moment leaves
+    // either no holder or a recorded one, which the next command uses or ends.
+    let me = ProcessId::current().ok_or_else(|| LabError::Rootless {
+        problem: "the session holder cannot read its own /proc entry".into(),
+    })?;
+    write_record(&root, &Record { holder: me })?;
     // Safety: SIG_IGN for SIGHUP and SIGINT only: the holder outlives the terminal and Ctrl-C
     // of the command that started it; `Session::leave` and `lab gc` end it with SIGTERM.
     unsafe {
@@ -183,9 +220,11 @@ pub fn hold() -> Result<std::convert::Infallible> {
         libc::signal(libc::SIGINT, libc::SIG_IGN);
     }
     let mut out = io::stdout().lock();
-    out.write_all(READY)
-        .and_then(|()| out.flush())
-        .kernel_context(|| "reporting the session ready".to_string())?;
+    if let Err(e) = out.write_all(READY).and_then(|()| out.flush()) {
+        // The starter died before reading (EPIPE): nobody joined, so the session ends here.
+        let _ = std::fs::remove_file(root.join("session.json"));
+        return Err(LabError::kernel("reporting the session ready", e));
+    }
     drop(out);
     loop {
         std::thread::sleep(Duration::from_secs(3600));
@@ -238,7 +277,7 @@ fn write_record(root: &Path, record: &Record) -> Result<()> {
 
 /// Starts the holder and waits (without a thread: joining needs a single-threaded process)
 /// for its ready line.
-fn start_holder(root: &Path) -> Result<ProcessId> {
+fn start_holder(root: &Path) -> Result<(ProcessId, std::process::Child)> {
     use std::os::unix::process::CommandExt;
     let program = crate::emulation::companion_program().ok_or_else(|| {
         LabError::invalid(
@@ -266,7 +305,7 @@ fn start_holder(root: &Path) -> Result<ProcessId> {
         .is_some_and(|out| wait_ready(out, HOLDER_START));
     let process = ready.then(|| ProcessId::of(child.id())).flatten();
     match process {
-        Some(p) => Ok(p),
+        Some(p) => Ok((p, child)),
         None => {
             let _ = child.kill();
             let _ = child.wait();
