@@ -55,7 +55,7 @@ impl User {
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tcplab"));
+        let mut cmd = Command::new(binary());
         cmd.args(args)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
@@ -148,6 +148,53 @@ impl Drop for User {
             }
         }
     }
+}
+
+/// The binary under test, or a copy anyone may run when a checkout under a private directory
+/// (e.g. /root) keeps other users from reaching it.
+fn binary() -> PathBuf {
+    static BINARY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            let built = PathBuf::from(env!("CARGO_BIN_EXE_tcplab"));
+            if reachable_by_anyone(&built) {
+                return built;
+            }
+            // Kept for the test process's life (the tests share it), removed at its exit.
+            let dir = tempfile::Builder::new()
+                .prefix("tcplab-rootless-bin-")
+                .tempdir()
+                .unwrap()
+                .keep();
+            let copy = dir.join("tcplab");
+            std::fs::copy(&built, &copy).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let _ = COPY_DIR.set(dir);
+            // Safety: registers a plain function without arguments, run once by exit(3).
+            unsafe { libc::atexit(remove_copy) };
+            copy
+        })
+        .clone()
+}
+
+static COPY_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+extern "C" fn remove_copy() {
+    if let Some(dir) = COPY_DIR.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Every directory above `path` searchable by others, and `path` executable by them.
+fn reachable_by_anyone(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.permissions().mode());
+    mode(path).is_ok_and(|m| m & 0o005 == 0o005)
+        && path
+            .ancestors()
+            .skip(1)
+            .all(|dir| mode(dir).is_ok_and(|m| m & 0o001 != 0))
 }
 
 fn account(name: &str) -> Option<(u32, u32)> {
