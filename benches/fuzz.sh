@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The parsers' property tests (every `parse_props` suite, the study store's damaged files, the
-# wire parsers and the control protocol, and the CLI's bad input) with many more cases than
+# wire parsers and the emulator's control protocol, and the CLI's bad input) with many more cases than
 # `cargo test` runs: the same generators, PROPTEST_CASES of them per property, in release.
 # Prints each suite's cases, time and result; a suite running past FUZZ_TIMEOUT seconds
 # (default 1800) is stopped and counted as failed, so the whole run is bounded.
@@ -19,6 +19,8 @@ suites=(
   "emu-io-wire|tcplab-emu-io|--lib|wire::fuzz_tests"
   "lab|tcplab-lab|--test parse_props|"
   "lab-control|tcplab-lab|--lib|emulation::tests"
+  "results|tcplab-results|--test parse_props|"
+  "load|tcplab-load|--test parse_props|"
   "stats|tcplab-stats|--test parse_props|"
   "study|tcplab-study|--test parse_props|"
   "study-store|tcplab-study|--test store_props|"

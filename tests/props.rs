@@ -10,6 +10,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::Duration;
 
+use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, TestCaseError};
 
 /// The number of cases comes from `PROPTEST_CASES` (read by `Config::default`); failures are
@@ -106,4 +107,39 @@ pub fn check_error(msg: &str, names: &[&str]) -> Result<(), TestCaseError> {
 pub fn says_fix(msg: &str) -> bool {
     let lower = msg.to_lowercase();
     FIX_WORDS.iter().any(|w| lower.contains(w))
+}
+
+/// A valid `key = value` text (TOML) with one line changed: its value replaced by one of
+/// `values`, the line removed, doubled, or replaced by junk. Returns the text, the line's key
+/// (if it has one, without quotes) and the number of the line the change shows at (1-based; a
+/// doubled line clashes where its copy is, one line down).
+pub fn one_line_changed(
+    base: &'static str,
+    values: impl Strategy<Value = String>,
+) -> impl Strategy<Value = (String, String, usize)> {
+    let n = base.lines().count();
+    (0..n, 0..4u8, values, ".{0,30}").prop_map(move |(i, how, value, junk)| {
+        let mut out: Vec<String> = base.lines().map(str::to_owned).collect();
+        let key = out[i]
+            .split_once('=')
+            .map(|(k, _)| k.trim().trim_matches('"').to_owned())
+            .unwrap_or_default();
+        match how {
+            0 if !key.is_empty() => {
+                let k = out[i]
+                    .split_once('=')
+                    .map(|(k, _)| k.to_owned())
+                    .unwrap_or_default();
+                out[i] = format!("{k}= {value}");
+            }
+            1 => out[i] = String::new(),
+            2 => {
+                let l = out[i].clone();
+                out.insert(i, l);
+            }
+            _ => out[i] = junk,
+        }
+        let line = if how == 2 { i + 2 } else { i + 1 };
+        (out.join("\n"), key, line)
+    })
 }

@@ -184,7 +184,7 @@ impl Inventory {
     pub fn parse(text: &str, source: &str) -> Result<Self, InventoryError> {
         let table: toml::Table = toml::from_str(text).map_err(|e| InventoryError::Syntax {
             source_name: source.to_string(),
-            message: toml_message(text, &e),
+            message: tcplab_emu::error::toml_message(text, e.message(), e.span()),
         })?;
         let p = Parser { source };
         for key in table.keys() {
@@ -248,37 +248,6 @@ impl Inventory {
     pub fn host(&self, name: &str) -> Option<&Host> {
         self.hosts.iter().find(|h| h.name == name)
     }
-}
-
-/// A TOML error on one line: where (line and column), toml's message, and what to do
-/// (toml's own text quotes the source under a caret, over several lines). As in
-/// `tcplab_lab::file`, which this crate does not depend on.
-fn toml_message(text: &str, e: &toml::de::Error) -> String {
-    let message = e.message().trim().replace(['\n', '\r'], " ");
-    let at = e
-        .span()
-        .and_then(|r| text.get(..r.start))
-        .map(|before| {
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            format!("line {line}, column {column}: ")
-        })
-        .unwrap_or_default();
-    let key = e.span().and_then(|r| text.get(r)).filter(|k| !k.is_empty());
-    let message = match key {
-        Some(k) if message == "duplicate key" => format!("duplicate key `{}`", k.trim()),
-        _ => message,
-    };
-    let fix = if message.starts_with("duplicate key") {
-        "; write each key once".to_owned()
-    } else if let Some(field) = message.strip_prefix("missing field ") {
-        format!("; add {field}")
-    } else if message.contains("expected") {
-        String::new()
-    } else {
-        "; check the TOML syntax there".to_owned()
-    };
-    format!("{at}{message}{fix}")
 }
 
 fn duplicate(source: &str, field: &'static str, value: String, a: &str, b: &str) -> InventoryError {

@@ -162,40 +162,13 @@ pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
 }
 
 /// A TOML error on one line: where (line and column), toml's message, and what to do
-/// (toml's own text quotes the source under a caret, over several lines).
+/// (toml's own text quotes the source under a caret, over several lines); as
+/// [`tcplab_emu::error::toml_message`] says every file's.
 pub fn toml_message(text: &str, e: &toml::de::Error) -> String {
-    let message = e.message().trim().replace(['\n', '\r'], " ");
-    let at = e
-        .span()
-        .and_then(|r| text.get(..r.start))
-        .map(|before| {
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-            format!("line {line}, column {column}: ")
-        })
-        .unwrap_or_default();
-    let key = e.span().and_then(|r| text.get(r)).filter(|k| !k.is_empty());
-    let message = match key {
-        Some(k) if message == "duplicate key" => format!("duplicate key `{}`", k.trim()),
-        _ => message,
-    };
-    format!("{at}{message}{}", toml_fix(&message))
+    tcplab_emu::error::toml_message(text, e.message(), e.span())
 }
 
-/// What to do about a TOML error, by toml's message: `; write each key once` for a duplicate
-/// key, `; add `x`` for a missing field, nothing when the message already says what was
-/// expected, else to check the syntax where it points.
-pub fn toml_fix(message: &str) -> String {
-    if message.starts_with("duplicate key") {
-        "; write each key once".to_owned()
-    } else if let Some(field) = message.strip_prefix("missing field ") {
-        format!("; add {field}")
-    } else if message.contains("expected") {
-        String::new()
-    } else {
-        "; check the TOML syntax there".to_owned()
-    }
-}
+pub use tcplab_emu::error::toml_fix;
 
 /// Flattens `[sysctl.HOST] KEY = VALUE` tables; numbers are accepted as well as strings.
 fn sysctls_of(

@@ -89,36 +89,10 @@ fn toml_value() -> impl Strategy<Value = String> {
     ]
 }
 
-/// A valid lab file with one line changed: a value replaced, the line removed, doubled, or
-/// garbage put in its place. Returns the text, the line's key (if it has one) and its number.
+/// A valid lab file with one line changed (`props::one_line_changed`): the text, the line's
+/// key (if it has one) and its number.
 fn mutated(base: &'static str) -> impl Strategy<Value = (String, String, usize)> {
-    let lines: Vec<&str> = base.lines().collect();
-    let n = lines.len();
-    (0..n, 0..4u8, toml_value(), ".{0,30}").prop_map(move |(i, how, value, junk)| {
-        let mut out: Vec<String> = base.lines().map(str::to_owned).collect();
-        let key = out[i]
-            .split_once('=')
-            .map(|(k, _)| k.trim().trim_matches('"').to_owned())
-            .unwrap_or_default();
-        match how {
-            0 if !key.is_empty() => {
-                let k = out[i]
-                    .split_once('=')
-                    .map(|(k, _)| k.to_owned())
-                    .unwrap_or_default();
-                out[i] = format!("{k}= {value}");
-            }
-            1 => out[i] = String::new(),
-            2 => {
-                let l = out[i].clone();
-                out.insert(i, l);
-            }
-            _ => out[i] = junk,
-        }
-        // A doubled line clashes where its copy is, one line down.
-        let line = if how == 2 { i + 2 } else { i + 1 };
-        (out.join("\n"), key, line)
-    })
+    props::one_line_changed(base, toml_value())
 }
 
 /// Names the field, its line, or (for a semantic check of a whole lab) what it checked.

@@ -41,11 +41,9 @@ pub fn encode(values: &[u64], out: &mut Vec<u8>) {
 pub fn decode(body: &[u8]) -> Result<Vec<u64>> {
     let rest = body.strip_prefix(&MAGIC).ok_or_else(|| {
         bad(format!(
-            "expected a binary stamps frame (magic {:?}), got one starting {:?}; is the peer a \
-             tcplab server of protocol version {}?",
+            "expected a binary stamps frame (magic {:?}), got one starting {:?}",
             String::from_utf8_lossy(&MAGIC),
             String::from_utf8_lossy(&body[..body.len().min(8)]),
-            crate::proto::VERSION
         ))
     })?;
     let (count, mut rest) = rest
@@ -80,8 +78,12 @@ pub fn decode(body: &[u8]) -> Result<Vec<u64>> {
     Ok(values)
 }
 
+/// A malformed stamps frame: what was wrong, and what to check.
 fn bad(msg: String) -> LoadError {
-    LoadError::Protocol(msg)
+    LoadError::Protocol(format!(
+        "{msg}; check that the peer is a tcplab of protocol version {}",
+        crate::proto::VERSION
+    ))
 }
 
 /// Maps small magnitudes of either sign to small unsigned numbers (0, -1, 1, -2 → 0, 1, 2, 3).

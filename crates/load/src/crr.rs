@@ -416,7 +416,10 @@ fn wait_done(ctrl: &mut crate::auth::Channel, wait: Duration) -> std::result::Re
     let _ = ctrl.set_read_timeout(Some(wait));
     match crate::proto::read_frame(ctrl) {
         Ok(Ctrl::Done) => Ok(()),
-        Ok(other) => Err(format!("expected Done, got {other:?}")),
+        Ok(other) => Err(format!(
+            "expected Done, got {}",
+            crate::agent::handshake::kind(&other)
+        )),
         Err(e) => Err(e.to_string()),
     }
 }

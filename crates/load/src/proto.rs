@@ -68,6 +68,8 @@ pub const CTRL_BUFFER: u32 = 1 << 20;
 pub const DEFAULT_PORT: u16 = 5301;
 /// Largest frame accepted (a bulk frame of 10 M stamps of up to 10 bytes each fits).
 const MAX_FRAME: usize = 256 << 20;
+/// Bytes set aside for a plain frame's body before any arrives; more as they do.
+const FIRST_READ: usize = 64 << 10;
 
 /// One test's parameters, as sent in [`Ctrl::Hello`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -324,7 +326,7 @@ pub fn read_frame<C: Frames + ?Sized>(conn: &mut C) -> Result<Ctrl> {
         let body = conn.recv_body().map_err(|e| {
             LoadError::Protocol(format!(
                 "no stamps frame after the report ({e}); a peer of protocol version {VERSION} \
-                 sends one, is it an older tcplab?"
+                 sends one: use a tcplab of that version on both ends"
             ))
         })?;
         r.recv_ns = bulk::decode(&body)?;
@@ -335,35 +337,56 @@ pub fn read_frame<C: Frames + ?Sized>(conn: &mut C) -> Result<Ctrl> {
 /// Decodes one JSON frame body.
 pub fn decode(body: &[u8]) -> Result<Ctrl> {
     if body.starts_with(&bulk::MAGIC) {
-        return Err(LoadError::Protocol(
+        return Err(LoadError::Protocol(format!(
             "got a binary stamps frame where a JSON control frame was expected; the peer is \
-             out of step (a tcplab of another protocol version?)"
-                .into(),
-        ));
+             out of step: check that it is a tcplab of protocol version {VERSION}"
+        )));
     }
     serde_json::from_slice(body).map_err(|e| {
         LoadError::Protocol(format!(
-            "bad control frame: {e}; is the peer a tcplab server of this version?"
+            "bad control frame ({}); check that the peer is a tcplab of protocol version \
+             {VERSION}",
+            peer_text(&e.to_string())
         ))
     })
 }
 
-/// Reads one plain frame's body, whatever its kind.
+/// Text a peer sent (a refusal's message, or a decoder's words about its frame, which quote
+/// it), fit for a one-line error: control characters escaped, cut to a few hundred characters.
+pub(crate) fn peer_text(text: &str) -> String {
+    tcplab_emu::error::one_line(text)
+}
+
+/// An error reading a control frame, with what to check.
+pub(crate) fn read_failed(e: &std::io::Error) -> LoadError {
+    LoadError::Protocol(format!(
+        "{}; check that the peer is a running tcplab of protocol version {VERSION}",
+        crate::net::reason("reading a control frame", e)
+    ))
+}
+
+/// Reads one plain frame's body, whatever its kind. The body grows as its bytes arrive, so a
+/// length a peer announces but never sends costs no memory.
 fn read_body(stream: &mut TcpStream) -> Result<Vec<u8>> {
     let mut len = [0u8; 4];
-    stream
-        .read_exact(&mut len)
-        .map_err(|e| LoadError::Protocol(crate::net::reason("reading a control frame", &e)))?;
+    stream.read_exact(&mut len).map_err(|e| read_failed(&e))?;
     let len = u32::from_be_bytes(len) as usize;
     if len > MAX_FRAME {
         return Err(LoadError::Protocol(format!(
-            "frame of {len} bytes exceeds the {MAX_FRAME}-byte limit; is the peer a tcplab server?"
+            "frame of {len} bytes exceeds the {MAX_FRAME}-byte limit; check that the peer is a \
+             tcplab of protocol version {VERSION}"
         )));
     }
-    let mut body = vec![0u8; len];
-    stream
-        .read_exact(&mut body)
-        .map_err(|e| LoadError::Protocol(crate::net::reason("reading a control frame", &e)))?;
+    let mut body = Vec::with_capacity(len.min(FIRST_READ));
+    let got = Read::by_ref(stream)
+        .take(len as u64)
+        .read_to_end(&mut body)
+        .map_err(|e| read_failed(&e))?;
+    if got < len {
+        return Err(read_failed(&std::io::Error::from(
+            std::io::ErrorKind::UnexpectedEof,
+        )));
+    }
     Ok(body)
 }
 
@@ -446,7 +469,10 @@ mod tests {
         let (mut s, _) = l.accept().expect("accept");
         c.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("write");
         let err = read_frame(&mut s).expect_err("garbage");
-        assert!(err.to_string().contains("tcplab server"), "{err}");
+        assert!(
+            err.to_string().contains("a tcplab of protocol version"),
+            "{err}"
+        );
     }
 
     #[test]

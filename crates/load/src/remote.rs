@@ -117,20 +117,33 @@ fn refusal(msg: Ctrl, auth: &ClientAuth) -> LoadError {
         | Ctrl::Denied {
             message,
             auth: false,
-        } => LoadError::Agent(message),
+        } => LoadError::Agent(proto::peer_text(&message)),
         Ctrl::Denied { message, .. } => LoadError::Auth(format!(
-            "{message} (this client's key is from {})",
+            "{} (this client's key is from {})",
+            proto::peer_text(&message),
             auth.key_source()
         )),
         other => LoadError::Protocol(format!(
-            "expected the agent's answer, got {}; is it a tcplab agent of this version?",
+            "expected the agent's answer, got {}; check that it is a tcplab agent of this \
+             version",
             crate::agent::handshake::kind(&other)
         )),
     }
 }
 
 fn unexpected(what: &str, got: &Answer) -> LoadError {
-    LoadError::Protocol(format!("asked for {what}, got the answer {got:?}"))
+    // Named by its kind: its contents (facts, a whole result) may be large.
+    let kind = match got {
+        Answer::Facts(_) => "facts",
+        Answer::Run { .. } => "a run",
+        Answer::Sysctl { .. } => "sysctls",
+        Answer::Released => "released",
+    };
+    LoadError::Protocol(format!(
+        "asked for {what}, got the answer {kind}; check that the agent is a tcplab of protocol \
+         version {}",
+        proto::VERSION
+    ))
 }
 
 /// What the agent at `agent` is and the machine it sees.
@@ -176,7 +189,8 @@ pub fn clock(
             }),
             Ctrl::Pong { .. } => {
                 return Err(LoadError::Protocol(
-                    "the agent's Pong echoes another Ping; is it a tcplab agent of this version?"
+                    "the agent's Pong echoes another Ping; check that it is a tcplab agent of \
+                     this version"
                         .into(),
                 ));
             }

@@ -115,18 +115,17 @@ impl Session {
                     timeout,
                 })
             }
-            Ctrl::Error { message } => Err(LoadError::Refused(message)),
+            Ctrl::Error { message } => Err(LoadError::Refused(proto::peer_text(&message))),
             Ctrl::Denied {
                 message,
                 auth: true,
             } => Err(LoadError::Auth(format!(
-                "{message} (this client's key is from {})",
+                "{} (this client's key is from {})",
+                proto::peer_text(&message),
                 auth.key_source()
             ))),
-            Ctrl::Denied { message, .. } => Err(LoadError::Refused(message)),
-            other => Err(LoadError::Protocol(format!(
-                "expected Ready, got {other:?}"
-            ))),
+            Ctrl::Denied { message, .. } => Err(LoadError::Refused(proto::peer_text(&message))),
+            other => Err(out_of_step("Ready", &other)),
         }
     }
 
@@ -167,11 +166,9 @@ impl Session {
         match proto::read_frame(&mut self.ctrl)? {
             Ctrl::Report(r) => Ok(*r),
             Ctrl::Error { message } | Ctrl::Denied { message, .. } => {
-                Err(LoadError::Refused(message))
+                Err(LoadError::Refused(proto::peer_text(&message)))
             }
-            other => Err(LoadError::Protocol(format!(
-                "expected Report, got {other:?}"
-            ))),
+            other => Err(out_of_step("Report", &other)),
         }
     }
 
@@ -179,4 +176,14 @@ impl Session {
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
+}
+
+/// The server sent `got` where `want` belongs: named by its kind (never its contents, which may
+/// be large), with what to check.
+fn out_of_step(want: &str, got: &Ctrl) -> LoadError {
+    LoadError::Protocol(format!(
+        "expected {want}, got {}; check that the server is a tcplab of protocol version {}",
+        crate::agent::handshake::kind(got),
+        proto::VERSION
+    ))
 }

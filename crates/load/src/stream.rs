@@ -383,7 +383,10 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &StreamConfig) -> ServerReport {
     match crate::proto::read_frame(&mut ctx.ctrl) {
         Ok(Ctrl::Start) => {}
         Ok(other) => {
-            report.incomplete_reason = Some(format!("expected Start, got {other:?}"));
+            report.incomplete_reason = Some(format!(
+                "expected Start, got {}",
+                crate::agent::handshake::kind(&other)
+            ));
             return report;
         }
         Err(e) => {

@@ -2,6 +2,13 @@
 //! K/M/G suffixes, rates with decimal ones, size lists and doubling ranges. crates/cli hands
 //! these to its flags as value parsers, so a bad value's message is the same everywhere.
 
+use tcplab_emu::error::shown;
+
+/// Longest duration accepted, ms (about 31 years).
+const MAX_MS: f64 = 1e12;
+/// Largest byte count or rate accepted (just under 2^64).
+const MAX_SCALED: f64 = 1.8e19;
+
 /// Seconds (`1.5`, `2s`, `250ms`) to milliseconds.
 pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     let (num, scale) = if let Some(v) = s.strip_suffix("ms") {
@@ -11,12 +18,18 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
     } else {
         (s, 1000.0)
     };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration (e.g. 10, 2.5s, 250ms)"))?;
-    if !(v.is_finite() && v >= 0.0 && v * scale < 1e12) {
-        return Err(format!("{s:?} is out of range"));
+    let v: f64 = num.trim().parse().map_err(|_| {
+        format!(
+            "`{}` is not a duration: write seconds or ms, e.g. 10, 2.5s, 250ms",
+            shown(s)
+        )
+    })?;
+    if !(v.is_finite() && v >= 0.0 && v * scale < MAX_MS) {
+        return Err(format!(
+            "`{}` is out of range: give a duration from 0 to {} s",
+            shown(s),
+            MAX_MS / 1000.0
+        ));
     }
     Ok((v * scale).round() as u64)
 }
@@ -25,12 +38,17 @@ pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
 pub fn parse_interval_ms(s: &str) -> Result<u64, String> {
     let ms = parse_duration_ms(s)?;
     if ms < crate::live::MIN_INTERVAL_MS {
-        return Err(format!("{s:?} is shorter than 10 ms"));
+        return Err(format!(
+            "`{}` is shorter than {} ms: give {} ms or more",
+            shown(s),
+            crate::live::MIN_INTERVAL_MS,
+            crate::live::MIN_INTERVAL_MS
+        ));
     }
     Ok(ms)
 }
 
-fn parse_scaled(s: &str, base: f64) -> Result<u64, String> {
+fn parse_scaled(s: &str, base: f64, example: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, mul) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], base),
@@ -38,38 +56,47 @@ fn parse_scaled(s: &str, base: f64) -> Result<u64, String> {
         Some('g' | 'G') => (&t[..t.len() - 1], base * base * base),
         _ => (t, 1.0),
     };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number (suffixes K, M, G)"))?;
-    if !(v.is_finite() && v >= 0.0 && v * mul < 1.8e19) {
-        return Err(format!("{s:?} is out of range"));
+    let v: f64 = num.parse().map_err(|_| {
+        format!(
+            "`{}` is not a number: write a number with an optional K, M or G, e.g. {example}",
+            shown(s)
+        )
+    })?;
+    if !(v.is_finite() && v >= 0.0 && v * mul < MAX_SCALED) {
+        return Err(format!(
+            "`{}` is out of range: give a value from 0 to 1.8e19",
+            shown(s)
+        ));
     }
     Ok((v * mul).round() as u64)
 }
 
 /// Bytes with binary K/M/G suffixes (128K = 131072).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    parse_scaled(s, 1024.0)
+    parse_scaled(s, 1024.0, "128K (131,072 bytes)")
 }
 
 /// Rates with decimal K/M/G suffixes (100M = 100,000,000 bit/s).
 pub fn parse_rate(s: &str) -> Result<u64, String> {
-    parse_scaled(s, 1000.0)
+    parse_scaled(s, 1000.0, "100M (100,000,000)")
 }
 
 /// A size list `1,64,1500` or a doubling range `1..4096`.
 pub fn parse_size_list(s: &str) -> Result<Vec<u32>, String> {
+    const SIZES: &str = "write sizes in bytes (at most 4294967295) as a list, e.g. 1,64,1500, or a \
+                         doubling range, e.g. 1..4096";
+    let size = |p: &str| {
+        p.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("`{}` is not a size: {SIZES}", shown(p)))
+    };
     if let Some((a, b)) = s.split_once("..") {
-        let a: u32 = a
-            .trim()
-            .parse()
-            .map_err(|_| format!("{a:?} is not a size"))?;
-        let b: u32 = b
-            .trim()
-            .parse()
-            .map_err(|_| format!("{b:?} is not a size"))?;
+        let (a, b) = (size(a)?, size(b)?);
         if a == 0 || a > b {
-            return Err(format!("range {s:?} must be 1 <= start <= end"));
+            return Err(format!(
+                "range `{}` must be 1 <= start <= end, e.g. 1..4096",
+                shown(s)
+            ));
         }
         let mut v = Vec::new();
         let mut x = a;
@@ -82,13 +109,7 @@ pub fn parse_size_list(s: &str) -> Result<Vec<u32>, String> {
         }
         return Ok(v);
     }
-    s.split(',')
-        .map(|p| {
-            p.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("{p:?} is not a size in bytes"))
-        })
-        .collect()
+    s.split(',').map(size).collect()
 }
 
 #[cfg(test)]

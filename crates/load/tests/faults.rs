@@ -140,7 +140,8 @@ fn a_client_of_another_protocol_version_is_refused_by_name() {
         Ctrl::Error { message } => assert_eq!(
             message,
             format!(
-                "protocol version 1 not supported (server speaks {})",
+                "protocol version 1 not supported (server speaks {}); run the same tcplab \
+                 version on both ends",
                 proto::VERSION
             )
         ),

@@ -253,25 +253,38 @@ pub struct Section {
 /// Columns whose values are names, not numbers (http's error kind).
 pub const LABEL_COLUMNS: &[&str] = &["error"];
 
-/// Parses a samples file's text back into its sections.
+/// Parses a samples file's text back into its sections. An error is one line that names the
+/// line at fault (and the column or item in it) and says what to write instead.
 pub fn parse(text: &str) -> std::result::Result<(String, Vec<Section>), String> {
+    use tcplab_emu::error::shown;
+    const FIRST: &str = "`# tcplab-samples 1 workload=NAME` (docs/samples.md)";
     let mut lines = text.lines();
-    let first = lines.next().ok_or("empty samples file")?;
-    let head = first
-        .strip_prefix("# tcplab-samples ")
-        .ok_or("not a tcplab samples file (first line)")?;
+    let first = lines
+        .next()
+        .ok_or(format!("empty samples file: line 1 must be {FIRST}"))?;
+    let head = first.strip_prefix("# tcplab-samples ").ok_or_else(|| {
+        format!(
+            "not a tcplab samples file: line 1 is `{}`, it must be {FIRST}",
+            shown(first)
+        )
+    })?;
     let workload = head
         .split_whitespace()
         .find_map(|kv| kv.strip_prefix("workload="))
-        .ok_or("no workload= in the first line")?;
+        .ok_or(format!("line 1 has no workload=: write {FIRST}"))?;
     let mut sections: Vec<Section> = Vec::new();
     for (n, line) in lines.enumerate() {
+        let at = n + 2;
         if let Some(rest) = line.strip_prefix("# ") {
             let mut s = Section::default();
             for kv in rest.split_whitespace() {
-                let (k, v) = kv
-                    .split_once('=')
-                    .ok_or(format!("line {}: bad key=value {kv:?}", n + 2))?;
+                let (k, v) = kv.split_once('=').ok_or_else(|| {
+                    format!(
+                        "line {at}: `{}` in a section line is not key=value; write e.g. \
+                         `# section=message columns=seq,send_ns,recv_ns`",
+                        shown(kv)
+                    )
+                })?;
                 match k {
                     "section" => s.kind = v.to_string(),
                     "columns" => s.columns = v.split(',').map(str::to_string).collect(),
@@ -282,41 +295,55 @@ pub fn parse(text: &str) -> std::result::Result<(String, Vec<Section>), String> 
             }
             sections.push(s);
         } else if !line.is_empty() {
-            let s = sections
-                .last_mut()
-                .ok_or(format!("line {}: data before any section", n + 2))?;
-            let at = s.rows.len();
-            let row: std::result::Result<Vec<Option<f64>>, String> = line
-                .split(',')
-                .enumerate()
-                .map(|(i, f)| {
-                    let column = s.columns.get(i).map(String::as_str);
-                    if f == "-" {
-                        Ok(None)
-                    } else if let Ok(v) = f.parse() {
-                        Ok(Some(v))
-                    } else if let Some(c) = column.filter(|c| LABEL_COLUMNS.contains(c)) {
-                        let valid = f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-                        if !valid {
-                            return Err(format!("line {}: bad name {f:?} in {c}", n + 2));
-                        }
-                        s.labels
-                            .entry(c.to_string())
-                            .or_default()
-                            .push((at, f.to_string()));
-                        Ok(None)
-                    } else {
-                        Err(format!("line {}: bad number {f:?}", n + 2))
+            let s = sections.last_mut().ok_or_else(|| {
+                format!(
+                    "line {at}: a row before any section; a `# section=... columns=...` line \
+                     must come first"
+                )
+            })?;
+            let row_at = s.rows.len();
+            let mut row = Vec::with_capacity(s.columns.len());
+            for (i, f) in line.split(',').enumerate() {
+                let column = s.columns.get(i).map(String::as_str);
+                let named = || match column {
+                    Some(c) => format!("column {} (`{}`)", i + 1, shown(c)),
+                    None => format!("column {}", i + 1),
+                };
+                if f == "-" {
+                    row.push(None);
+                } else if let Ok(v) = f.parse() {
+                    row.push(Some(v));
+                } else if let Some(c) = column.filter(|c| LABEL_COLUMNS.contains(c)) {
+                    let valid = f.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                    if !valid {
+                        return Err(format!(
+                            "line {at}: `{}` in {} is not a name; use letters, digits and _, \
+                             or - for none",
+                            shown(f),
+                            named()
+                        ));
                     }
-                })
-                .collect();
-            let row = row?;
+                    s.labels
+                        .entry(c.to_string())
+                        .or_default()
+                        .push((row_at, f.to_string()));
+                    row.push(None);
+                } else {
+                    return Err(format!(
+                        "line {at}: `{}` in {} is not a number; write a number, or - for no \
+                         value",
+                        shown(f),
+                        named()
+                    ));
+                }
+            }
             if row.len() != s.columns.len() {
                 return Err(format!(
-                    "line {}: {} fields for {} columns",
-                    n + 2,
+                    "line {at}: {} values for the {} columns of section `{}`; each row must \
+                     have one value per column",
                     row.len(),
-                    s.columns.len()
+                    s.columns.len(),
+                    shown(&s.kind)
                 ));
             }
             s.rows.push(row);

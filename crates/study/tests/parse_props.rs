@@ -100,35 +100,10 @@ fn toml_value() -> impl Strategy<Value = String> {
     ]
 }
 
-/// The scenario with one line changed: a value replaced, the line removed, doubled or
-/// replaced by junk. Returns the text, the line's key and its number.
+/// The scenario with one line changed (`props::one_line_changed`): the text, the line's key
+/// and its number.
 fn mutated() -> impl Strategy<Value = (String, String, usize)> {
-    let n = SCENARIO.lines().count();
-    (0..n, 0..4u8, toml_value(), ".{0,30}").prop_map(move |(i, how, value, junk)| {
-        let mut out: Vec<String> = SCENARIO.lines().map(str::to_owned).collect();
-        let key = out[i]
-            .split_once('=')
-            .map(|(k, _)| k.trim().trim_matches('"').to_owned())
-            .unwrap_or_default();
-        match how {
-            0 if !key.is_empty() => {
-                let k = out[i]
-                    .split_once('=')
-                    .map(|(k, _)| k.to_owned())
-                    .unwrap_or_default();
-                out[i] = format!("{k}= {value}");
-            }
-            1 => out[i] = String::new(),
-            2 => {
-                let l = out[i].clone();
-                out.insert(i, l);
-            }
-            _ => out[i] = junk,
-        }
-        // A doubled line clashes where its copy is, one line down.
-        let line = if how == 2 { i + 2 } else { i + 1 };
-        (out.join("\n"), key, line)
-    })
+    props::one_line_changed(SCENARIO, toml_value())
 }
 
 /// A diagnostic as (line, field, shown).

@@ -307,6 +307,17 @@ impl Record {
         Some(b)
     }
 
+    /// Checks that every part's raw samples read ([`Record::battery_with_samples`] would
+    /// otherwise score the part without them): the first that does not, as `samples.PART: why`.
+    pub fn check_samples(&self) -> std::result::Result<(), String> {
+        for (part, text) in &self.samples {
+            if let Err(e) = tcplab_results::samples::parse(text) {
+                return Err(format!("samples.{}: {e}", tcplab_emu::error::shown(part)));
+            }
+        }
+        Ok(())
+    }
+
     /// The doctor's outcome on this record, with the doctor of this build.
     pub fn outcome(&self) -> (Outcome, Vec<Finding>) {
         self.outcome_of(self.battery_with_samples())
@@ -484,11 +495,16 @@ fn write_record(out: &Path, record: &Record, name: &str) -> Result<()> {
 /// Every record in `dir` (written by [`run`]), sorted by file name.
 pub fn load_records(dir: &Path) -> Result<Vec<(PathBuf, Record)>> {
     let bad = |problem: String| TuneError::Invalid {
-        field: dir.display().to_string(),
+        field: tcplab_emu::error::one_line(&dir.display().to_string()),
         problem,
     };
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| bad(format!("cannot read the directory: {e}")))?
+        .map_err(|e| {
+            bad(format!(
+                "cannot read the directory: {e}; give a directory `tcplab corpus run --out DIR` \
+                 wrote"
+            ))
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.extension().is_some_and(|x| x == "json")
@@ -499,10 +515,19 @@ pub fn load_records(dir: &Path) -> Result<Vec<(PathBuf, Record)>> {
     paths.sort();
     let mut out = Vec::new();
     for p in paths {
-        let text = std::fs::read_to_string(&p)
-            .map_err(|e| bad(format!("cannot read {}: {e}", p.display())))?;
-        let record: Record = serde_json::from_str(&text)
-            .map_err(|e| bad(format!("{} is not a corpus record: {e}", p.display())))?;
+        let shown = tcplab_emu::error::one_line(&p.display().to_string());
+        let redo = "delete it, or write it again with `tcplab corpus run FILE --out DIR`";
+        let bytes = std::fs::read(&p)
+            .map_err(|e| bad(format!("cannot read {shown}: {e}; check its permissions")))?;
+        let record: Record = serde_json::from_slice(&bytes).map_err(|e| {
+            bad(format!(
+                "{shown} is not a corpus record ({}); {redo}",
+                tcplab_emu::error::one_line(&e.to_string())
+            ))
+        })?;
+        if let Err(e) = record.check_samples() {
+            return Err(bad(format!("{shown}: {e}; {redo}")));
+        }
         out.push((p, record));
     }
     if out.is_empty() {

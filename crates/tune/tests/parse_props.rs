@@ -1,6 +1,10 @@
 //! Property tests of the doctor's corpus file (`CorpusFile::parse`, with every case's points
 //! laid over its lab and checked) and tune's workload names: a valid corpus with one line
 //! changed, or any text, parses or fails with one line naming the file or case and the fix.
+//! And of the corpus's stored records (`load_records`, then scored by the doctor as
+//! `tcplab corpus score` does): a record with one value changed, its bytes damaged, a line of
+//! its raw samples changed, or any text in its place, loads and scores without a panic or
+//! fails on one line that names the file (and the samples' part and line).
 
 #![allow(clippy::unwrap_used, reason = "tests: a panic is the failure report")]
 
@@ -9,8 +13,14 @@ mod props;
 
 use props::{bounded, check_error};
 use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use tcplab_doctor::synth::{self, MsgSim, StreamSim};
+use tcplab_results::Report;
 use tcplab_tune::candidates::WorkloadKind;
-use tcplab_tune::corpus::CorpusFile;
+use tcplab_tune::corpus::{CorpusFile, Record, load_records};
 
 const CORPUS: &str = r#"[defaults]
 budget = "24s"
@@ -117,4 +127,254 @@ proptest! {
             check_error(&e, &[])?;
         }
     }
+}
+
+/// A record as `tcplab corpus run` writes one: a battery of every part the doctor reads raw
+/// samples of, with those samples as text.
+fn record_json() -> &'static str {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let c = CorpusFile::parse("corpus.toml", CORPUS).unwrap();
+        let case = &c.cases[1];
+        let mut msgs = MsgSim::new(300, 1);
+        msgs.seed = 7;
+        let battery = tcplab_doctor::Battery {
+            stream: Some(StreamSim::healthy(1e9, 15_000).run()),
+            msgs: Some(synth::msgs(
+                vec![msgs.run(|i| if i % 100 == 50 { 40_000_000 } else { 0 })],
+                false,
+            )),
+            rr: Some(synth::rr(64, &[200_000; 200], true)),
+            crr: Some(synth::crr(100, 500.0, |_| 60_000)),
+            facts: Some(synth::facts(250)),
+            ..tcplab_doctor::Battery::default()
+        };
+        let mut samples = BTreeMap::new();
+        let parts: [(&str, Option<Report>); 3] = [
+            ("msgs", battery.msgs.clone().map(Report::Msgs)),
+            ("rr", battery.rr.clone().map(Report::Rr)),
+            ("crr", battery.crr.clone().map(Report::Crr)),
+        ];
+        for (name, report) in parts {
+            let mut text = Vec::new();
+            tcplab_results::samples::write(&mut text, &report.unwrap()).unwrap();
+            samples.insert(name.to_string(), String::from_utf8(text).unwrap());
+        }
+        let record = Record {
+            label: c.label(case, 0),
+            lab: c.lab_of(case, 0).unwrap(),
+            knobs: c.knobs_of(case, 0),
+            battery: Some(battery),
+            samples,
+            error: None,
+        };
+        serde_json::to_string(&record).unwrap()
+    })
+}
+
+/// Every JSON pointer in `v`.
+fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
+    out.push(at.clone());
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                pointers(
+                    x,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                pointers(x, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        ".{0,20}".prop_map(Value::from),
+        prop::sample::select(vec![
+            Value::Null,
+            Value::Bool(true),
+            serde_json::json!([]),
+            serde_json::json!({}),
+            serde_json::json!(0),
+            serde_json::json!(1e308),
+            serde_json::json!(-1e308),
+            serde_json::json!("rwnd_limited"),
+            serde_json::json!([1, "a", null]),
+        ]),
+    ]
+}
+
+/// A stored record damaged: a value replaced or removed, its bytes changed, or one line of a
+/// part's raw samples changed. With the bytes, the part whose samples no longer read, if any.
+fn damaged_record() -> impl Strategy<Value = (Vec<u8>, Option<&'static str>)> {
+    (
+        0..3u8,
+        any::<prop::sample::Index>(),
+        any::<bool>(),
+        json_value(),
+        (
+            any::<prop::sample::Index>(),
+            1..=255u8,
+            prop::collection::vec(any::<u8>(), 0..16),
+        ),
+        (0..3u8, "[0-9a-z,.# =-]{0,20}|.{0,20}"),
+    )
+        .prop_map(
+            |(how, at, remove, value, (byte, x, extra), (line_how, line))| {
+                let text = record_json();
+                match how {
+                    0 => {
+                        let mut v: Value = serde_json::from_str(text).unwrap();
+                        let mut all = Vec::new();
+                        pointers(&v, String::new(), &mut all);
+                        let p = &all[at.index(all.len())];
+                        match p.rsplit_once('/') {
+                            Some((parent, key)) if remove => {
+                                if let Some(Value::Object(m)) = v.pointer_mut(parent) {
+                                    m.remove(&key.replace("~1", "/").replace("~0", "~"));
+                                }
+                            }
+                            _ => {
+                                if let Some(slot) = v.pointer_mut(p) {
+                                    *slot = value;
+                                }
+                            }
+                        }
+                        (serde_json::to_vec(&v).unwrap(), None)
+                    }
+                    1 => {
+                        let mut b = text.as_bytes().to_vec();
+                        let i = byte.index(b.len());
+                        match x % 3 {
+                            0 => b[i] ^= x,
+                            1 => b.truncate(i),
+                            _ => {
+                                let tail = b.split_off(i);
+                                b.extend(extra);
+                                b.extend(tail);
+                            }
+                        }
+                        (b, None)
+                    }
+                    _ => {
+                        let mut v: Value = serde_json::from_str(text).unwrap();
+                        let parts = ["msgs", "rr", "crr"];
+                        let part = parts[at.index(parts.len())];
+                        let slot = &mut v["samples"][part];
+                        let mut lines: Vec<String> =
+                            slot.as_str().unwrap().lines().map(str::to_owned).collect();
+                        let i = byte.index(lines.len());
+                        match line_how {
+                            0 => lines[i] = line,
+                            1 => {
+                                lines.remove(i);
+                            }
+                            _ => lines.insert(i, line),
+                        }
+                        let text = lines.join("\n");
+                        let unread = tcplab_results::samples::parse(&text)
+                            .is_err()
+                            .then_some(part);
+                        *slot = Value::from(text);
+                        (serde_json::to_vec(&v).unwrap(), unread)
+                    }
+                }
+            },
+        )
+}
+
+/// Loads a directory holding `bytes` as `case.01.json` (and a valid record beside it), and
+/// scores what loads as `tcplab corpus score` does, with and without `--blind`. Raw samples
+/// of `unread` that do not read must be named, not left out.
+fn records_hold(bytes: Vec<u8>, unread: Option<&str>) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("case.01.json"), &bytes).unwrap();
+    std::fs::write(dir.path().join("case.02.json"), record_json()).unwrap();
+    let root = dir.path().to_owned();
+    let result = bounded("load_records", move || {
+        load_records(&root)
+            .map(|records| {
+                // The damaged one is scored (the other is the same in every case).
+                for (path, r) in &records {
+                    if path.ends_with("case.01.json") {
+                        let _ = r.outcome();
+                        let _ = r.outcome_blind();
+                    }
+                }
+                records.len()
+            })
+            .map_err(|e| e.to_string())
+    })?;
+    match result {
+        Ok(n) => {
+            prop_assert!(
+                unread.is_none(),
+                "samples.{:?} that do not read were left out",
+                unread
+            );
+            prop_assert_eq!(n, 2);
+        }
+        Err(e) => {
+            check_error(&e, &["case.01.json"])?;
+            if let Some(part) = unread {
+                prop_assert!(e.contains(&format!("samples.{part}: line ")), "{}", e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Loading the records takes the doctor's battery per case (a debug build scores one in a few
+/// milliseconds): a quarter of the cases of the others.
+fn records_config() -> ProptestConfig {
+    let base = props::config();
+    ProptestConfig {
+        cases: (base.cases / 4).max(8),
+        ..base
+    }
+}
+
+proptest! {
+    #![proptest_config(records_config())]
+
+    #[test]
+    fn stored_records_damaged((bytes, unread) in damaged_record()) {
+        records_hold(bytes, unread)?;
+    }
+
+    #[test]
+    fn stored_records_of_any_text(text in prop_oneof![any::<String>(), "\\{\"label\": ?\\{.{0,40}"]) {
+        records_hold(text.into_bytes(), None)?;
+    }
+}
+
+/// Found by `stored_records_damaged`: a part's raw samples that did not read were dropped
+/// without a word, and the doctor scored the part without them.
+#[test]
+fn a_records_damaged_samples_are_named() {
+    let mut v: Value = serde_json::from_str(record_json()).unwrap();
+    let text = v["samples"]["rr"]
+        .as_str()
+        .unwrap()
+        .replace("\n1,", "\n1,x");
+    v["samples"]["rr"] = Value::from(text);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("r.01.json"),
+        serde_json::to_vec(&v).unwrap(),
+    )
+    .unwrap();
+    let e = load_records(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("r.01.json: samples.rr: line 4: `x"), "{e}");
+    assert!(e.contains("tcplab corpus run"), "{e}");
 }

@@ -74,7 +74,9 @@ pub struct Figures {
     pub value: Option<f64>,
     /// msgs: stalled messages of those received.
     pub stalls: Option<PairStalls>,
-    /// The workload's own time, s (what the harness's cost is measured against).
+    /// The workload's own time, s (what the harness's cost is measured against). JSON has no
+    /// NaN or infinity (serde_json writes `null` for them), so `null` reads back as NaN.
+    #[serde(deserialize_with = "number_or_nan")]
     pub workload_s: f64,
     /// False when the test was cut short.
     pub complete: bool,
@@ -84,10 +86,21 @@ pub struct Figures {
     pub detail: String,
 }
 
+/// A number written as `null` (a NaN or an infinity, as serde_json writes them) reads as NaN, so a
+/// figure that is not finite does not make its row unreadable.
+fn number_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// Reads a pair's result (the JSON `tcplab <workload> --json` prints) into [`Figures`].
 pub fn figures(result: &serde_json::Value) -> Result<Figures, String> {
-    let report: Report = serde_json::from_value(result.clone())
-        .map_err(|e| format!("the agent's result is not a tcplab result: {e}"))?;
+    let report: Report = serde_json::from_value(result.clone()).map_err(|e| {
+        format!(
+            "the agent's result is not a tcplab result ({}); check that the agent runs this \
+             tcplab version",
+            tcplab_emu::error::one_line(&e.to_string())
+        )
+    })?;
     let meta = report.meta();
     let mut f = Figures {
         value: None,
@@ -157,8 +170,16 @@ pub fn figures(result: &serde_json::Value) -> Result<Figures, String> {
                 num(r.summary.connect_us.p99)
             );
         }
-        Report::Rrul(_) => return Err("a mesh does not run rrul".into()),
-        Report::Http(_) => return Err("a mesh does not run http".into()),
+        Report::Rrul(_) | Report::Http(_) => {
+            let ran = if matches!(report, Report::Rrul(_)) {
+                "rrul"
+            } else {
+                "http"
+            };
+            return Err(format!(
+                "the agent ran {ran}, which a mesh does not run; use msgs, rr, stream or crr"
+            ));
+        }
     }
     Ok(f)
 }

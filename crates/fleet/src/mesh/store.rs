@@ -81,6 +81,23 @@ pub enum StoreError {
     /// --resume with no file.
     #[error("--db {0}: --resume needs the database of the mesh to finish, and there is none")]
     Missing(PathBuf),
+    /// A value the database holds does not parse: the file was changed or damaged.
+    #[error("--db {path}: {what} does not parse ({why}); {fix}")]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What was read, e.g. "the stored mesh (hosts, workload, test)".
+        what: String,
+        /// The parser's words, on one line.
+        why: String,
+        /// What to do.
+        fix: &'static str,
+    },
+}
+
+/// The parser's words about a stored value, on one line.
+fn why(e: &serde_json::Error) -> String {
+    tcplab_emu::error::one_line(&e.to_string())
 }
 
 /// An open mesh database.
@@ -189,7 +206,15 @@ impl MeshStore {
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+        let Some(text) = text else { return Ok(None) };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| StoreError::Damaged {
+                path: self.path.clone(),
+                what: "the stored mesh (hosts, workload, test)".into(),
+                why: why(&e),
+                fix: "use another --db for this mesh, or delete the file to start it again",
+            })
     }
 
     fn set_identity(&self, identity: &MeshIdentity) -> Result<(), StoreError> {
@@ -258,7 +283,10 @@ impl MeshStore {
         Ok(())
     }
 
-    /// Every pair's row (without the full results), in (src, dst) order.
+    /// Every pair's row (without the full results), in (src, dst) order. A row whose stored
+    /// figures do not parse reads as a failed pair that says so (a report shows it, `--resume`
+    /// runs it again); an emulator verdict that does not parse reads as one that vouches for
+    /// nothing, with the reason.
     pub fn rows(&self) -> Result<Vec<PairRow>, StoreError> {
         let mut stmt = self
             .conn
@@ -273,19 +301,47 @@ impl MeshStore {
                 let status: String = r.get(7)?;
                 let reason: Option<String> = r.get(3)?;
                 let emulator: Option<String> = r.get(8)?;
-                Ok(PairRow {
-                    src: r.get(0)?,
-                    dst: r.get(1)?,
-                    round: r.get::<_, i64>(2)? as usize,
-                    failure: if status == "failed" {
-                        Some(reason.unwrap_or_else(|| "failed".into()))
-                    } else {
+                let (src, dst): (String, String) = (r.get(0)?, r.get(1)?);
+                let mut failure = if status == "failed" {
+                    Some(reason.unwrap_or_else(|| "failed".into()))
+                } else {
+                    None
+                };
+                let figures = match figures.map(|f| serde_json::from_str::<Figures>(&f)) {
+                    Some(Ok(f)) => Some(f),
+                    Some(Err(e)) => {
+                        failure.get_or_insert(format!(
+                            "its stored figures in --db {} do not parse ({}); run the mesh \
+                             again with --resume to test the pair again",
+                            self.path.display(),
+                            why(&e)
+                        ));
                         None
-                    },
+                    }
+                    None => None,
+                };
+                let emulator = match emulator.map(|v| serde_json::from_str(&v)) {
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => Some(EmulatorVerdict {
+                        trustworthy: false,
+                        reasons: vec![format!(
+                            "its stored verdict in --db {} does not parse ({}); run the pair \
+                             again to know",
+                            self.path.display(),
+                            why(&e)
+                        )],
+                    }),
+                    None => None,
+                };
+                Ok(PairRow {
+                    src,
+                    dst,
+                    round: r.get::<_, i64>(2)? as usize,
+                    failure,
                     started_unix_ms: r.get::<_, i64>(4)? as u64,
                     wall_s: r.get(5)?,
-                    figures: figures.and_then(|f| serde_json::from_str(&f).ok()),
-                    emulator: emulator.and_then(|e| serde_json::from_str(&e).ok()),
+                    figures,
+                    emulator,
                 })
             })
             .map_err(|e| self.err(e))?;
@@ -303,7 +359,21 @@ impl MeshStore {
             )
             .optional()
             .map_err(|e| self.err(e))?;
-        Ok(text.flatten().and_then(|t| serde_json::from_str(&t).ok()))
+        let Some(text) = text.flatten() else {
+            return Ok(None);
+        };
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| StoreError::Damaged {
+                path: self.path.clone(),
+                what: format!(
+                    "the stored result of {} to {}",
+                    tcplab_emu::error::shown(src),
+                    tcplab_emu::error::shown(dst)
+                ),
+                why: why(&e),
+                fix: "run the pair again with another --db to have its result",
+            })
     }
 
     /// The file.

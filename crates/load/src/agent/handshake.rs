@@ -93,7 +93,10 @@ pub fn accept(
     let f1 = match read_body(&mut stream, MAX_INTRO, d) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            let why = format!("not a tcplab client: {e}");
+            let why = format!(
+                "not a tcplab client: {e}; use a tcplab client of protocol {}",
+                proto::VERSION
+            );
             answer_clear(
                 &mut stream,
                 &Ctrl::Error {
@@ -113,7 +116,10 @@ pub fn accept(
                 Ok(Ctrl::Hello { version, .. }) => {
                     return Err(refuse_version(&mut stream, version));
                 }
-                Ok(other) => format!("expected Hello, got {}", kind(&other)),
+                Ok(other) => format!(
+                    "expected Hello, got {}; a client must send Hello (or Ask) first",
+                    kind(&other)
+                ),
                 Err(e) => e.to_string(),
             };
             answer_clear(
@@ -127,7 +133,7 @@ pub fn accept(
         Intro::Foreign => {
             let why = format!(
                 "not a tcplab client (a tcplab control connection of protocol {} starts with \
-                 TCPLAB)",
+                 TCPLAB); use a tcplab client of that protocol",
                 proto::VERSION
             );
             answer_clear(
@@ -186,7 +192,10 @@ pub fn accept(
         }
         other => {
             let why = match other {
-                Ok(m) => format!("expected Hello or Ask, got {}", kind(&m)),
+                Ok(m) => format!(
+                    "expected Hello or Ask, got {}; a client must send Hello (or Ask) first",
+                    kind(&m)
+                ),
                 Err(e) => e.to_string(),
             };
             let _ = proto::write_frame(
@@ -204,7 +213,8 @@ pub fn accept(
 /// The refusal of a client of another version, as every version words it.
 fn version_message(version: u32) -> String {
     format!(
-        "protocol version {version} not supported (server speaks {})",
+        "protocol version {version} not supported (server speaks {}); run the same tcplab \
+         version on both ends",
         proto::VERSION
     )
 }

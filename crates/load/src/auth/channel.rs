@@ -178,9 +178,8 @@ impl Channel {
         let mut opener = lock(&self.opener);
         let mut msg = Vec::new();
         loop {
-            let record = read_body(&mut self.stream, MAX_RECORD, deadline).map_err(|e| {
-                LoadError::Protocol(crate::net::reason("reading a control frame", &e))
-            })?;
+            let record = read_body(&mut self.stream, MAX_RECORD, deadline)
+                .map_err(|e| crate::proto::read_failed(&e))?;
             if opener
                 .open(&record, &mut msg, self.limit)
                 .map_err(|e| LoadError::Protocol(e.to_string()))?

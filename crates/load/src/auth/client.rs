@@ -258,12 +258,12 @@ fn clear_refusal(f2: &[u8]) -> Option<LoadError> {
         return None;
     }
     match serde_json::from_slice::<Ctrl>(f2).ok()? {
-        Ctrl::Error { message } => Some(LoadError::Refused(message)),
+        Ctrl::Error { message } => Some(LoadError::Refused(proto::peer_text(&message))),
         Ctrl::Denied {
             message,
             auth: true,
-        } => Some(LoadError::Auth(message)),
-        Ctrl::Denied { message, .. } => Some(LoadError::Refused(message)),
+        } => Some(LoadError::Auth(proto::peer_text(&message))),
+        Ctrl::Denied { message, .. } => Some(LoadError::Refused(proto::peer_text(&message))),
         _ => None,
     }
 }
@@ -273,8 +273,8 @@ fn handshake_read(target: SocketAddr, e: &std::io::Error) -> LoadError {
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
         LoadError::Protocol(format!(
             "the server at {target} closed the connection during the handshake without a \
-             reason; a tcplab older than protocol version {} does that (upgrade it to this \
-             version), servers of this version say why they refuse",
+             reason; a tcplab older than protocol version {} does that (install this version \
+             there), servers of this version say why they refuse",
             proto::VERSION
         ))
     } else if e.kind() == std::io::ErrorKind::InvalidData {
@@ -284,7 +284,10 @@ fn handshake_read(target: SocketAddr, e: &std::io::Error) -> LoadError {
             proto::VERSION
         ))
     } else {
-        LoadError::Protocol(crate::net::reason("waiting for the server's handshake", e))
+        LoadError::Protocol(format!(
+            "{}; check --to and that `tcplab serve` runs there",
+            crate::net::reason("waiting for the server's handshake", e)
+        ))
     }
 }
 

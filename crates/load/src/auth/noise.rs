@@ -49,16 +49,24 @@ const LAST: u8 = 0;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NoiseError {
     /// A handshake message did not verify: a replayed or tampered handshake, or the wrong key.
-    #[error("handshake message {0} does not verify (a replayed or altered handshake)")]
+    #[error(
+        "handshake message {0} does not verify (a replayed or altered handshake); check that the \
+         peer runs this tcplab version and that nothing on the path alters its traffic"
+    )]
     Handshake(u8),
     /// A sealed record did not decrypt: altered, dropped, repeated or reordered on the way.
-    #[error("a sealed control message does not decrypt (altered or out of order on the way)")]
+    #[error(
+        "a sealed control message does not decrypt (altered or out of order on the way); check \
+         that nothing on the path alters the connection's traffic"
+    )]
     Record,
     /// A record decrypted but is not laid out as records are.
-    #[error("a sealed control message is malformed")]
+    #[error("a sealed control message is malformed; check that the peer runs this tcplab version")]
     Malformed,
     /// A message grew past what this end accepts.
-    #[error("a control message of more than {0} bytes; the peer is not a tcplab of this version")]
+    #[error(
+        "a control message of more than {0} bytes; check that the peer runs this tcplab version"
+    )]
     TooLong(usize),
     /// The crypto library failed in a way no peer can cause (e.g. no random source).
     #[error("noise: {0}")]

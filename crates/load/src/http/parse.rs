@@ -534,10 +534,9 @@ impl ResponseReader {
     }
 
     fn bad_chunk_line(&self, line: &[u8]) -> ResponseError {
-        let shown = &line[..line.len().min(40)];
         malformed(format!(
             "bad chunk size line \"{}\" after body byte {}",
-            shown.escape_ascii(),
+            shown(line),
             self.body_bytes
         ))
     }
@@ -736,19 +735,21 @@ fn parse_length(item: &[u8], whole: &[u8]) -> Result<u64, ResponseError> {
     if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
         return Err(malformed(format!(
             "Content-Length \"{}\" is not a number",
-            whole.escape_ascii()
+            shown(whole)
         )));
     }
     item.iter()
         .try_fold(0u64, |n, &d| {
             n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
         })
-        .ok_or_else(|| {
-            malformed(format!(
-                "Content-Length \"{}\" is too large",
-                whole.escape_ascii()
-            ))
-        })
+        .ok_or_else(|| malformed(format!("Content-Length \"{}\" is too large", shown(whole))))
+}
+
+/// A header value for a message: escaped, and cut after 40 bytes (a server may send kilobytes).
+fn shown(value: &[u8]) -> String {
+    let cut = &value[..value.len().min(40)];
+    let more = if cut.len() < value.len() { "…" } else { "" };
+    format!("{}{more}", cut.escape_ascii())
 }
 
 /// A list element without its optional whitespace.
