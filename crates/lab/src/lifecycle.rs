@@ -71,11 +71,50 @@ pub fn teardown_all_live() {
 }
 
 /// Ends a companion process: SIGTERM, then SIGKILL if it has not gone within a second. Only the
-/// exact process recorded (PID and start time) is signalled.
+/// exact process recorded (PID and start time) is signalled: through a pidfd, which names that
+/// process even if its PID is reused, and whose readiness says the moment it has exited (no
+/// polling interval added to every teardown).
 pub(crate) fn end_process(process: &ProcessId) {
+    use rustix::process::{PidfdFlags, Signal, pidfd_open, pidfd_send_signal};
     let Some(pid) = rustix::process::Pid::from_raw(process.pid as i32) else {
         return;
     };
+    let pidfd = match pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::SRCH) => return,
+        Err(_) => return end_process_by_pid(process, pid),
+    };
+    // Opened first, checked second: the pidfd is then known to name the recorded process.
+    if !process.is_alive() {
+        return;
+    }
+    let _ = pidfd_send_signal(&pidfd, Signal::TERM);
+    if !exits_within(&pidfd, Duration::from_secs(1)) {
+        let _ = pidfd_send_signal(&pidfd, Signal::KILL);
+        exits_within(&pidfd, Duration::from_secs(1));
+    }
+}
+
+/// Waits until the process behind `pidfd` has exited (the pidfd turns readable), at most
+/// `within`; true if it did.
+fn exits_within(pidfd: &std::os::fd::OwnedFd, within: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = rustix::time::Timespec::try_from(left).ok();
+        let mut fds = [PollFd::new(pidfd, PollFlags::IN)];
+        match poll(&mut fds, timeout.as_ref()) {
+            Ok(0) => return false,
+            Ok(_) => return true,
+            Err(rustix::io::Errno::INTR) if !left.is_zero() => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// [`end_process`] for kernels without pidfds (before 5.3): signal by PID, poll its state.
+fn end_process_by_pid(process: &ProcessId, pid: rustix::process::Pid) {
     if !process.is_alive() {
         return;
     }

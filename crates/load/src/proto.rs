@@ -378,14 +378,24 @@ fn read_body(stream: &mut TcpStream) -> Result<Vec<u8>> {
         )));
     }
     let mut body = Vec::with_capacity(len.min(FIRST_READ));
-    let got = Read::by_ref(stream)
-        .take(len as u64)
-        .read_to_end(&mut body)
-        .map_err(|e| read_failed(&e))?;
-    if got < len {
-        return Err(read_failed(&std::io::Error::from(
-            std::io::ErrorKind::UnexpectedEof,
-        )));
+    while body.len() < len {
+        if body.len() == body.capacity() {
+            // Doubling, but never past the announced length: a 100 MB stamps frame ends in
+            // a 100 MB buffer, not the next power of two.
+            body.reserve_exact((len - body.len()).min(body.capacity().max(FIRST_READ)));
+        }
+        let start = body.len();
+        body.resize(body.capacity().min(len), 0);
+        match stream.read(&mut body[start..]) {
+            Ok(0) => {
+                return Err(read_failed(&std::io::Error::from(
+                    std::io::ErrorKind::UnexpectedEof,
+                )));
+            }
+            Ok(n) => body.truncate(start + n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => body.truncate(start),
+            Err(e) => return Err(read_failed(&e)),
+        }
     }
     Ok(body)
 }
