@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rootless labs against root's, side by side in one run: lab build and teardown time (path lab,
-# tcplab lab up/down) and the emulator's TCP throughput (iperf3 through an unimpaired emulated
+# tcplab lab up/down; cold, each cycle starting and ending the user's session, and with the
+# session held by another lab) and the emulator's TCP throughput (iperf3 through an unimpaired emulated
 # path), each as an unprivileged user (its labs in a user namespace it owns) and as root,
 # interleaved round by round. Root's emulator runs at SCHED_FIFO 10 by default and a rootless
 # one cannot (no CAP_SYS_NICE), so throughput is also compared with root's at normal priority
@@ -24,6 +25,10 @@ res_goal up label="path lab up, rootless vs root" unit=ms better=lower \
   tcplab.name="rootless (user namespace)" peer.name="root" target="equal"
 res_goal down label="path lab down, rootless vs root" unit=ms better=lower \
   tcplab.name="rootless (user namespace)" peer.name="root" target="equal"
+res_goal up_warm label="path lab up, rootless with a session already held (another lab up) vs root" unit=ms better=lower \
+  tcplab.name="rootless (session held)" peer.name="root" target="equal"
+res_goal down_warm label="path lab down, rootless with a session held vs root" unit=ms better=lower \
+  tcplab.name="rootless (session held)" peer.name="root" target="equal"
 res_goal tput label="emulator TCP throughput, rootless vs root (defaults: root at SCHED_FIFO 10)" \
   unit=Gbit/s better=higher tcplab.name="rootless" peer.name="root" target="equal"
 res_goal tput_same_prio label="emulator TCP throughput, rootless vs root at normal priority" \
@@ -78,6 +83,20 @@ res_round up tcplab "${user_up[@]}"; res_round up peer "${root_up[@]}"
 res_round down tcplab "${user_down[@]}"; res_round down peer "${root_down[@]}"
 printf 'lab up    rootless %s ms\n          root     %s ms\n' "$(printf '%s\n' "${user_up[@]}" | stats)" "$(printf '%s\n' "${root_up[@]}" | stats)"
 printf 'lab down  rootless %s ms\n          root     %s ms\n' "$(printf '%s\n' "${user_down[@]}" | stats)" "$(printf '%s\n' "${root_down[@]}" | stats)"
+
+# The same with a session already held: another lab stays up, so no cycle starts or ends the
+# session's holder (what a user with a lab up, or a sweep's second lab, pays).
+as_user "$bin" lab up --name keep >/dev/null
+warm_up=() warm_down=() root_up=() root_down=()
+for _ in $(seq "$reps"); do
+  read -r u d < <(cycle as_user); warm_up+=("$u"); warm_down+=("$d")
+  read -r u d < <(cycle as_root); root_up+=("$u"); root_down+=("$d")
+done
+as_user "$bin" lab down keep >/dev/null
+res_round up_warm tcplab "${warm_up[@]}"; res_round up_warm peer "${root_up[@]}"
+res_round down_warm tcplab "${warm_down[@]}"; res_round down_warm peer "${root_down[@]}"
+printf 'session held: lab up    rootless %s ms, root %s ms\n' "$(printf '%s\n' "${warm_up[@]}" | stats)" "$(printf '%s\n' "${root_up[@]}" | stats)"
+printf 'session held: lab down  rootless %s ms, root %s ms\n' "$(printf '%s\n' "${warm_down[@]}" | stats)" "$(printf '%s\n' "${root_down[@]}" | stats)"
 
 user_t=() root_t=() root_same=()
 for i in $(seq "$rounds"); do
