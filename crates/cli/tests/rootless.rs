@@ -431,6 +431,61 @@ fn a_machine_wide_sysctl_is_refused_by_name_before_building() {
 }
 
 #[test]
+fn without_a_state_directory_given_the_user_gets_their_own() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (alice, _bob) = users();
+    let own = PathBuf::from(format!("/tmp/tcplab-{}", alice.uid));
+    // Inside the session the user's UID reads as 0: the state must not move to root's name.
+    let as_root = std::path::Path::new("/tmp/tcplab-0");
+    assert!(!own.exists(), "{} exists before the test", own.display());
+    assert!(
+        !as_root.exists(),
+        "{} exists before the test",
+        as_root.display()
+    );
+    let name = lab_name("default");
+    let plain = |args: &[&str]| {
+        let out = alice
+            .command(args)
+            .env_remove("TCPLAB_STATE_DIR")
+            .output()
+            .unwrap();
+        assert!(
+            !as_root.exists(),
+            "tcplab {args:?} made {}",
+            as_root.display()
+        );
+        out
+    };
+    let up = plain(&["lab", "up", "--name", &name]);
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    assert!(
+        own.join("labs").join(format!("{name}.json")).exists(),
+        "the lab is registered in {}",
+        own.display()
+    );
+    let status = plain(&["lab", "status", "--json"]);
+    assert!(String::from_utf8_lossy(&status.stdout).contains(&name));
+    let down = plain(&["lab", "down", &name]);
+    assert!(
+        down.status.success(),
+        "{}",
+        String::from_utf8_lossy(&down.stderr)
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !alice.processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = alice.processes();
+    let _ = std::fs::remove_dir_all(&own);
+    assert!(left.is_empty(), "processes left: {left:?}");
+}
+
+#[test]
 fn facts_say_whether_rootless_labs_are_allowed() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (alice, _bob) = users();

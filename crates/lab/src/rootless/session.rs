@@ -67,16 +67,34 @@ pub fn user_state_dir() -> PathBuf {
     }
     match std::env::var_os("XDG_RUNTIME_DIR") {
         Some(run) if !run.is_empty() => PathBuf::from(run).join("tcplab"),
-        _ => PathBuf::from(format!(
-            "/tmp/tcplab-{}",
-            rustix::process::getuid().as_raw()
-        )),
+        _ => PathBuf::from(format!("/tmp/tcplab-{}", machine_uid())),
     }
 }
 
 /// This process's membership, for [`leave`] (at the end of `main`, or from the signal
 /// handler that tears labs down before exiting).
 static CURRENT: Mutex<Option<Session>> = Mutex::new(None);
+
+/// The user's UID on the machine, also inside a session (where it reads as 0): the UID map's
+/// outside half of the line that maps 0.
+fn machine_uid() -> u32 {
+    let uid = rustix::process::getuid().as_raw();
+    if !in_user_namespace() {
+        return uid;
+    }
+    std::fs::read_to_string("/proc/self/uid_map")
+        .ok()
+        .and_then(|map| {
+            map.lines().find_map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                match f.as_slice() {
+                    [inside, outside, _] if inside.parse() == Ok(uid) => outside.parse().ok(),
+                    _ => None,
+                }
+            })
+        })
+        .unwrap_or(uid)
+}
 
 /// Joins this user's session (starting one with [`Join::Create`]) for the rest of the process;
 /// [`leave`] ends the membership. False when this process already runs in a session (a lab's
@@ -150,8 +168,13 @@ fn join_once(join: Join, state: &StateDir) -> Result<Joined> {
         return if ended { Ok(Joined::Ended) } else { Err(e) };
     }
     // Safety: set_var is sound while no other thread reads the environment; join_namespaces
-    // has just succeeded, which the kernel allows only in a single-threaded process.
-    unsafe { std::env::set_var(NETNS_DIR_ENV, root.join("netns")) };
+    // has just succeeded, which the kernel allows only in a single-threaded process. The state
+    // directory is pinned too: inside the session the user's UID reads as 0, so the default
+    // (`/tmp/tcplab-<uid>`) would name another directory from here on.
+    unsafe {
+        std::env::set_var(NETNS_DIR_ENV, root.join("netns"));
+        std::env::set_var("TCPLAB_STATE_DIR", root);
+    }
     Ok(Joined::Session(Some(Session {
         state: state.clone(),
         holder,
