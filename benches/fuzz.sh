@@ -11,6 +11,10 @@ cases=${1:-100000}
 limit=${FUZZ_TIMEOUT:-1800}
 root=$(cd "$(dirname "$0")/.." && pwd)
 export PROPTEST_CASES=$cases
+# `cargo test` draws fixed cases (.cargo/config.toml); this run draws new ones. Printed so a
+# failure can be replayed: PROPTEST_RNG_SEED=N benches/fuzz.sh CASES.
+export PROPTEST_RNG_SEED=${PROPTEST_RNG_SEED:-$(od -An -N6 -tu8 /dev/urandom | tr -d ' ')}
+echo "# seed $PROPTEST_RNG_SEED, $cases cases per property"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 
 # name | package | cargo test selector | test-name filter

@@ -2,8 +2,9 @@
 //! (each includes this file with `#[path]`): a parser given any input returns within a bound,
 //! never panics, and an error is one line that names what to fix and says how.
 //!
-//! Cases: `PROPTEST_CASES` (proptest's own variable) or proptest's default of 256;
-//! `benches/fuzz.sh` runs the same suites with many more.
+//! Cases: `PROPTEST_CASES` (proptest's own variable) or proptest's default of 256, drawn from
+//! the fixed `PROPTEST_RNG_SEED` in `.cargo/config.toml` so every run tries the same ones;
+//! `benches/fuzz.sh` runs the same suites with many more, from a new seed each time.
 #![allow(dead_code)]
 
 use std::sync::mpsc::{self, RecvTimeoutError};

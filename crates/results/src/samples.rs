@@ -259,19 +259,21 @@ pub fn parse(text: &str) -> std::result::Result<(String, Vec<Section>), String> 
     use tcplab_emu::error::shown;
     const FIRST: &str = "`# tcplab-samples 1 workload=NAME` (docs/samples.md)";
     let mut lines = text.lines();
-    let first = lines
-        .next()
-        .ok_or(format!("empty samples file: line 1 must be {FIRST}"))?;
+    let first = lines.next().ok_or(format!(
+        "line 1: the samples are empty, line 1 must be {FIRST}"
+    ))?;
     let head = first.strip_prefix("# tcplab-samples ").ok_or_else(|| {
         format!(
-            "not a tcplab samples file: line 1 is `{}`, it must be {FIRST}",
+            "line 1: `{}` is not a tcplab samples header, it must be {FIRST}",
             shown(first)
         )
     })?;
     let workload = head
         .split_whitespace()
         .find_map(|kv| kv.strip_prefix("workload="))
-        .ok_or(format!("line 1 has no workload=: write {FIRST}"))?;
+        .ok_or(format!(
+            "line 1: the header has no workload=, write {FIRST}"
+        ))?;
     let mut sections: Vec<Section> = Vec::new();
     for (n, line) in lines.enumerate() {
         let at = n + 2;
