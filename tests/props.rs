@@ -45,6 +45,7 @@ pub const FIX_WORDS: &[&str] = &[
     "rename",
     "run ",
     "pick ",
+    "list ",
     "delete ",
     "check ",
     "should ",

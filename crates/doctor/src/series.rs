@@ -40,8 +40,8 @@ pub fn one_way_delays(run: &MsgsRun) -> Option<Vec<f64>> {
     Some(
         run.send_ns
             .iter()
-            .zip(&run.recv_ns)
-            .map(|(s, r)| r.saturating_sub(*s) as f64 / 1e9)
+            .zip(run.recv_ns.iter())
+            .map(|(s, r)| r.saturating_sub(s) as f64 / 1e9)
             .collect(),
     )
 }
@@ -50,12 +50,12 @@ pub fn one_way_delays(run: &MsgsRun) -> Option<Vec<f64>> {
 /// stall that holds up the whole stream shows at the index of the message it delayed even when
 /// back-to-back sending keeps the one-way delays queued up. `None` without stamps.
 pub fn receive_gaps(run: &MsgsRun) -> Option<Vec<f64>> {
-    let first = *run.recv_ns.first()?;
+    let first = run.recv_ns.first()?;
     let mut prev = first;
     Some(
         run.recv_ns
             .iter()
-            .map(|&r| {
+            .map(|r| {
                 let g = r.saturating_sub(prev) as f64 / 1e9;
                 prev = r;
                 g

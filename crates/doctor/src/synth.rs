@@ -193,8 +193,8 @@ impl MsgSim {
             sent: self.count as u64,
             received: self.count as u64,
             total_s,
-            send_ns,
-            recv_ns,
+            send_ns: send_ns.into(),
+            recv_ns: recv_ns.into(),
             ..MsgsRun::default()
         }
     }

@@ -110,9 +110,11 @@ fn invalid_io_options(problem: String) -> LabError {
 /// validates once the lab's own choices are applied.
 fn parse_io_options(json: &str) -> Result<IoOptions> {
     serde_json::from_str(json).map_err(|e| {
+        // serde quotes an unknown field's name as written, a newline in it too: one line.
         invalid_io_options(format!(
-            "{e}: give a JSON object of emulator I/O options, e.g. '{{\"keep_awake\": false}}' \
-             or '{{\"rings\": {{\"tx\": \"Ring\"}}}}'"
+            "{}: give a JSON object of emulator I/O options, e.g. '{{\"keep_awake\": false}}' \
+             or '{{\"rings\": {{\"tx\": \"Ring\"}}}}'",
+            tcplab_emu::error::one_line(&e.to_string())
         ))
     })
 }
@@ -477,6 +479,19 @@ mod tests {
         );
         let e = options_for(off, Some(r#"{"rx_ring": "Xdp"}"#)).unwrap_err();
         assert!(e.to_string().contains("unknown field `rx_ring`"), "{e}");
+    }
+
+    /// Found by `benches/fuzz.sh`: an unknown field whose name holds a newline made the error
+    /// two lines (serde quotes the name as written).
+    #[test]
+    fn an_unknown_io_option_with_a_newline_is_named_on_one_line() {
+        let e = parse_io_options("{\"t\\ning\": 1}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !e.contains('\n') && e.contains("unknown field `t\\ning`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub mod server;
 pub mod session;
 pub mod sockdiag;
 pub mod sockopt;
+pub mod stamplog;
 /// Summaries and percentiles of a result (`tcplab_results::stats`).
 pub use tcplab_results::stats;
 pub mod stream;

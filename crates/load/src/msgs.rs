@@ -8,7 +8,9 @@
 //! reply: with Nagle on, the second write waits for the ACK of the first, which the receiver
 //! delays (it has nothing to say until the message is whole) — the classic delayed-ACK stall.
 //!
-//! The timed loops only write into preallocated arrays; summaries come after. With a live
+//! The timed loops only push into preallocated arrays ([`StampLog`]: past a million messages
+//! the stamps go on to a file, so a run's memory does not grow with its count); summaries come
+//! after, exact for runs held in memory and streamed for longer ones. With a live
 //! callback ([`run_client_live`], `--ndjson`) a reporter thread prints one [`MsgsInterval`] per
 //! interval from the count the send loop publishes with one relaxed store per message (a plain
 //! move, taken with and without a reporter so runs compare; see [`crate::live`]).
@@ -19,7 +21,7 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use crate::clock::{ThreadTimes, now_ns, pace_until_ns};
-use crate::error::Result;
+use crate::error::{LoadError, Result};
 use crate::live::{OnLive, Published, Span, with_reporter};
 use crate::net::reason;
 use crate::proto::{ServerReport, TestSpec};
@@ -27,8 +29,10 @@ use crate::server::ServerCtx;
 use crate::session::FoldIn;
 use crate::session::{RunMeta, Session};
 use crate::sockopt::{read_back, rearm_quickack};
-use crate::stats::{Dist, Summary};
+use crate::stamplog::StampLog;
+use crate::stats::{Dist, NsDist, Summary};
 pub use tcplab_results::msgs::*;
+use tcplab_results::stamps::Stamps;
 
 /// Runs msgs against the server at `target` (one run per size), never failing after the first
 /// run has started: later faults give a partial result.
@@ -99,18 +103,13 @@ fn run_one(
         meta.options = Some(read_back(data.as_raw_fd(), &cfg.opts));
     }
     let setup_ns = now_ns() - t_setup;
-    let n = cfg.count as usize;
-    let mut send_ns = if cfg.timestamps {
-        vec![0u64; n]
-    } else {
-        Vec::new()
-    };
+    let mut send_log = stamp_log(cfg)?;
     let buf = vec![0x5au8; cfg.size as usize];
     let times0 = ThreadTimes::now();
     let progress = Published::default();
     let reporter = on_interval.map(|cb| interval_reporter(cfg.size, &progress, cb));
     let (sent, t0, t_end, cut) = with_reporter(interval_ms, reporter, || {
-        send_loop(cfg, &mut data, &buf, &mut send_ns, &progress)
+        send_loop(cfg, &mut data, &buf, send_log.as_mut(), &progress)
     });
     meta.add_thread_times(ThreadTimes::now().since(times0));
     if let Some(why) = cut {
@@ -127,11 +126,17 @@ fn run_one(
     };
     let t_report = now_ns();
     // Messages still in flight after the last write are the workload's time, not the report's.
-    let drained = report.recv_ns.last().map_or(t_end, |&r| r.max(t_end));
+    let drained = report.recv_ns.last().map_or(t_end, |r| r.max(t_end));
     meta.absorb(&report);
-    send_ns.truncate(sent as usize);
+    let send_ns = match send_log.map(StampLog::finish).transpose() {
+        Ok(stamps) => stamps.unwrap_or_default(),
+        Err(e) => {
+            meta.cut(format!("the send stamps were lost: {e}"));
+            Stamps::default()
+        }
+    };
     let received = report.transactions;
-    let mut run = summarise(
+    let (mut run, unread) = summarise(
         cfg,
         (sent, received),
         t_end.saturating_sub(t0),
@@ -139,12 +144,24 @@ fn run_one(
         report.recv_ns,
         t_end,
     );
+    if let Some(e) = unread {
+        meta.cut(format!("the stamps could not be read back: {e}"));
+    }
     run.phases = Phases {
         setup_ns,
         report_ns: t_report.saturating_sub(drained),
         summary_ns: now_ns() - t_report,
     };
     Ok(run)
+}
+
+/// The stamp log of one side of a run (none with timestamps off); its spill file, if the
+/// count needs one, is made now, before the timed loop.
+fn stamp_log(cfg: &MsgsConfig) -> Result<Option<StampLog>> {
+    cfg.timestamps
+        .then(|| StampLog::new(cfg.count))
+        .transpose()
+        .map_err(|e| LoadError::io("keeping the per-message stamps", e))
 }
 
 /// The reporter's per-interval step: the difference of the published count.
@@ -176,7 +193,7 @@ fn send_loop(
     cfg: &MsgsConfig,
     data: &mut TcpStream,
     buf: &[u8],
-    send_ns: &mut [u64],
+    mut send_ns: Option<&mut StampLog>,
     progress: &Published,
 ) -> (u64, u64, u64, Option<String>) {
     let fd = data.as_raw_fd();
@@ -188,8 +205,8 @@ fn send_loop(
         if gap_ns > 0 {
             pace_until_ns(t0 + i as u64 * gap_ns);
         }
-        if let Some(slot) = send_ns.get_mut(i) {
-            *slot = now_ns();
+        if let Some(log) = send_ns.as_mut() {
+            log.push(now_ns());
         }
         progress.set(i as u64 + 1);
         let r = match cfg.pattern {
@@ -216,15 +233,18 @@ fn send_loop(
     (cfg.count, t0, now_ns(), None)
 }
 
+/// The run's figures from its stamps, and the store's error if a long run's stamps could not
+/// be read back (its per-message figures are then left out, not computed from part of them).
 fn summarise(
     cfg: &MsgsConfig,
     (sent, received): (u64, u64),
     total_ns: u64,
-    send_ns: Vec<u64>,
-    recv_ns: Vec<u64>,
+    send_ns: Stamps,
+    recv_ns: Stamps,
     t_end: u64,
-) -> MsgsRun {
+) -> (MsgsRun, Option<std::io::Error>) {
     let total_s = total_ns as f64 / 1e9;
+    let mut unread = None;
     let per_message_us = if send_ns.is_empty() {
         let mean = crate::stats::ratio(total_s * 1e6, sent as f64);
         Summary {
@@ -233,26 +253,32 @@ fn summarise(
             ..Summary::default()
         }
     } else {
-        let next = send_ns
-            .iter()
-            .skip(1)
-            .copied()
-            .chain(std::iter::once(t_end));
-        Summary::of(
-            send_ns
-                .iter()
-                .zip(next)
-                .map(|(a, b)| b.saturating_sub(*a) as f64 / 1e3),
-        )
+        match per_message(&send_ns, t_end) {
+            Ok(s) => s,
+            Err(e) => {
+                unread = Some(e);
+                Summary::default()
+            }
+        }
     };
     let (one_way_us, recv_gap_us, stalls, stall_every) = if recv_ns.is_empty() || send_ns.is_empty()
     {
         (None, None, 0, None)
     } else {
-        let (one_way, (gaps, stalls, every)) = both_dists(&send_ns, &recv_ns, cfg.stall_ms * 1e3);
-        (Some(one_way), Some(gaps), stalls, every)
+        let stall_us = cfg.stall_ms * 1e3;
+        let dists = match (send_ns.as_slice(), recv_ns.as_slice()) {
+            (Some(send), Some(recv)) => Ok(both_dists(send, recv, stall_us)),
+            _ => streamed_dists(&send_ns, &recv_ns, stall_us),
+        };
+        match dists {
+            Ok((one_way, (gaps, stalls, every))) => (Some(one_way), Some(gaps), stalls, every),
+            Err(e) => {
+                unread = Some(e);
+                (None, None, 0, None)
+            }
+        }
     };
-    MsgsRun {
+    let run = MsgsRun {
         size: cfg.size,
         count: cfg.count,
         sent,
@@ -269,12 +295,79 @@ fn summarise(
         send_ns,
         recv_ns,
         phases: Phases::default(),
+    };
+    (run, unread)
+}
+
+/// Per-message cost, µs: from one write's start to the next's (the last to `t_end`).
+fn per_message(send_ns: &Stamps, t_end: u64) -> std::io::Result<Summary> {
+    if let Some(send) = send_ns.as_slice() {
+        let next = send.iter().skip(1).copied().chain(std::iter::once(t_end));
+        return Ok(Summary::of(
+            send.iter()
+                .zip(next)
+                .map(|(a, b)| b.saturating_sub(*a) as f64 / 1e3),
+        ));
     }
+    let mut costs = NsDist::default();
+    let (mut this, mut next) = (send_ns.iter(), send_ns.iter());
+    next.next();
+    for a in this.by_ref() {
+        costs.add(next.next().unwrap_or(t_end).saturating_sub(a));
+    }
+    this.finish()?;
+    next.finish()?;
+    let d = costs.dist();
+    Ok(Summary {
+        n: d.n,
+        mean: d.mean,
+        sd: d.sd,
+        min: d.min,
+        max: d.max,
+    })
+}
+
+/// The receive gaps' distribution, the stalls among them and their median spacing.
+type Gaps = (Dist, u64, Option<f64>);
+
+/// [`both_dists`] for stamps too many to hold: one pass over both, reading them back in
+/// chunks; the same figures with the percentiles within 0.1 % ([`NsDist`]).
+fn streamed_dists(
+    send_ns: &Stamps,
+    recv_ns: &Stamps,
+    stall_us: f64,
+) -> std::io::Result<(Dist, Gaps)> {
+    let (mut one_way, mut gaps) = (NsDist::default(), NsDist::default());
+    let mut stalls = StallCount::new(stall_us);
+    let (mut send, mut recv) = (send_ns.iter(), recv_ns.iter());
+    let mut prev: Option<u64> = None;
+    for (s, r) in send.by_ref().zip(recv.by_ref()) {
+        one_way.add(r.saturating_sub(s));
+        if let Some(p) = prev {
+            let gap = r.saturating_sub(p);
+            gaps.add(gap);
+            stalls.add(gap as f64 / 1e3);
+        }
+        prev = Some(r);
+    }
+    // Receive stamps past the last send stamp (none in a whole run) still make gaps.
+    for r in recv.by_ref() {
+        if let Some(p) = prev {
+            let gap = r.saturating_sub(p);
+            gaps.add(gap);
+            stalls.add(gap as f64 / 1e3);
+        }
+        prev = Some(r);
+    }
+    send.finish()?;
+    recv.finish()?;
+    let (count, every) = stalls.figures();
+    Ok((one_way.dist(), (gaps.dist(), count, every)))
 }
 
 /// The one-way delay and receive-gap summaries, on two threads: they are independent and each
 /// takes a millisecond or more on 100,000 values (both here, in turn, if no thread starts).
-fn both_dists(send_ns: &[u64], recv_ns: &[u64], stall_us: f64) -> (Dist, (Dist, u64, Option<f64>)) {
+fn both_dists(send_ns: &[u64], recv_ns: &[u64], stall_us: f64) -> (Dist, Gaps) {
     std::thread::scope(|scope| {
         let gaps = std::thread::Builder::new()
             .name("tcplab-summary".into())
@@ -302,7 +395,7 @@ fn one_way_dist(send_ns: &[u64], recv_ns: &[u64]) -> Dist {
 
 /// Gaps between consecutive receptions, µs: their distribution, the stalls above
 /// `stall_us` and the median spacing between those ([`stall_stats`]).
-fn gap_dist(recv_ns: &[u64], stall_us: f64) -> (Dist, u64, Option<f64>) {
+fn gap_dist(recv_ns: &[u64], stall_us: f64) -> Gaps {
     let mut us: Vec<f64> = recv_ns
         .windows(2)
         .map(|w| w[1].saturating_sub(w[0]) as f64 / 1e3)
@@ -313,14 +406,48 @@ fn gap_dist(recv_ns: &[u64], stall_us: f64) -> (Dist, u64, Option<f64>) {
 
 /// Counts gaps above `limit_us` and the median spacing (in messages) between them.
 fn stall_stats(gaps_us: &[f64], limit_us: f64) -> (u64, Option<f64>) {
-    let idx: Vec<usize> = gaps_us
-        .iter()
-        .enumerate()
-        .filter(|(_, g)| **g > limit_us)
-        .map(|(i, _)| i)
-        .collect();
-    let spacing: Vec<f64> = idx.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
-    (idx.len() as u64, crate::stats::median(&spacing))
+    let mut stalls = StallCount::new(limit_us);
+    for &g in gaps_us {
+        stalls.add(g);
+    }
+    stalls.figures()
+}
+
+/// Stalls counted one receive gap at a time: their number and the spacings between them (one
+/// value per stall, so bounded by the run's time over the stall limit, not its count).
+struct StallCount {
+    limit_us: f64,
+    at: usize,
+    last: Option<usize>,
+    spacing: Vec<f64>,
+    count: u64,
+}
+
+impl StallCount {
+    fn new(limit_us: f64) -> Self {
+        Self {
+            limit_us,
+            at: 0,
+            last: None,
+            spacing: Vec::new(),
+            count: 0,
+        }
+    }
+
+    fn add(&mut self, gap_us: f64) {
+        if gap_us > self.limit_us {
+            if let Some(last) = self.last {
+                self.spacing.push((self.at - last) as f64);
+            }
+            self.last = Some(self.at);
+            self.count += 1;
+        }
+        self.at += 1;
+    }
+
+    fn figures(&self) -> (u64, Option<f64>) {
+        (self.count, crate::stats::median(&self.spacing))
+    }
 }
 
 /// Seed 004's K: the smallest swept size from which on nothing stalls, if smaller ones did.
@@ -337,14 +464,17 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &MsgsConfig) -> ServerReport {
     let Some(mut data) = data else {
         return report;
     };
+    let mut recv_log = match stamp_log(cfg) {
+        Ok(log) => log,
+        Err(e) => {
+            report.complete = false;
+            report.incomplete_reason = Some(e.to_string());
+            return report;
+        }
+    };
     let times0 = ThreadTimes::now();
     let t0 = now_ns();
-    let mut recv_ns = if cfg.timestamps {
-        vec![0u64; cfg.count as usize]
-    } else {
-        Vec::new()
-    };
-    let (received, bytes, cut) = recv_loop(cfg, &mut data, &mut recv_ns);
+    let (received, bytes, cut) = recv_loop(cfg, &mut data, recv_log.as_mut());
     report.elapsed_ns = now_ns() - t0;
     report.set_times(ThreadTimes::now().since(times0));
     report.bytes_received = bytes;
@@ -353,8 +483,13 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &MsgsConfig) -> ServerReport {
         report.complete = false;
         report.incomplete_reason = Some(why);
     }
-    recv_ns.truncate(received as usize);
-    report.recv_ns = recv_ns;
+    match recv_log.map(StampLog::finish).transpose() {
+        Ok(stamps) => report.recv_ns = stamps.unwrap_or_default(),
+        Err(e) => {
+            report.complete = false;
+            report.incomplete_reason = Some(format!("the receive stamps were lost: {e}"));
+        }
+    }
     report
 }
 
@@ -362,7 +497,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &MsgsConfig) -> ServerReport {
 fn recv_loop(
     cfg: &MsgsConfig,
     data: &mut TcpStream,
-    recv_ns: &mut [u64],
+    mut recv_ns: Option<&mut StampLog>,
 ) -> (u64, u64, Option<String>) {
     let fd = data.as_raw_fd();
     let size = u64::from(cfg.size);
@@ -398,8 +533,8 @@ fn recv_loop(
         got += k as u64;
         let whole = (got / size).min(cfg.count);
         while done < whole {
-            if let Some(slot) = recv_ns.get_mut(done as usize) {
-                *slot = ts;
+            if let Some(log) = recv_ns.as_mut() {
+                log.push(ts);
             }
             done += 1;
             if cfg.pattern == Pattern::WriteWriteRead
@@ -423,6 +558,74 @@ mod tests {
             gaps[i] = 20_000.0;
         }
         assert_eq!(stall_stats(&gaps, 5_000.0), (3, Some(41.0)));
+    }
+
+    /// A synthetic run's stamps, in memory and stored (a log keeping only 1,000 in memory).
+    fn stamps_both_ways(n: u64) -> ((Stamps, Stamps), (Stamps, Stamps)) {
+        let send: Vec<u64> = (0..n).map(|i| 5_000_000_000 + i * 55_000).collect();
+        let recv: Vec<u64> = send
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let stall = if i % 41 == 0 { 12_000_000 } else { 0 };
+                s + 40_000 + (i as u64 * 7_919) % 9_000 + stall
+            })
+            .collect();
+        let stored = |v: &[u64]| {
+            let mut log = crate::stamplog::StampLog::with_limit(n, 1_000).unwrap();
+            v.iter().for_each(|&x| log.push(x));
+            log.finish().unwrap()
+        };
+        let mem = (Stamps::from(send.clone()), Stamps::from(recv.clone()));
+        let disk = (stored(&send), stored(&recv));
+        assert!(disk.0.is_stored() && disk.1.is_stored());
+        (mem, disk)
+    }
+
+    #[test]
+    fn a_stored_run_gives_the_figures_of_one_in_memory() {
+        let cfg = MsgsConfig {
+            count: 200_000,
+            ..MsgsConfig::default()
+        };
+        let ((ms, mr), (ds, dr)) = stamps_both_ways(cfg.count);
+        let t_end = ms.last().unwrap() + 55_000;
+        let (exact, e1) = summarise(&cfg, (cfg.count, cfg.count), 1, ms, mr, t_end);
+        let (streamed, e2) = summarise(&cfg, (cfg.count, cfg.count), 1, ds, dr, t_end);
+        assert!(e1.is_none() && e2.is_none());
+        assert_eq!(
+            (streamed.stalls, streamed.stall_every),
+            (exact.stalls, exact.stall_every)
+        );
+        assert!(exact.stalls > 4_000, "{}", exact.stalls);
+        let close = |a: Option<f64>, b: Option<f64>, rel: f64, what: &str| {
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert!(
+                (a - b).abs() <= rel * b.abs() + 1e-9,
+                "{what}: {a} vs exact {b}"
+            );
+        };
+        let pm = (&streamed.per_message_us, &exact.per_message_us);
+        assert_eq!(pm.0.n, pm.1.n);
+        close(pm.0.mean, pm.1.mean, 1e-9, "per-message mean");
+        close(pm.0.sd, pm.1.sd, 1e-6, "per-message sd");
+        for (s, e) in [
+            (streamed.one_way_us.unwrap(), exact.one_way_us.unwrap()),
+            (streamed.recv_gap_us.unwrap(), exact.recv_gap_us.unwrap()),
+        ] {
+            assert_eq!(s.n, e.n);
+            assert_eq!((s.min, s.max), (e.min, e.max));
+            close(s.mean, e.mean, 1e-9, "mean");
+            close(s.sd, e.sd, 1e-6, "sd");
+            for (a, b) in [
+                (s.p50, e.p50),
+                (s.p90, e.p90),
+                (s.p99, e.p99),
+                (s.p999, e.p999),
+            ] {
+                close(a, b, 1e-3, "percentile");
+            }
+        }
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The control protocol. One TCP connection per test carries length-prefixed frames (4-byte
 //! big-endian length, then a body). It opens with the Noise handshake of [`crate::auth`], which
 //! authenticates both ends; every frame after it is sealed. The messages are JSON [`Ctrl`]
-//! values, and after every `Report` one binary bulk frame ([`crate::bulk`]) with the
-//! per-message arrays (msgs' receive stamps), which as JSON numbers cost ~1.5 MB and 10 ms of
-//! decoding per 100,000 messages. Data connections, to a per-test port the server announces,
+//! values, and after every `Report` binary bulk frames ([`crate::bulk`]) with the per-message
+//! arrays (msgs' receive stamps), which as JSON numbers cost ~1.5 MB and 10 ms of decoding per
+//! 100,000 messages: at most [`BULK_CHUNK`] stamps each, then an empty one, so neither end
+//! holds a long run's stamps in one buffer. Data connections, to a per-test port the server announces,
 //! carry only workload bytes; the server takes them only from the control connection's peer
 //! address (docs/fleet.md).
 //!
@@ -16,7 +17,7 @@
 //!   Start (stream only)   ───────────►
 //!   ... workload ...
 //!   Done (rr, crr)        ───────────►
-//!                         ◄───────────  Report(ServerReport) · bulk(recv_ns)
+//!                         ◄───────────  Report(ServerReport) · bulk(recv_ns)… · bulk()
 //! ```
 //!
 //! Instead of `Hello`, the first sealed frame may be an [`Ask`] (docs/fleet.md, "asks"):
@@ -52,13 +53,18 @@ use crate::bulk;
 use crate::clock::ThreadTimes;
 use crate::error::{LoadError, Result};
 use crate::sockopt::AppliedOpts;
+use crate::stamplog::StampLog;
 use crate::stream::IntervalSample;
 use crate::{crr::CrrConfig, msgs::MsgsConfig, rr::RrConfig, stream::StreamConfig};
+use tcplab_results::stamps::Stamps;
 
 /// Protocol version; a server refuses other versions with a clear message. Version 2: the
 /// report's `recv_ns` travels in a bulk frame after the JSON report. Version 3: the control
-/// connection opens with a Noise handshake and every frame after it is sealed.
-pub const VERSION: u32 = 3;
+/// connection opens with a Noise handshake and every frame after it is sealed. Version 4: the
+/// stamps travel in bulk frames of at most [`BULK_CHUNK`], ended by an empty one.
+pub const VERSION: u32 = 4;
+/// Stamps per bulk frame (at most ~640 KB of varints).
+pub const BULK_CHUNK: usize = 1 << 16;
 /// Socket buffer of both ends of a control connection, bytes (the kernel caps it at
 /// `net.core.{w,r}mem_max`, ~200 KiB by default): a report and its stamps frame (~150 KB for
 /// 100,000 messages) then go out in one write and arrive without the two ends taking turns
@@ -66,6 +72,8 @@ pub const VERSION: u32 = 3;
 pub const CTRL_BUFFER: u32 = 1 << 20;
 /// Default control port of `tcplab serve` (iperf3's 5201 is left free for side-by-side runs).
 pub const DEFAULT_PORT: u16 = 5301;
+/// Most stamps a report carries (msgs' largest run).
+const MAX_STAMPS: u64 = crate::msgs::MAX_COUNT;
 /// Largest frame accepted (a bulk frame of 10 M stamps of up to 10 bytes each fits).
 const MAX_FRAME: usize = 256 << 20;
 /// Bytes set aside for a plain frame's body before any arrives; more as they do.
@@ -243,9 +251,9 @@ pub struct ServerReport {
     /// Options in force on the first data socket.
     pub options: Option<AppliedOpts>,
     /// msgs: receive timestamp (CLOCK_MONOTONIC ns) of every message, in order. Not in the
-    /// JSON report: [`write_frame`] sends it in the bulk frame that follows.
+    /// JSON report: [`write_frame`] sends it in the bulk frames that follow.
     #[serde(skip)]
-    pub recv_ns: Vec<u64>,
+    pub recv_ns: Stamps,
     /// stream: the server's interval samples.
     pub intervals: Vec<IntervalSample>,
     /// rr/crr: transactions served.
@@ -299,39 +307,84 @@ pub fn encode(msg: &Ctrl) -> Result<Vec<u8>> {
     serde_json::to_vec(msg).map_err(|e| LoadError::Protocol(format!("encoding a frame: {e}")))
 }
 
-/// Writes one frame; a `Report` is followed by its bulk frame (`recv_ns`), in the same write.
+/// Writes one frame; a `Report` is followed by its bulk frames (`recv_ns`) and the empty one
+/// that ends them, all in one write when they fit in one chunk.
 pub fn write_frame<C: Frames + ?Sized>(conn: &mut C, msg: &Ctrl) -> Result<()> {
     let json = encode(msg)?;
     if u32::try_from(json.len()).is_err() {
         return Err(LoadError::Protocol("frame larger than 4 GiB".into()));
     }
-    match msg {
-        Ctrl::Report(r) => {
-            let mut stamps = Vec::new();
-            bulk::encode(&r.recv_ns, &mut stamps);
-            if u32::try_from(stamps.len()).is_err() {
-                return Err(LoadError::Protocol("frame larger than 4 GiB".into()));
-            }
-            conn.send_bodies(&[&json, &stamps])
+    let Ctrl::Report(r) = msg else {
+        return conn.send_bodies(&[&json]);
+    };
+    let mut empty = Vec::new();
+    bulk::encode(&[], &mut empty);
+    let mut stamps = r.recv_ns.iter();
+    let mut chunk = Vec::with_capacity(BULK_CHUNK.min(r.recv_ns.len()));
+    let mut body = Vec::new();
+    let mut head = Some(json);
+    loop {
+        chunk.clear();
+        chunk.extend(stamps.by_ref().take(BULK_CHUNK));
+        if chunk.is_empty() {
+            break;
         }
-        _ => conn.send_bodies(&[&json]),
+        body.clear();
+        bulk::encode(&chunk, &mut body);
+        match head.take() {
+            Some(json) if chunk.len() < BULK_CHUNK => {
+                return conn.send_bodies(&[&json, &body, &empty]);
+            }
+            Some(json) => conn.send_bodies(&[&json, &body])?,
+            None => conn.send_bodies(&[&body])?,
+        }
+    }
+    stamps
+        .finish()
+        .map_err(|e| LoadError::io("reading the receive stamps back to send them", e))?;
+    match head {
+        Some(json) => conn.send_bodies(&[&json, &empty]),
+        None => conn.send_bodies(&[&empty]),
     }
 }
 
 /// Reads one frame, honouring the socket's read timeout; a `Report` gets its `recv_ns` from
-/// the bulk frame that must follow it.
+/// the bulk frames that must follow it (kept in a [`StampLog`], so a long run's go to a file).
 pub fn read_frame<C: Frames + ?Sized>(conn: &mut C) -> Result<Ctrl> {
     let mut msg = decode(&conn.recv_body()?)?;
     if let Ctrl::Report(r) = &mut msg {
+        r.recv_ns = read_stamps(conn)?;
+    }
+    Ok(msg)
+}
+
+/// The bulk frames after a report, up to the empty one that ends them.
+fn read_stamps<C: Frames + ?Sized>(conn: &mut C) -> Result<Stamps> {
+    let mut log =
+        StampLog::new(0).map_err(|e| LoadError::io("keeping the report's receive stamps", e))?;
+    loop {
         let body = conn.recv_body().map_err(|e| {
             LoadError::Protocol(format!(
                 "no stamps frame after the report ({e}); a peer of protocol version {VERSION} \
-                 sends one: use a tcplab of that version on both ends"
+                 sends them: use a tcplab of that version on both ends"
             ))
         })?;
-        r.recv_ns = bulk::decode(&body)?;
+        let chunk = bulk::decode(&body)?;
+        if chunk.is_empty() {
+            break;
+        }
+        if chunk.len() > BULK_CHUNK || log.len() + chunk.len() as u64 > MAX_STAMPS {
+            return Err(LoadError::Protocol(format!(
+                "stamps frames carry more than {MAX_STAMPS} stamps, or one more than \
+                 {BULK_CHUNK}; check that the peer is a tcplab of protocol version {VERSION}"
+            )));
+        }
+        for v in chunk {
+            log.push(v);
+        }
     }
-    Ok(msg)
+    log.finish()
+        .map_err(|e| LoadError::io("keeping the report's receive stamps", e))
 }
 
 /// Decodes one JSON frame body.
@@ -440,7 +493,7 @@ mod tests {
         let json = String::from_utf8(encode(&ask).expect("json")).expect("utf-8");
         assert_eq!(
             json,
-            r#"{"type":"ask","version":3,"ask":{"ask":"sysctl","set":[["net.core.somaxconn","512"]],"lease_ms":3000}}"#
+            r#"{"type":"ask","version":4,"ask":{"ask":"sysctl","set":[["net.core.somaxconn","512"]],"lease_ms":3000}}"#
         );
         let run = Ctrl::Ask {
             version: VERSION,
@@ -485,16 +538,17 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_report_carries_its_stamps_in_a_bulk_frame() {
+    /// A report of `n` stamps sent and read back, with a frame after it to show the two
+    /// ends stay in step.
+    fn report_round_trip(n: u64) {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let mut c = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
         let (mut s, _) = l.accept().expect("accept");
         let report = ServerReport {
             complete: true,
-            bytes_received: 100_000,
-            transactions: 100_000,
-            recv_ns: (0..100_000u64).map(|i| 5_000_000_000 + i * 1_500).collect(),
+            bytes_received: n,
+            transactions: n,
+            recv_ns: (0..n).map(|i| 5_000_000_000 + i * 1_500).collect(),
             ..ServerReport::default()
         };
         let json = serde_json::to_string(&report).expect("json");
@@ -510,9 +564,31 @@ mod tests {
         };
         let sent = writer.join().expect("writer");
         assert_eq!(got, sent);
-        assert_eq!(got.recv_ns[99_999], 5_000_000_000 + 99_999 * 1_500);
-        // The next frame starts right after the bulk frame: the two stay in step.
+        assert_eq!(got.recv_ns.len() as u64, n);
+        assert_eq!(
+            got.recv_ns.last(),
+            n.checked_sub(1).map(|i| 5_000_000_000 + i * 1_500)
+        );
+        // The next frame starts right after the bulk frames: the two stay in step.
         assert!(matches!(read_frame(&mut s).expect("read"), Ctrl::Done));
+    }
+
+    #[test]
+    fn a_report_carries_its_stamps_in_bulk_frames() {
+        report_round_trip(100_000);
+    }
+
+    #[test]
+    fn stamps_on_chunk_edges_and_none_travel_whole() {
+        for n in [
+            0,
+            1,
+            BULK_CHUNK as u64 - 1,
+            BULK_CHUNK as u64,
+            2 * BULK_CHUNK as u64 + 1,
+        ] {
+            report_round_trip(n);
+        }
     }
 
     #[test]

@@ -364,18 +364,25 @@ fn asks_in_progress_are_bounded_by_max_concurrent() {
         ..Setup::keyed(&[me.public()])
     });
     let auth = client(&agent, &me);
-    // A clock ask whose pings never come holds the one place (up to the idle timeout).
-    let held = raw_ask(&agent, &me, Ask::Clock { probes: 64 });
-    // The agent takes the place once its thread has read the ask: a moment after it is sent.
-    let e = (0..100)
+    // A clock ask whose pings never come holds the one place (up to the idle timeout). The
+    // place may still be the previous ask's for a moment (`client` asked for facts, and that
+    // ask's thread lets go after its answer is out): ask until the clock ask is not denied.
+    let held = (0..100)
         .find_map(|_| {
-            let r = remote::facts(agent.addr, &auth, WAIT).err();
-            if r.is_none() {
-                std::thread::sleep(Duration::from_millis(20));
+            let mut ch = raw_ask(&agent, &me, Ask::Clock { probes: 64 });
+            match ch.recv_by(Some(Instant::now() + Duration::from_millis(200))) {
+                Ok(body) => {
+                    let said = String::from_utf8_lossy(&body).into_owned();
+                    assert!(said.contains("--max-concurrent 1"), "{said}");
+                    std::thread::sleep(Duration::from_millis(20));
+                    None
+                }
+                // Nothing said: the agent waits for the first ping, holding the place.
+                Err(_) => Some(ch),
             }
-            r
         })
-        .expect("no place left");
+        .expect("the clock ask never got the place");
+    let e = remote::facts(agent.addr, &auth, WAIT).expect_err("no place left");
     assert!(e.to_string().contains("--max-concurrent 1"), "{e}");
     // Tests have places of their own.
     let cfg = msgs::MsgsConfig {

@@ -202,11 +202,11 @@ fn ctrl_body() -> impl Strategy<Value = Vec<u8>> {
         3 => ctrl().prop_flat_map(|m| damaged(encode(&m).unwrap())),
         1 => prop::collection::vec(any::<u8>(), 0..300),
         1 => prop::sample::select(vec![
-            r#"{"type":"hello","version":3,"test":{"workload":"msgs","count":-1}}"#,
+            r#"{"type":"hello","version":4,"test":{"workload":"msgs","count":-1}}"#,
             r#"{"type":"ready","data_port":70000}"#,
             r#"{"type":"nope"}"#,
             r#"{"type":"error"}"#,
-            r#"{"type":"ask","version":3,"ask":{"ask":"run","target":"x","test":{}}}"#,
+            r#"{"type":"ask","version":4,"ask":{"ask":"run","target":"x","test":{}}}"#,
             "{\"type\":\"bad\nline\u{0}\"}",
             "[]",
             "null",

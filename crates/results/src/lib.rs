@@ -37,6 +37,7 @@ pub mod rrul;
 pub mod samples;
 pub mod session;
 pub mod sockopt;
+pub mod stamps;
 pub mod stats;
 pub mod stream;
 pub mod tcpinfo;

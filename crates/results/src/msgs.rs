@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{ConfigError, config};
 use crate::session::RunMeta;
 use crate::sockopt::SockOpts;
+use crate::stamps::Stamps;
 use crate::stats::{Dist, Summary};
 
 /// Most messages in one run (two 8-byte stamps each must fit in memory).
@@ -189,12 +190,12 @@ pub struct MsgsRun {
     pub stall_every: Option<f64>,
     /// Line-rate best, when a link rate was given.
     pub theoretical: Option<Theory>,
-    /// Send stamps (CLOCK_MONOTONIC ns), kept for --samples.
+    /// Send stamps (CLOCK_MONOTONIC ns), kept for --samples (a long run's in a file).
     #[serde(skip)]
-    pub send_ns: Vec<u64>,
-    /// Receive stamps (CLOCK_MONOTONIC ns), kept for --samples.
+    pub send_ns: Stamps,
+    /// Receive stamps (CLOCK_MONOTONIC ns), kept for --samples (a long run's in a file).
     #[serde(skip)]
-    pub recv_ns: Vec<u64>,
+    pub recv_ns: Stamps,
     /// Where the client's time around the timed loop went (not part of the result's JSON: a
     /// harness's cost, not the workload's; a sweep adds it to its overhead report).
     #[serde(skip)]

@@ -16,7 +16,22 @@ use std::io::{self, Write};
 
 use crate::report::Report;
 use crate::rrul::RrulResult;
+use crate::stamps::Stamps;
 use crate::stream::IntervalSample;
+
+/// One `seq,send_ns,recv_ns` row per message, relative to `t0`; `-` where one side has no
+/// stamp. Streams the stamps (a long run's are read from their store chunk by chunk).
+fn write_message_rows(w: &mut impl Write, t0: u64, send: &Stamps, recv: &Stamps) -> io::Result<()> {
+    let n = send.len().max(recv.len());
+    let (mut s, mut r) = (send.iter(), recv.iter());
+    let rel = |v: Option<u64>| v.map_or("-".to_string(), |v| v.saturating_sub(t0).to_string());
+    for i in 0..n {
+        writeln!(w, "{i},{},{}", rel(s.next()), rel(r.next()))?;
+    }
+    s.finish()
+        .and_then(|()| r.finish())
+        .map_err(|e| io::Error::new(e.kind(), format!("reading the run's stamps back: {e}")))
+}
 
 /// Format version in the first line.
 pub const FORMAT_VERSION: u32 = 1;
@@ -35,24 +50,13 @@ pub fn write(w: &mut impl Write, report: &Report) -> io::Result<()> {
     match report {
         Report::Msgs(r) => {
             for run in &r.runs {
-                let t0 = run.send_ns.first().copied().unwrap_or(0);
+                let t0 = run.send_ns.first().unwrap_or(0);
                 writeln!(
                     w,
                     "# section=message size={} t0_ns={t0} columns=seq,send_ns,recv_ns",
                     run.size
                 )?;
-                let n = run.send_ns.len().max(run.recv_ns.len());
-                for i in 0..n {
-                    let rel = |v: Option<&u64>| {
-                        v.map_or("-".to_string(), |v| v.saturating_sub(t0).to_string())
-                    };
-                    writeln!(
-                        w,
-                        "{i},{},{}",
-                        rel(run.send_ns.get(i)),
-                        rel(run.recv_ns.get(i))
-                    )?;
-                }
+                write_message_rows(w, t0, &run.send_ns, &run.recv_ns)?;
             }
         }
         Report::Rr(r) => {

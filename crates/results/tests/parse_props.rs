@@ -53,8 +53,8 @@ fn msgs() -> impl Strategy<Value = Report> {
                 .into_iter()
                 .map(|(size, send_ns, recv_ns)| MsgsRun {
                     size,
-                    send_ns,
-                    recv_ns,
+                    send_ns: send_ns.into(),
+                    recv_ns: recv_ns.into(),
                     ..MsgsRun::default()
                 })
                 .collect(),
@@ -292,13 +292,14 @@ fn wanted(report: &Report) -> Vec<Want> {
             .runs
             .iter()
             .map(|run| {
-                let t0 = run.send_ns.first().copied().unwrap_or(0);
+                let t0 = run.send_ns.first().unwrap_or(0);
+                let (send, recv) = (run.send_ns.to_vec().unwrap(), run.recv_ns.to_vec().unwrap());
                 let rows = (0..run.send_ns.len().max(run.recv_ns.len()))
                     .map(|i| {
                         vec![
                             Some(i as f64),
-                            run.send_ns.get(i).and_then(|&v| rel(v, t0)),
-                            run.recv_ns.get(i).and_then(|&v| rel(v, t0)),
+                            send.get(i).and_then(|&v| rel(v, t0)),
+                            recv.get(i).and_then(|&v| rel(v, t0)),
                         ]
                     })
                     .collect();

@@ -123,7 +123,7 @@ fn control_frame_cost() {
         .map(|i| 10_512_345_678_901 + i * 1_500)
         .collect();
     let frame = Ctrl::Report(Box::new(ServerReport {
-        recv_ns,
+        recv_ns: recv_ns.into(),
         ..Default::default()
     }));
     let t = Instant::now();

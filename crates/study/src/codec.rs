@@ -25,9 +25,11 @@
 //! `tcplab_results::samples::write` writes (the tests hold them to that), and
 //! [`crate::store`] compresses the packed bytes with LZ4.
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use tcplab_results::Report;
+use tcplab_results::stamps::Stamps;
 
 /// First bytes of a packed blob.
 pub const MAGIC: &[u8; 4] = b"TLSP";
@@ -47,6 +49,14 @@ const NUMBERS: u8 = 0;
 const LABELS: u8 = 1;
 const OPTIONAL: u8 = 2;
 
+/// The stamps as a slice: borrowed when in memory, read back when a long run stored them.
+fn held(stamps: &Stamps) -> std::io::Result<Cow<'_, [u64]>> {
+    match stamps.as_slice() {
+        Some(v) => Ok(Cow::Borrowed(v)),
+        None => stamps.to_vec().map(Cow::Owned),
+    }
+}
+
 /// Appends the samples of `report` to `out` in the packed format (the magic goes first when
 /// `out` is empty, so several workloads' samples concatenate like their text files do).
 pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
@@ -58,12 +68,13 @@ pub fn pack(report: &Report, out: &mut Vec<u8>) -> std::io::Result<()> {
         Report::Msgs(r) => {
             text(out, "# tcplab-samples 1 workload=msgs\n");
             for run in &r.runs {
-                let t0 = run.send_ns.first().copied().unwrap_or(0);
+                let t0 = run.send_ns.first().unwrap_or(0);
                 let header = format!(
                     "# section=message size={} t0_ns={t0} columns=seq,send_ns,recv_ns\n",
                     run.size
                 );
-                table(out, &header, &[(&run.send_ns, t0), (&run.recv_ns, t0)]);
+                let (send, recv) = (held(&run.send_ns)?, held(&run.recv_ns)?);
+                table(out, &header, &[(&send, t0), (&recv, t0)]);
             }
         }
         Report::Rr(r) => {
@@ -530,8 +541,8 @@ mod tests {
         Report::Msgs(MsgsResult {
             runs: vec![MsgsRun {
                 size: 1,
-                send_ns: send,
-                recv_ns: recv,
+                send_ns: send.into(),
+                recv_ns: recv.into(),
                 ..Default::default()
             }],
             ..Default::default()

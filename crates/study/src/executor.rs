@@ -305,8 +305,8 @@ pub fn own_time(report: &Report) -> f64 {
             .runs
             .iter()
             .map(|run| {
-                let first = run.send_ns.first().copied().unwrap_or(0);
-                let last_recv = run.recv_ns.last().copied().unwrap_or(0);
+                let first = run.send_ns.first().unwrap_or(0);
+                let last_recv = run.recv_ns.last().unwrap_or(0);
                 let drained = last_recv.saturating_sub(first) as f64 / 1e9;
                 run.total_s.max(drained)
             })

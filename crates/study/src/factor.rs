@@ -329,7 +329,7 @@ pub fn values_of(spec: &FactorSpec) -> Result<Vec<FactorValue>, String> {
         (Some(_), Some(_)) => Err("give `values` or `range`, not both".to_string()),
         (None, None) => Err("give `values = [...]` or `range = \"A..B\"` with `steps`".to_string()),
         (Some(v), None) if v.is_empty() => {
-            Err("`values` is empty: list at least one value".to_string())
+            Err("`values` is empty: give at least one value".to_string())
         }
         (Some(v), None) => {
             if spec.steps.is_some() || spec.scale.is_some() {

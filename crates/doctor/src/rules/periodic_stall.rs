@@ -398,6 +398,7 @@ mod tests {
     use super::*;
     use crate::battery::Battery;
     use crate::synth::{self, MsgSim, SplitMix, StreamSim};
+    use tcplab_results::stamps::Stamps;
 
     const MS: u64 = 1_000_000;
 
@@ -635,8 +636,8 @@ mod tests {
         }
         b.stream = Some(s);
         let mut run = seed004(4100, 16);
-        run.send_ns.clear();
-        run.recv_ns.clear();
+        run.send_ns = Stamps::default();
+        run.recv_ns = Stamps::default();
         run.stalls = 100;
         run.stall_every = Some(41.0);
         b.msgs = Some(synth::msgs(vec![run], false));

@@ -273,9 +273,8 @@ fn handshake_read(target: SocketAddr, e: &std::io::Error) -> LoadError {
     if e.kind() == std::io::ErrorKind::UnexpectedEof {
         LoadError::Protocol(format!(
             "the server at {target} closed the connection during the handshake without a \
-             reason; a tcplab older than protocol version {} does that (install this version \
-             there), servers of this version say why they refuse",
-            proto::VERSION
+             reason; a tcplab older than protocol version 3 (the first with this handshake) \
+             does that (install this version there), servers since say why they refuse"
         ))
     } else if e.kind() == std::io::ErrorKind::InvalidData {
         LoadError::Protocol(format!(
