@@ -10,7 +10,7 @@
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -214,8 +214,12 @@ fn passwd_has_uid(uid: u32) -> bool {
         .any(|l| l.split(':').nth(2) == Some(&uid.to_string()))
 }
 
-fn users() -> (User, User) {
+/// The two users, for one test at a time: the guard is held until the users' cleanup (they
+/// drop first, being declared after it) has run.
+fn alone() -> (MutexGuard<'static, ()>, User, User) {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     (
+        one,
         User::new("tcplab-ci1", 64101),
         User::new("tcplab-ci2", 64102),
     )
@@ -244,8 +248,7 @@ fn json(text: &str) -> serde_json::Value {
 
 #[test]
 fn a_user_builds_uses_and_removes_an_emulated_lab_without_root() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (alice, bob) = users();
+    let (_one, alice, bob) = alone();
     let name = lab_name("trip");
     let up = alice.run(&[
         "lab",
@@ -304,8 +307,7 @@ fn a_user_builds_uses_and_removes_an_emulated_lab_without_root() {
 
 #[test]
 fn a_sweep_runs_rootless_and_leaves_nothing() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (alice, _bob) = users();
+    let (_one, alice, _bob) = alone();
     let scenario = alice.dir.path().join("tiny.toml");
     std::fs::write(
         &scenario,
@@ -331,8 +333,7 @@ fn a_sweep_runs_rootless_and_leaves_nothing() {
 
 #[test]
 fn gc_after_sigkill_leaves_nothing_of_the_user() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (alice, _bob) = users();
+    let (_one, alice, _bob) = alone();
     let name = lab_name("kill");
     // Kills at moments spread over a build with an emulator (about 50-300 ms here).
     for (i, delay_ms) in [0u64, 3, 6, 10, 20, 30, 60, 120, 250, 600]
@@ -370,8 +371,7 @@ fn gc_after_sigkill_leaves_nothing_of_the_user() {
 
 #[test]
 fn a_killed_session_holder_is_cleaned_by_gc() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (alice, _bob) = users();
+    let (_one, alice, _bob) = alone();
     let name = lab_name("holder");
     alice.ok(&[
         "lab",
@@ -400,8 +400,7 @@ fn a_killed_session_holder_is_cleaned_by_gc() {
 
 #[test]
 fn a_machine_wide_sysctl_is_refused_by_name_before_building() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (alice, _bob) = users();
+    let (_one, alice, _bob) = alone();
     let name = lab_name("sysctl");
     for key in ["net.core.wmem_max", "net.core.rmem_default"] {
         let setting = format!("all:{key}=4194304");
@@ -432,8 +431,7 @@ fn a_machine_wide_sysctl_is_refused_by_name_before_building() {
 
 #[test]
 fn without_a_state_directory_given_the_user_gets_their_own() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (alice, _bob) = users();
+    let (_one, alice, _bob) = alone();
     let own = PathBuf::from(format!("/tmp/tcplab-{}", alice.uid));
     // Inside the session the user's UID reads as 0: the state must not move to root's name.
     let as_root = std::path::Path::new("/tmp/tcplab-0");
@@ -487,8 +485,7 @@ fn without_a_state_directory_given_the_user_gets_their_own() {
 
 #[test]
 fn facts_say_whether_rootless_labs_are_allowed() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (alice, _bob) = users();
+    let (_one, alice, _bob) = alone();
     let facts = json(&alice.ok(&["facts", "--json"]));
     assert_eq!(
         facts["rootless"]["allowed"], true,
