@@ -392,7 +392,7 @@ pub fn expand_range(range: &str, steps: usize, scale: Scale) -> Result<Vec<Facto
         (Family::Integer, Family::Float) | (Family::Float, Family::Integer) => Family::Float,
         _ => {
             return Err(format!(
-                "range `{range}` mixes units: both ends need the same kind (numbers, durations or rates)"
+                "range `{range}` mixes units: give both ends the same kind (numbers, durations or rates)"
             ));
         }
     };
