@@ -341,23 +341,21 @@ fn streamed_dists(
     let mut stalls = StallCount::new(stall_us);
     let (mut send, mut recv) = (send_ns.iter(), recv_ns.iter());
     let mut prev: Option<u64> = None;
-    for (s, r) in send.by_ref().zip(recv.by_ref()) {
-        one_way.add(r.saturating_sub(s));
+    let mut received = |r: u64, gaps: &mut NsDist| {
         if let Some(p) = prev {
             let gap = r.saturating_sub(p);
             gaps.add(gap);
             stalls.add(gap as f64 / 1e3);
         }
         prev = Some(r);
+    };
+    for (s, r) in send.by_ref().zip(recv.by_ref()) {
+        one_way.add(r.saturating_sub(s));
+        received(r, &mut gaps);
     }
     // Receive stamps past the last send stamp (none in a whole run) still make gaps.
     for r in recv.by_ref() {
-        if let Some(p) = prev {
-            let gap = r.saturating_sub(p);
-            gaps.add(gap);
-            stalls.add(gap as f64 / 1e3);
-        }
-        prev = Some(r);
+        received(r, &mut gaps);
     }
     send.finish()?;
     recv.finish()?;

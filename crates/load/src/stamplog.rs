@@ -208,10 +208,10 @@ fn write_chunks(
     let mut failed = None;
     for mut chunk in chunks {
         if failed.is_none() {
-            let bytes: Vec<u8> = chunk.iter().flat_map(|v| v.to_le_bytes()).collect();
-            if let Err(e) = out.write_all(&bytes) {
-                failed = Some(e);
-            }
+            failed = chunk
+                .iter()
+                .try_for_each(|v| out.write_all(&v.to_le_bytes()))
+                .err();
         }
         chunk.clear();
         let _ = give_back.try_send(chunk);
