@@ -131,6 +131,7 @@ fn stall_trace(noise: &mut Noise) -> Vec<MessageDelays> {
                 .collect(),
             times_s: (0..20_000u64).map(|i| i as f64 * 1e-3).collect(),
             stall_us: Some(1_000.0),
+            ..MessageDelays::default()
         })
         .collect()
 }

@@ -75,6 +75,14 @@ pub struct MessageDelays {
     /// the legend. `None`: no stall threshold is known for this run.
     #[serde(default)]
     pub stall_us: Option<f64>,
+    /// Stalls in the whole run when `points` are a thinned selection of a long run (its
+    /// fastest and slowest messages of each stretch); `None`: `points` are every message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalls: Option<u64>,
+    /// The whole run's delays as evenly spaced quantiles, µs, for the CDF when `points` are
+    /// thinned (a thinned selection over-weights the extremes); empty: the CDF uses `points`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distribution_us: Vec<f64>,
 }
 
 /// One interval's counters of a stream (from the interval reports and `tcp_info`), in base

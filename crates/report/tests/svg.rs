@@ -189,6 +189,7 @@ fn stalls_are_marked_and_counted_over_time() {
             .collect(),
         times_s: (0..400).map(|i| f64::from(i) * 0.01).collect(),
         stall_us: Some(1_000.0),
+        ..MessageDelays::default()
     };
     let svg = plot::delay_scatter(&[delays], None).unwrap();
     // Nine stalls among 400 messages, counted in their own legend entry; time on x.
@@ -202,6 +203,39 @@ fn stalls_are_marked_and_counted_over_time() {
     );
     assert_eq!(svg.matches("class=\"legend\"").count(), 2);
     assert_eq!(svg.matches("class=\"axis-label\"").count(), 2);
+}
+
+#[test]
+fn a_thinned_run_counts_its_whole_runs_stalls_and_draws_its_whole_runs_cdf() {
+    // A long run as the study reads it: a few kept points, the stall count and the quantiles
+    // of every message.
+    let thinned = MessageDelays {
+        label: "long".into(),
+        points: vec![(0, 30.0), (40, 20_000.0), (90_000, 31.0)],
+        times_s: vec![0.0, 0.1, 200.0],
+        stall_us: Some(1_000.0),
+        stalls: Some(48_780),
+        distribution_us: (0..=100).map(|k| 30.0 + f64::from(k) * 2.0).collect(),
+    };
+    let svg = plot::delay_scatter(std::slice::from_ref(&thinned), None).unwrap();
+    assert_texts(&svg, &["long: 48780 stalls > 1 ms"]);
+    let whole = MessageDelays {
+        points: thinned
+            .distribution_us
+            .iter()
+            .enumerate()
+            .map(|(i, &us)| (i as u64, us))
+            .collect(),
+        ..thinned.clone()
+    };
+    assert_eq!(
+        plot::delay_cdf(&[thinned]).unwrap(),
+        plot::delay_cdf(&[MessageDelays {
+            distribution_us: Vec::new(),
+            ..whole
+        }])
+        .unwrap()
+    );
 }
 
 #[test]

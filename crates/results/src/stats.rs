@@ -205,6 +205,11 @@ impl NsDist {
         self.hist.saturating_record(ns);
     }
 
+    /// The value at quantile `q` (0 to 1) so far, µs, within 0.1 %; `None` before any value.
+    pub fn quantile_us(&self, q: f64) -> Option<f64> {
+        (self.n > 0).then(|| self.hist.value_at_quantile(q).clamp(self.min, self.max) as f64 / 1e3)
+    }
+
     /// The distribution so far, µs.
     pub fn dist(&self) -> Dist {
         if self.n == 0 {
@@ -214,7 +219,7 @@ impl NsDist {
         let mean_d = self.sum / n;
         let m2 = (self.sum2 - self.sum * mean_d).max(0.0);
         let us = |ns: u64| ns as f64 / 1e3;
-        let at = |q: f64| Some(us(self.hist.value_at_quantile(q).clamp(self.min, self.max)));
+        let at = |q: f64| self.quantile_us(q);
         Dist {
             n: self.n,
             mean: Some((self.shift + mean_d) / 1e3),

@@ -206,7 +206,16 @@ proptest! {
         blob.push(version);
         blob.extend_from_slice(&body);
         let len = blob.len();
+        let copy = blob.clone();
         let result = bounded("codec::unpack", move || tcplab_study::codec::unpack(&blob).map(|t| t.len()))?;
+        // The report's reader of the same blob: the same verdict, never more text.
+        let split = bounded("long_runs::split", move || {
+            tcplab_study::to_report::long_runs::split(&copy, None).map(|s| s.text.len())
+        })?;
+        prop_assert_eq!(result.is_ok(), split.is_ok(), "{:?} vs {:?}", &result, &split);
+        if let (Ok(n), Ok(m)) = (&result, &split) {
+            prop_assert!(m <= n, "{} bytes of text from the split, {} unpacked", m, n);
+        }
         match result {
             Ok(n) => prop_assert!(n <= tcplab_study::codec::max_unpacked(len), "{} bytes from {}", n, len),
             // The store wraps these in its own error, which says what to do.

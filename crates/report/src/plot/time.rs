@@ -148,7 +148,7 @@ pub fn delay_scatter(delays: &[MessageDelays], log_y: Option<bool>) -> Result<St
                 label: format!(
                     "{}: {} stalls > {}",
                     m.label,
-                    stalls.len(),
+                    m.stalls.unwrap_or(stalls.len() as u64),
                     human_scaled(s, &d)
                 ),
                 points: decimate_extremes(&stalls, per_series),
@@ -172,14 +172,19 @@ pub fn delay_scatter(delays: &[MessageDelays], log_y: Option<bool>) -> Result<St
 
 /// CDF of the per-message delays, one line per run; log x when they span 10x or more.
 pub fn delay_cdf(delays: &[MessageDelays]) -> Result<String, ReportError> {
-    let d =
-        Unit::Microseconds.display_for(delays.iter().flat_map(|m| m.points.iter().map(|p| p.1)));
-    let named: Vec<(String, Vec<f64>)> = delays
-        .iter()
-        .map(|m| {
-            let v = m.points.iter().map(|p| d.scale(p.1)).collect();
-            (m.label.clone(), v)
-        })
+    // A thinned long run draws its whole run's quantiles, not its kept points.
+    let drawn = |m: &MessageDelays| -> Vec<f64> {
+        match m.distribution_us.is_empty() {
+            true => m.points.iter().map(|p| p.1).collect(),
+            false => m.distribution_us.clone(),
+        }
+    };
+    let values: Vec<(String, Vec<f64>)> =
+        delays.iter().map(|m| (m.label.clone(), drawn(m))).collect();
+    let d = Unit::Microseconds.display_for(values.iter().flat_map(|v| v.1.iter().copied()));
+    let named: Vec<(String, Vec<f64>)> = values
+        .into_iter()
+        .map(|(label, v)| (label, v.into_iter().map(|us| d.scale(us)).collect()))
         .collect();
     super::charts::cdf_plot(
         "CDF of per-message latency",

@@ -580,6 +580,22 @@ impl Store {
     /// The raw samples of a run as the text of docs/samples.md (unpacked and decompressed,
     /// whichever codec stored them).
     pub fn samples(&self, run_id: i64) -> Result<Vec<u8>, StoreError> {
+        let raw = self.samples_stored(run_id)?;
+        if crate::codec::is_packed(&raw) {
+            crate::codec::unpack(&raw).map_err(|message| StoreError::Samples {
+                path: self.path.clone(),
+                run: run_id,
+                message,
+            })
+        } else {
+            Ok(raw)
+        }
+    }
+
+    /// The raw samples of a run decompressed but not unpacked: packed ([`crate::codec`], a
+    /// few bytes a message) or, for a run stored before packing, the text. A reader that
+    /// streams a long table from the packed form ([`crate::codec::parts`]) starts here.
+    pub fn samples_stored(&self, run_id: i64) -> Result<Vec<u8>, StoreError> {
         let row: Option<(Option<Vec<u8>>, String, i64)> = self
             .conn
             .query_row(
@@ -599,15 +615,10 @@ impl Store {
         };
         let raw_len =
             usize::try_from(raw_len).map_err(|_| bad(format!("a negative length {raw_len}")))?;
-        let raw = match codec.as_str() {
-            "zlib" => decompress_zlib(&blob, raw_len).map_err(bad)?,
-            "lz4" => decompress_lz4(&blob, raw_len).map_err(bad)?,
-            other => return Err(bad(format!("unknown samples codec `{other}`"))),
-        };
-        if crate::codec::is_packed(&raw) {
-            crate::codec::unpack(&raw).map_err(bad)
-        } else {
-            Ok(raw)
+        match codec.as_str() {
+            "zlib" => decompress_zlib(&blob, raw_len).map_err(bad),
+            "lz4" => decompress_lz4(&blob, raw_len).map_err(bad),
+            other => Err(bad(format!("unknown samples codec `{other}`"))),
         }
     }
 

@@ -14,6 +14,7 @@ use crate::error::StudyError;
 use crate::store::{Store, StoredConfig, StoredRun};
 
 pub mod choose;
+pub mod long_runs;
 pub mod rrul;
 pub mod series;
 
@@ -164,8 +165,15 @@ fn add_series(
         if run.samples_len == 0 {
             continue;
         }
-        let raw = store.samples(run.id)?;
-        let series = run_series(&format!("{} · rep {}", c.label, run.rep), &raw);
+        let raw = store.samples_stored(run.id)?;
+        let series =
+            run_series(&format!("{} · rep {}", c.label, run.rep), &raw).map_err(|message| {
+                crate::error::StoreError::Samples {
+                    path: store.path().to_path_buf(),
+                    run: run.id,
+                    message,
+                }
+            })?;
         if !series.is_empty() {
             series.append_to(input);
             shown.push(*ch);
@@ -175,21 +183,39 @@ fn add_series(
     Ok(())
 }
 
-/// Every series of one stored run's samples (a study run's workloads, one after the other).
-fn run_series(label: &str, raw: &[u8]) -> series::RunSeries {
-    let text = String::from_utf8_lossy(raw);
-    let parts = series::parse_workloads(&text);
+/// Every series of one stored run's samples (a study run's workloads, one after the other),
+/// from the blob as stored: packed (long tables streamed, [`long_runs`]) or text.
+fn run_series(label: &str, raw: &[u8]) -> Result<series::RunSeries, String> {
+    // The executor runs rr with its default stall limit; the samples do not carry it.
+    let rr_stall_ms = Some(tcplab_results::rr::RrConfig::default().stall_ms);
+    let split = match crate::codec::is_packed(raw) {
+        true => long_runs::split(raw, rr_stall_ms.map(|ms| ms * 1e3))?,
+        false => long_runs::Split {
+            text: String::from_utf8_lossy(raw).into_owned(),
+            ..Default::default()
+        },
+    };
+    Ok(series_of(label, split, rr_stall_ms))
+}
+
+/// The series of a split run: each workload's from its text, but a long table's delays from
+/// the split.
+fn series_of(label: &str, split: long_runs::Split, rr_stall_ms: Option<f64>) -> series::RunSeries {
+    let long_runs::Split { text, mut delays } = split;
+    let parts = series::parse_workloads_at(&text);
     let mut out = series::RunSeries::default();
-    let kinds: Vec<&str> = parts.iter().map(|p| p.0.as_str()).collect();
-    for (i, (workload, sections)) in parts.iter().enumerate() {
+    let kinds: Vec<&str> = parts.iter().map(|p| p.1.as_str()).collect();
+    for (i, (at, workload, sections)) in parts.iter().enumerate() {
         let label = match kinds.iter().filter(|k| *k == workload).count() {
             _ if parts.len() == 1 => label.to_string(),
             1 => format!("{label} · {workload}"),
             _ => format!("{label} · workload {i}"),
         };
-        // The executor runs rr with its default stall limit; the samples do not carry it.
-        let rr_stall_ms = Some(tcplab_results::rr::RrConfig::default().stall_ms);
-        out.extend(series::run_series(&label, workload, sections, rr_stall_ms));
+        let mut series = series::run_series(&label, workload, sections, rr_stall_ms);
+        if let Some(long) = delays.remove(at) {
+            series.message_delays = vec![tcplab_report::model::MessageDelays { label, ..long }];
+        }
+        out.extend(series);
     }
     out
 }

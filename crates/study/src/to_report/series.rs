@@ -49,6 +49,14 @@ impl RunSeries {
 /// workloads stores their files one after the other, each with its own first line, which
 /// `tcplab_results::samples::parse` alone would reject; a part that does not parse is left out.
 pub fn parse_workloads(text: &str) -> Vec<(String, Vec<Section>)> {
+    parse_workloads_at(text)
+        .into_iter()
+        .map(|(_, workload, sections)| (workload, sections))
+        .collect()
+}
+
+/// [`parse_workloads`], each part with the offset of its first line in `text`.
+pub fn parse_workloads_at(text: &str) -> Vec<(usize, String, Vec<Section>)> {
     const HEAD: &str = "# tcplab-samples ";
     let starts: Vec<usize> = text
         .match_indices(HEAD)
@@ -60,7 +68,8 @@ pub fn parse_workloads(text: &str) -> Vec<(String, Vec<Section>)> {
         .enumerate()
         .filter_map(|(k, &a)| {
             let b = starts.get(k + 1).copied().unwrap_or(text.len());
-            tcplab_results::samples::parse(&text[a..b]).ok()
+            let (workload, sections) = tcplab_results::samples::parse(&text[a..b]).ok()?;
+            Some((a, workload, sections))
         })
         .collect()
 }
@@ -148,6 +157,7 @@ pub fn message_delays(
         stall_us: stall_threshold_us(configured_stall_us, &delays),
         points: rows.iter().map(|r| (r.0, r.1)).collect(),
         times_s: rows.iter().map(|r| r.2).collect(),
+        ..MessageDelays::default()
     })
 }
 
@@ -165,7 +175,12 @@ pub(crate) fn median(v: &[f64]) -> Option<f64> {
 pub fn stall_rule_us(delays_us: &[f64]) -> Option<f64> {
     let m = median(delays_us)?;
     let p90 = tcplab_stats::quantile(delays_us, 0.9).ok()?;
-    Some(m + (4.0 * (p90 - m)).max(1e3))
+    Some(stall_rule_of(m, p90))
+}
+
+/// [`stall_rule_us`] from the median and the 90th percentile, µs.
+pub fn stall_rule_of(median_us: f64, p90_us: f64) -> f64 {
+    median_us + (4.0 * (p90_us - median_us)).max(1e3)
 }
 
 /// The threshold the scatter marks: the run's configured limit when it lies above the run's
@@ -174,9 +189,15 @@ pub fn stall_rule_us(delays_us: &[f64]) -> Option<f64> {
 /// about stalls.
 pub fn stall_threshold_us(configured_us: Option<f64>, delays_us: &[f64]) -> Option<f64> {
     let m = median(delays_us)?;
+    let p90 = tcplab_stats::quantile(delays_us, 0.9).ok()?;
+    Some(stall_threshold_of(configured_us, m, p90))
+}
+
+/// [`stall_threshold_us`] from the median and the 90th percentile, µs.
+pub fn stall_threshold_of(configured_us: Option<f64>, median_us: f64, p90_us: f64) -> f64 {
     match configured_us {
-        Some(c) if c > m => Some(c),
-        _ => stall_rule_us(delays_us),
+        Some(c) if c > median_us => c,
+        _ => stall_rule_of(median_us, p90_us),
     }
 }
 

@@ -176,6 +176,7 @@ fn add_synthetic(input: &mut ReportInput) {
             times_s: (0..n).map(|i| i as f64 * 0.0025).collect(),
             points,
             stall_us: Some(10_000.0),
+            ..MessageDelays::default()
         });
     }
     let t = |i: u32| f64::from(i) * 0.1;
