@@ -24,6 +24,8 @@ use crate::codec::{self, Part, TableView};
 pub const EXACT_ROWS: usize = 1 << 20;
 /// Stretches a long run's scatter is cut into; each keeps at most four messages.
 const STRETCHES: usize = 10_000;
+/// Quantiles of a long run's CDF (every 0.05 %, both ends included).
+const CDF_STEPS: usize = 2_000;
 
 /// Where a run counts as long, and how thin its scatter gets.
 #[derive(Debug, Clone, Copy)]
@@ -36,8 +38,6 @@ const LIMITS: Limits = Limits {
     exact_rows: EXACT_ROWS,
     stretches: STRETCHES,
 };
-/// Quantiles of a long run's CDF (every 0.05 %, both ends included).
-const CDF_STEPS: usize = 2_000;
 
 /// A packed blob split for the report.
 #[derive(Debug, Default)]
