@@ -480,7 +480,16 @@ impl ScenarioFile {
 
 /// Turns a toml/serde error into a diagnostic with line, field and did-you-mean.
 fn toml_diagnostic(file: &str, text: &str, e: &toml::de::Error) -> Diagnostic {
-    let mut message = e.message().trim_end().replace('\n', " ");
+    // toml breaks its own messages with newlines; any other control character is the user's
+    // (an unknown variant quoted as typed), shown escaped so the message stays on one line.
+    let mut message = String::new();
+    for c in e.message().trim_end().chars() {
+        match c {
+            '\n' => message.push(' '),
+            c if c.is_control() => message.extend(c.escape_debug()),
+            c => message.push(c),
+        }
+    }
     if message == "duplicate key"
         && let Some(key) = e.span().and_then(|r| text.get(r)).filter(|k| !k.is_empty())
     {

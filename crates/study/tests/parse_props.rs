@@ -207,21 +207,56 @@ proptest! {
         blob.extend_from_slice(&body);
         let len = blob.len();
         let copy = blob.clone();
-        let result = bounded("codec::unpack", move || tcplab_study::codec::unpack(&blob).map(|t| t.len()))?;
+        // The text's length as a string (the report's reader replaces bytes that are not
+        // UTF-8, which may lengthen it), and as bytes.
+        let result = bounded("codec::unpack", move || {
+            tcplab_study::codec::unpack(&blob).map(|t| (String::from_utf8_lossy(&t).len(), t.len()))
+        })?;
         // The report's reader of the same blob: the same verdict, never more text.
         let split = bounded("long_runs::split", move || {
             tcplab_study::to_report::long_runs::split(&copy, None).map(|s| s.text.len())
         })?;
         prop_assert_eq!(result.is_ok(), split.is_ok(), "{:?} vs {:?}", &result, &split);
-        if let (Ok(n), Ok(m)) = (&result, &split) {
+        if let (Ok((n, _)), Ok(m)) = (&result, &split) {
             prop_assert!(m <= n, "{} bytes of text from the split, {} unpacked", m, n);
         }
         match result {
-            Ok(n) => prop_assert!(n <= tcplab_study::codec::max_unpacked(len), "{} bytes from {}", n, len),
+            Ok((_, n)) => prop_assert!(n <= tcplab_study::codec::max_unpacked(len), "{} bytes from {}", n, len),
             // The store wraps these in its own error, which says what to do.
             Err(e) => prop_assert!(!e.is_empty() && !e.contains('\n'), "{:?}", e),
         }
     }
+}
+
+/// An unknown variant typed with a control character (benches/fuzz.sh found `combine = "\r"`):
+/// serde quotes it as typed, and the message was cut in two by the carriage return.
+#[test]
+fn an_unknown_variant_with_a_control_character_is_shown_escaped() {
+    for value in ["\\r", "cr\\u0007oss", "\\t"] {
+        let text = SCENARIO.replacen("combine = \"cross\"", &format!("combine = \"{value}\""), 1);
+        let diags = plan_errors(text).unwrap().expect("refused");
+        for (_, _, shown) in &diags {
+            check_error(shown, &["s.toml"]).unwrap();
+        }
+        assert!(
+            diags
+                .iter()
+                .any(|d| d.2.contains("combine") && d.2.contains("cross, zip")),
+            "{diags:?}"
+        );
+    }
+}
+
+/// A text chunk that is not UTF-8 (benches/fuzz.sh found it): the report's reader gives the
+/// same text as unpacking, with the bytes replaced as a string must have them.
+#[test]
+fn a_text_chunk_that_is_not_utf8_reads_as_unpacking_does() {
+    let mut blob = tcplab_study::codec::MAGIC.to_vec();
+    blob.extend_from_slice(&[1, 1, 2, 128, 0]);
+    let unpacked = tcplab_study::codec::unpack(&blob).unwrap();
+    assert_eq!(unpacked, [128, 0]);
+    let split = tcplab_study::to_report::long_runs::split(&blob, None).unwrap();
+    assert_eq!(split.text, String::from_utf8_lossy(&unpacked));
 }
 
 /// A sweep's cases build plans of up to 10,000 configurations (over a second each in a

@@ -229,6 +229,36 @@ fn a_hash_of_wide_characters_is_shown_not_sliced() {
     assert!(e.contains("stored hash aaaaaaaaaaaé…"), "{e}");
 }
 
+/// A flipped byte made the stored hash hold a newline (benches/fuzz.sh found it), and the
+/// message printed it as is, over two lines; a stored seed may hold one too.
+#[test]
+fn stored_values_with_line_breaks_are_shown_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = edited(
+        dir.path(),
+        current(),
+        "UPDATE study SET scenario_hash = 'aaaaa' || char(10) || 'aaaaaa';",
+    );
+    let e = Store::resume(&path, &plan()).unwrap_err().to_string();
+    assert!(
+        e.contains("stored hash aaaaa\\naaaaaa…") && e.lines().count() == 1,
+        "{e}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let hash = plan().scenario_hash;
+    let path = edited(
+        dir.path(),
+        current(),
+        &format!("UPDATE study SET scenario_hash = '{hash}', seed = '7' || char(13) || '1';"),
+    );
+    let e = Store::resume(&path, &plan()).unwrap_err().to_string();
+    assert!(
+        e.contains("study seed 7\\r1, now") && e.lines().count() == 1,
+        "{e}"
+    );
+}
+
 /// A damaged LZ4 size asked for up to 4 GiB before a byte was read; a zlib blob could inflate
 /// without bound. Both are held to the length the row stored.
 #[test]

@@ -282,6 +282,8 @@ impl Store {
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .map_err(self.sql())?;
+        // The stored values come from the file, which may be damaged: escaped, so the
+        // message stays on one line.
         let changed = |what, detail| StoreError::ScenarioChanged {
             path: self.path.clone(),
             what,
@@ -292,7 +294,7 @@ impl Store {
                 "the scenario",
                 format!(
                     "stored hash {}…, file now hashes to {}…",
-                    prefix(&hash),
+                    prefix(&hash).escape_debug(),
                     prefix(&plan.scenario_hash)
                 ),
             ));
@@ -300,7 +302,7 @@ impl Store {
         if seed != plan.seed.to_string() {
             return Err(changed(
                 "the seed",
-                format!("study seed {seed}, now {}", plan.seed),
+                format!("study seed {}, now {}", seed.escape_debug(), plan.seed),
             ));
         }
         if quick != plan.quick {
