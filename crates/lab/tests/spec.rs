@@ -182,6 +182,12 @@ fn flags_parse_or_explain() {
     assert!(o.tso && o.gro && !o.gso);
     assert!(Offloads::parse("lro=on").is_err());
     assert!(Offloads::parse("tso=maybe").is_err());
+    // A value from a file may hold a line break (benches/fuzz.sh found `offloads = "\n"` in a
+    // corpus): echoed escaped, on one line.
+    for text in ["\n", "tso=\n", "t\rso=on"] {
+        let e = Offloads::parse(text).unwrap_err().to_string();
+        assert!(!e.contains(['\n', '\r']) && e.contains('\\'), "{e:?}");
+    }
 
     let s =
         SysctlSetting::parse("--sysctl", "client:net.ipv4.tcp_rmem=4096 87380 8738000").unwrap();

@@ -183,7 +183,10 @@ impl Offloads {
     };
 
     /// Parses `--offloads`: `on`, `off`, or a list such as `tso=on,gro=off` applied over `off`.
+    /// What is echoed back is escaped and cut ([`tcplab_emu::error::shown`]): the text may come
+    /// from a file.
     pub fn parse(text: &str) -> Result<Self, OffloadsError> {
+        use tcplab_emu::error::shown;
         match text {
             "on" => return Ok(Offloads::ALL_ON),
             "off" => return Ok(Offloads::default()),
@@ -192,14 +195,14 @@ impl Offloads {
         let mut out = Offloads::default();
         for item in text.split(',') {
             let (name, value) = item.split_once('=').ok_or_else(|| OffloadsError {
-                problem: format!("'{item}': use on, off or tso=on,gso=off,gro=on"),
+                problem: format!("'{}': use on, off or tso=on,gso=off,gro=on", shown(item)),
             })?;
             let value = match value {
                 "on" | "true" | "1" => true,
                 "off" | "false" | "0" => false,
                 _ => {
                     return Err(OffloadsError {
-                        problem: format!("'{value}' for {name}: use on or off"),
+                        problem: format!("'{}' for {}: use on or off", shown(value), shown(name)),
                     });
                 }
             };
@@ -209,7 +212,7 @@ impl Offloads {
                 "gro" => out.gro = value,
                 _ => {
                     return Err(OffloadsError {
-                        problem: format!("unknown offload '{name}'; use tso, gso or gro"),
+                        problem: format!("unknown offload '{}'; use tso, gso or gro", shown(name)),
                     });
                 }
             }
