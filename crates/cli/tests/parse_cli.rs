@@ -89,6 +89,14 @@ fn bad_files_and_flags_exit_2_with_one_line() {
         (vec!["fleet", "check", "--hosts", &hosts], "addres"),
         (vec!["report", &study], "study.db"),
         (
+            vec!["http", "--to", "127.0.0.1:9", "--server-kind", "nginx"],
+            "--server-kind chooses the web server a lab run starts",
+        ),
+        (
+            vec!["http", "--to", "127.0.0.1:9", "--nginx-workers", "2"],
+            "--nginx-workers",
+        ),
+        (
             vec![
                 "emu",
                 "--iface",

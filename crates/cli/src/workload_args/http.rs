@@ -47,12 +47,14 @@ pub struct HttpArgs {
     /// Lab host of the server.
     #[arg(long, value_name = "HOST", default_value = "server")]
     pub server: String,
-    /// The web server a lab run starts: tcplab's built-in file server, or nginx (Debian's
-    /// package) serving the same files.
-    #[arg(long, value_enum, default_value = "builtin", requires = "lab")]
-    pub server_kind: ServerKind,
+    /// The web server a lab run starts: tcplab's built-in file server (the default), or nginx
+    /// (Debian's package) serving the same files.
+    // Checked by `lab_only_flags`, not clap's `requires = "lab"`: clap waives a requirement
+    // that conflicts with a flag given (--lab with --to), so `--to X --server-kind nginx` passed.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub server_kind: Option<ServerKind>,
     /// nginx worker processes (default: the CPUs).
-    #[arg(long, value_name = "N", requires = "lab")]
+    #[arg(long, value_name = "N")]
     pub nginx_workers: Option<u32>,
     /// Directories of the SPECweb96 file set (36 files, about 5.1 MB each): what a lab's
     /// server serves and what --specweb96 draws from.
@@ -170,7 +172,7 @@ impl HttpArgs {
             client: self.client.clone(),
             server: self.server.clone(),
             lab_server: LabServer {
-                kind: self.server_kind.into(),
+                kind: self.server_kind.unwrap_or(ServerKind::Builtin).into(),
                 dirs: self.dirs,
                 workers: self.nginx_workers,
             },
@@ -183,8 +185,25 @@ impl HttpArgs {
         }
     }
 
+    /// The flags that choose the server a lab run starts, refused without --lab: with --to the
+    /// server is already running, and ignoring them would measure another server than asked.
+    fn lab_only_flags(&self) -> anyhow::Result<()> {
+        let given = [
+            ("--server-kind", self.server_kind.is_some()),
+            ("--nginx-workers", self.nginx_workers.is_some()),
+        ];
+        match given.iter().find(|g| g.1) {
+            Some((flag, _)) if self.lab.is_none() => anyhow::bail!(
+                "{flag} chooses the web server a lab run starts: give --lab NAME with it, or \
+                 leave it out with --to (that server is already running)"
+            ),
+            _ => Ok(()),
+        }
+    }
+
     /// Runs the load and prints the result to stdout.
     pub fn run(&self) -> anyhow::Result<ExitCode> {
+        self.lab_only_flags()?;
         if let Some(path) = &self.samples {
             crate::writable::file("--samples", path)?;
         }
