@@ -29,6 +29,7 @@ suites=(
   "study|tcplab-study|--test parse_props|"
   "study-store|tcplab-study|--test store_props|"
   "fleet|tcplab-fleet|--test parse_props|"
+  "battery|tcplab-battery|--test parse_props|"
   "tune|tcplab-tune|--test parse_props|"
   "cli|tcplab|--test parse_cli|"
 )

@@ -316,20 +316,33 @@ def mesh(d):
 
 
 def doctor(d):
-    rows = ["| goal | the doctor on the emulated corpus | as if against a real host (`--blind`) |",
-            "|---|---|---|"]
-    for g in d["goals"]:
-        def cell(side):
-            if not side:
-                return "—"
-            if "count" in side:
-                pct = 100 * side["count"] / side["of"] if side["of"] else 0
-                return f"{side['count']} of {side['of']} ({pct:.1f} %)"
-            if "min" in side:
-                return f"lowest {side['min']:.2f}" + (f" (`{side['finding']}`)" if side.get("finding") else "")
+    """The corpus on labs, blind, as against real hosts, and a fresh draw: a column each."""
+    columns = [("tcplab", "the doctor on the emulated corpus"),
+               ("blind", "as if against a real host (`--blind`)"),
+               ("remote", "the corpus as against real hosts (`--remote`)"),
+               ("draw", "a fresh draw, held out (`--remote`)")]
+    shown = [c for c in columns if any(g.get(c[0]) for g in d["goals"])]
+    rows = ["| goal | " + " | ".join(name for _, name in shown) + " |",
+            "|---|" + "---|" * len(shown)]
+
+    def cell(side):
+        if not side:
             return "—"
-        rows.append(f"| {g['label']} ({g.get('target', '')}) | {cell(g.get('tcplab'))} | {cell(g.get('blind'))} |")
-    return "\n".join(rows) + "\n" + caption(d)
+        if "count" in side:
+            pct = 100 * side["count"] / side["of"] if side["of"] else 0
+            return f"{side['count']} of {side['of']} ({pct:.1f} %)"
+        if "min" in side:
+            return f"lowest {side['min']:.2f}" + (f" (`{side['finding']}`)" if side.get("finding") else "")
+        return "—"
+    for g in d["goals"]:
+        cells = " | ".join(cell(g.get(key)) for key, _ in shown)
+        rows.append(f"| {g['label']} ({g.get('target', '')}) | {cells} |")
+    p = d.get("parameters") or {}
+    extra = ""
+    if p.get("draw_seed"):
+        extra = (f"The draw: seed {p['draw_seed']}, {p.get('draw_count', '?')} cases "
+                 f"(`tcplab corpus draw --seed {p['draw_seed']} --count {p.get('draw_count', '?')}`).")
+    return "\n".join(rows) + "\n" + caption(d, extra)
 
 
 def trust(d):

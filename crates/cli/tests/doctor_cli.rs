@@ -250,6 +250,8 @@ fn doctor_against_tcplab_serve_on_another_host() {
         "srv",
         "--budget",
         "10s",
+        "--rate",
+        "10gbit",
         "--json",
     ]);
     let doc = success_json(&out);
@@ -258,6 +260,24 @@ fn doctor_against_tcplab_serve_on_another_host() {
             .as_f64()
             .unwrap()
             > 1e8
+    );
+    // The far end said what it is, and the path was estimated, beside what it is sold as.
+    let ends = &doc["battery"]["ends"];
+    assert_eq!(ends["agent_version"], env!("CARGO_PKG_VERSION"), "{ends}");
+    assert!(
+        ends["server"]["sysctls"]["net.ipv4.tcp_rmem"].is_string(),
+        "{ends}"
+    );
+    assert!(doc["path"]["base_rtt"]["value"].as_f64().unwrap() > 0.0);
+    assert_eq!(doc["path"]["sold_rate_bps"].as_f64(), Some(1e10));
+    assert!(doc["battery"]["stream"]["server_view"]["counters"].is_object());
+    // A real path's impairments are its own: only --rate is read with --to.
+    let refused = pair.client(&["doctor", "--to", "198.18.0.101", "--delay", "5ms"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--delay") && stderr.lines().count() == 1,
+        "{stderr}"
     );
     assert!(
         doc["battery"]["crr"]["summary"]["connections_per_s"]

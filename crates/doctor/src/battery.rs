@@ -4,12 +4,16 @@
 use serde::{Deserialize, Serialize};
 use tcplab_results::Facts;
 use tcplab_results::crr::CrrResult;
+use tcplab_results::facts::HostFacts;
 use tcplab_results::http::result::HttpResult;
 use tcplab_results::msgs::MsgsResult;
 use tcplab_results::rr::RrResult;
 use tcplab_results::rrul::RrulResult;
 use tcplab_results::session::RunMeta;
 use tcplab_results::stream::StreamResult;
+
+use crate::estimate::{Estimate, PathEstimate};
+use crate::plan::PartKind;
 
 /// What is known about the path, from the lab's configuration or an earlier measurement.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -22,6 +26,10 @@ pub struct PathInfo {
     pub rate_bps: Option<f64>,
     /// Configured random loss probability per packet (0..1), when the emulator drops on purpose.
     pub loss: Option<f64>,
+    /// The rate the path is sold as (`tcplab doctor --to HOST --rate R`), bit/s: a figure to
+    /// compare what the battery measured with, never a substitute for the estimate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sold_rate_bps: Option<f64>,
 }
 
 /// The emulator's fidelity verdict (crates/emu-io `Fidelity`), kept here in a serde-both form.
@@ -52,6 +60,11 @@ impl From<&tcplab_results::emulator::Fidelity> for EmulatorFidelity {
 pub struct Battery {
     /// Bulk throughput run.
     pub stream: Option<StreamResult>,
+    /// The packet train: full segments back to back from a sender that does not pace, the
+    /// far end stamping each one's arrival (the bottleneck's rate, `crate::estimate`). Absent
+    /// from batteries before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train: Option<MsgsResult>,
     /// Small-message run (sfperf style, e.g. 1-byte or 16-byte messages).
     pub msgs: Option<MsgsResult>,
     /// Message-size sweep (`--sizes`), for seed 004's size threshold K.
@@ -75,6 +88,10 @@ pub struct Battery {
     pub fidelity: Option<EmulatorFidelity>,
     /// The path as configured or measured.
     pub path: PathInfo,
+    /// Run against a real host: what the agent there said of its host, and this host's own
+    /// namespace (a lab's facts list its hosts instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends: Option<Ends>,
     /// Lab host that ran the client side (the sender of stream up and msgs).
     pub client_host: Option<String>,
     /// Lab host that ran the server side.
@@ -86,11 +103,39 @@ pub struct Battery {
     pub counters: Counters,
 }
 
-/// Per workload, per side, the kernel counters that increased during it.
+/// Per part, per side, the kernel counters that increased during it.
 pub type Counters = std::collections::BTreeMap<
-    String,
-    std::collections::BTreeMap<String, std::collections::BTreeMap<String, u64>>,
+    PartKind,
+    std::collections::BTreeMap<Role, std::collections::BTreeMap<String, u64>>,
 >;
+
+/// The two hosts of a battery run against a real host (`tcplab doctor --to`): this host's
+/// namespace and what the agent on the far one said of its own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ends {
+    /// The client's host (its per-namespace sysctls and interfaces).
+    pub client: Option<HostFacts>,
+    /// The agent's host, as it answered (protocol 5 and later).
+    pub server: Option<HostFacts>,
+    /// The agent's machine (kernel, HZ, congestion controls, machine-wide buffers).
+    pub server_machine: Option<Facts>,
+    /// The agent's tcplab version.
+    pub agent_version: Option<String>,
+    /// Why the agent's answer about itself never arrived, when it did not (its host is then
+    /// unknown).
+    pub unanswered: Option<String>,
+}
+
+impl Ends {
+    /// The facts of `role`'s host.
+    pub fn host(&self, role: Role) -> Option<&HostFacts> {
+        match role {
+            Role::Client => self.client.as_ref(),
+            Role::Server => self.server.as_ref(),
+        }
+    }
+}
 
 impl Battery {
     /// Every result's common record, in battery order.
@@ -98,6 +143,9 @@ impl Battery {
         let mut v: Vec<(&'static str, &RunMeta)> = Vec::new();
         if let Some(r) = &self.stream {
             v.push(("stream", &r.meta));
+        }
+        if let Some(r) = &self.train {
+            v.push(("train", &r.meta));
         }
         if let Some(r) = &self.msgs {
             v.push(("msgs", &r.meta));
@@ -148,7 +196,8 @@ impl EmulatedRun {
 }
 
 /// Which side of a workload.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The side that connects.
     Client,
@@ -188,6 +237,42 @@ pub struct Context<'a> {
     pub hz: u32,
     /// False when `hz` is [`ASSUMED_HZ`] for lack of facts.
     pub hz_known: bool,
+    /// The path as the battery measured it (rate, base RTT, standing queue).
+    pub estimate: PathEstimate,
+}
+
+/// The path's rate a rule reads, and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rate {
+    /// bit/s.
+    pub bps: f64,
+    /// Configured (a lab's emulator) or estimated from the battery.
+    pub from: RateFrom,
+}
+
+/// Where a rate came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RateFrom {
+    /// The lab's emulator was configured for it.
+    Configured,
+    /// Estimated from the battery (the estimate's method and how sure).
+    Estimated(Estimate),
+}
+
+impl Rate {
+    /// What the evidence says of the rate's origin.
+    pub fn context(&self) -> String {
+        match &self.from {
+            RateFrom::Configured => "the bottleneck rate the emulator was configured for".into(),
+            RateFrom::Estimated(e) => format!(
+                "the bottleneck rate as estimated ({}, {:.1}-{:.1} Mbit/s) from {}",
+                e.sure.word(),
+                e.low / 1e6,
+                e.high / 1e6,
+                e.how
+            ),
+        }
+    }
 }
 
 impl<'a> Context<'a> {
@@ -210,7 +295,30 @@ impl<'a> Context<'a> {
             facts,
             hz: measured.unwrap_or(ASSUMED_HZ),
             hz_known: measured.is_some(),
+            estimate: crate::estimate::of(battery),
         }
+    }
+
+    /// The path's bottleneck rate: the lab's configured one, else the battery's estimate when
+    /// it bounds the rate (not a mere floor). What the rules that compare a flow with its path
+    /// read.
+    pub fn rate(&self) -> Option<Rate> {
+        if let Some(bps) = self.battery.path.rate_bps.filter(|r| *r > 0.0) {
+            return Some(Rate {
+                bps,
+                from: RateFrom::Configured,
+            });
+        }
+        let e = self.estimate.rate.as_ref().filter(|e| e.bounded())?;
+        Some(Rate {
+            bps: e.value,
+            from: RateFrom::Estimated(e.clone()),
+        })
+    }
+
+    /// [`Context::rate`] in bit/s.
+    pub fn rate_bps(&self) -> Option<f64> {
+        self.rate().map(|r| r.bps)
     }
 
     /// One jiffy, seconds.
@@ -231,7 +339,8 @@ impl<'a> Context<'a> {
     /// (the facts list its hosts) whose stream crossed no emulator and no known rate. The path
     /// is then a memory copy, and the CPUs both ends share are its only bottleneck.
     pub fn unshaped_lab(&self) -> bool {
-        let lab = self.facts.as_ref().is_some_and(|f| !f.hosts.is_empty());
+        let lab =
+            self.facts.as_ref().is_some_and(|f| !f.hosts.is_empty()) && self.battery.ends.is_none();
         let emulated = self
             .battery
             .stream
@@ -258,35 +367,34 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// The facts of the host running `role`: a lab's host, else (against a real host) what
+    /// the battery recorded of either end.
+    pub fn host_facts(&self, role: Role) -> Option<&HostFacts> {
+        if let Some(host) = self
+            .host_name(role)
+            .and_then(|name| self.facts.as_ref()?.hosts.get(name))
+        {
+            return Some(host);
+        }
+        self.battery.ends.as_ref()?.host(role)
+    }
+
     /// A per-namespace sysctl of the host running `role`, as recorded in the facts.
     pub fn host_sysctl(&self, role: Role, key: &str) -> Option<&str> {
-        let name = self.host_name(role)?;
-        self.facts
-            .as_ref()?
-            .hosts
-            .get(name)?
-            .sysctls
-            .get(key)
-            .map(String::as_str)
+        self.host_facts(role)?.sysctls.get(key).map(String::as_str)
     }
 
     /// True when the facts show that the host running `role` has the sysctl `key` (the facts
     /// list only keys the kernel has). Without facts about hosts, `None`.
     pub fn host_has_sysctl(&self, role: Role, key: &str) -> Option<bool> {
-        let name = self.host_name(role)?;
-        let host = self.facts.as_ref()?.hosts.get(name)?;
-        Some(host.sysctls.contains_key(key))
+        Some(self.host_facts(role)?.sysctls.contains_key(key))
     }
 
     /// How much the kernel counter `name` (`Section.Name`, e.g. `TcpExt.ListenOverflows`) of
     /// `role`'s side rose during `workload`; `None` when it was not recorded there (a zero
     /// increase is recorded as absent, so absent on a recorded side means 0).
-    pub fn counter(&self, workload: &str, role: Role, name: &str) -> Option<u64> {
-        let side = self
-            .battery
-            .counters
-            .get(workload)?
-            .get(role.default_host())?;
+    pub fn counter(&self, part: PartKind, role: Role, name: &str) -> Option<u64> {
+        let side = self.battery.counters.get(&part)?.get(&role)?;
         Some(side.get(name).copied().unwrap_or(0))
     }
 
@@ -393,8 +501,7 @@ impl<'a> Context<'a> {
 
     /// The only non-loopback interface of `role`'s host, when there is exactly one.
     pub fn single_interface(&self, role: Role) -> Option<String> {
-        let name = self.host_name(role)?;
-        let host = self.facts.as_ref()?.hosts.get(name)?;
+        let host = self.host_facts(role)?;
         match host.interfaces.as_slice() {
             [one] => Some(one.name.clone()),
             _ => None,

@@ -354,6 +354,10 @@ fn format_value(v: f64) -> String {
 pub struct Diagnosis {
     /// Most severe first.
     pub findings: Vec<Finding>,
+    /// The path as the battery measured it: the doctor's own estimates, each with how sure it
+    /// is and what it was inferred from.
+    #[serde(default)]
+    pub path: crate::estimate::PathEstimate,
 }
 
 impl Diagnosis {
@@ -380,6 +384,9 @@ impl Diagnosis {
 
 impl fmt::Display for Diagnosis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.path.is_empty() {
+            writeln!(f, "{}", self.path)?;
+        }
         if self.findings.is_empty() {
             return writeln!(f, "no findings: nothing on this path looks wrong");
         }

@@ -209,6 +209,66 @@ pub fn msgs(runs: Vec<MsgsRun>, nodelay: bool) -> MsgsResult {
     }
 }
 
+/// Records that the kernel counters `moved` rose on `role`'s side during `part` of `b` (in
+/// place of whatever that side recorded before).
+pub fn counters(
+    b: &mut crate::battery::Battery,
+    part: crate::plan::PartKind,
+    role: crate::battery::Role,
+    moved: &[(&str, u64)],
+) {
+    let side = moved.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    b.counters.entry(part).or_default().insert(role, side);
+}
+
+/// A packet train through a bottleneck as the far end stamps it: `count` messages of 1448
+/// bytes, sent a window of `window_bytes` per round trip of `rtt_s` (a window of at least a
+/// BDP keeps the bottleneck busy throughout), spaced by the bottleneck's `rate_bps`, and
+/// delivered to the reader `coalesce` at a time (a receiver's coalescing stamps them together).
+pub fn train(
+    rate_bps: f64,
+    rtt_s: f64,
+    window_bytes: f64,
+    count: usize,
+    coalesce: usize,
+) -> MsgsResult {
+    let size = 1448u32;
+    let tx_ns = f64::from(size) * 8.0 / rate_bps * 1e9;
+    let per_window = ((window_bytes / f64::from(size)).floor() as usize).max(1);
+    let t0 = 1_000_000_000.0;
+    let mut arrivals: Vec<f64> = Vec::with_capacity(count);
+    for i in 0..count {
+        let window_start = t0 + (i / per_window) as f64 * rtt_s * 1e9;
+        let own = window_start + rtt_s / 2.0 * 1e9 + tx_ns;
+        let a = arrivals.last().map_or(own, |&p| own.max(p + tx_ns));
+        arrivals.push(a);
+    }
+    let coalesce = coalesce.max(1);
+    let recv: Vec<u64> = (0..count)
+        .map(|i| {
+            let last = ((i / coalesce + 1) * coalesce).min(count) - 1;
+            arrivals[last] as u64
+        })
+        .collect();
+    let send: Vec<u64> = (0..count)
+        .map(|i| (t0 + (i / per_window) as f64 * rtt_s * 1e9) as u64)
+        .collect();
+    let total_s = (recv[count - 1] as f64 - t0) / 1e9;
+    msgs(
+        vec![MsgsRun {
+            size,
+            count: count as u64,
+            sent: count as u64,
+            received: count as u64,
+            total_s,
+            send_ns: send.into(),
+            recv_ns: recv.into(),
+            ..MsgsRun::default()
+        }],
+        true,
+    )
+}
+
 /// Per-interval behaviour of a synthetic bulk flow.
 #[derive(Debug, Clone)]
 pub struct StreamSim {

@@ -67,7 +67,14 @@ fn sick() -> Battery {
 #[test]
 fn healthy_path_gives_no_findings() {
     let f = diagnose(&healthy());
-    assert!(f.is_empty(), "{}", Diagnosis { findings: f });
+    assert!(
+        f.is_empty(),
+        "{}",
+        Diagnosis {
+            findings: f,
+            ..Diagnosis::default()
+        }
+    );
 }
 
 #[test]
@@ -200,8 +207,12 @@ fn terminal_text_lists_figures_and_fix_lines() {
         "{text}"
     );
     assert!(text.contains("period_messages"));
-    assert_eq!(
-        diagnosis(&healthy()).to_string(),
-        "no findings: nothing on this path looks wrong\n"
+    // The path as the battery measured it comes first, then the findings (none here).
+    let healthy = diagnosis(&healthy()).to_string();
+    assert!(healthy.starts_with("the path as measured:\n"), "{healthy}");
+    assert!(healthy.contains("bottleneck rate   at least"), "{healthy}");
+    assert!(
+        healthy.ends_with("\nno findings: nothing on this path looks wrong\n"),
+        "{healthy}"
     );
 }

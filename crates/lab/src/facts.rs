@@ -41,27 +41,32 @@ pub fn collect(lab: &Lab) -> Result<Facts> {
     let extra: Vec<String> = lab.spec().sysctls.iter().map(|s| s.key.clone()).collect();
     for host in lab.hosts() {
         let extra = extra.clone();
-        let host_facts = host.run(move || -> Result<HostFacts> {
-            let keys = HOST_SYSCTLS
-                .iter()
-                .copied()
-                .chain(extra.iter().map(String::as_str));
-            let interfaces = crate::status::read_interfaces()?
-                .into_iter()
-                .map(|i| InterfaceFacts {
-                    name: i.name,
-                    mtu: i.mtu,
-                    offloads: i.offloads,
-                })
-                .collect();
-            Ok(HostFacts {
-                sysctls: read_keys(keys),
-                interfaces,
-            })
-        })??;
+        let host_facts = host.run(move || this_host(&extra))??;
         facts.hosts.insert(host.name().to_string(), host_facts);
     }
     Ok(facts)
+}
+
+/// The calling thread's network namespace as a host: its per-namespace sysctls
+/// ([`HOST_SYSCTLS`] and `extra`, those this kernel has) and interfaces. What an agent reports
+/// of the host it serves from, and what a lab reports of each of its hosts.
+pub fn this_host(extra: &[String]) -> Result<HostFacts> {
+    let keys = HOST_SYSCTLS
+        .iter()
+        .copied()
+        .chain(extra.iter().map(String::as_str));
+    let interfaces = crate::status::read_interfaces()?
+        .into_iter()
+        .map(|i| InterfaceFacts {
+            name: i.name,
+            mtu: i.mtu,
+            offloads: i.offloads,
+        })
+        .collect();
+    Ok(HostFacts {
+        sysctls: read_keys(keys),
+        interfaces,
+    })
 }
 
 /// Reads the keys this kernel has, skipping the rest (the facts list is a superset).

@@ -133,8 +133,10 @@ pub(crate) fn attach_emulator(lab: &Lab, before: &emulation::EmulatorStatus, rep
     }
 }
 
-/// Sets the flag when dropped, including during unwinding.
-struct StopOnDrop<'a>(&'a AtomicBool);
+/// Sets the flag when dropped, including during unwinding: a server thread in a scope stops
+/// even if the client side panics, or the scope would wait for it forever.
+#[derive(Debug)]
+pub struct StopOnDrop<'a>(pub &'a AtomicBool);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {

@@ -201,12 +201,19 @@ fn send_loop(
     let split = buf.len() / 2;
     let mut reply = [0u8; 1];
     let t0 = now_ns();
+    let mut last = t0;
     for i in 0..cfg.count as usize {
         if gap_ns > 0 {
-            pace_until_ns(t0 + i as u64 * gap_ns);
+            let slot = if cfg.spaced && i > 0 {
+                last + gap_ns
+            } else {
+                t0 + i as u64 * gap_ns
+            };
+            pace_until_ns(slot);
         }
+        last = now_ns();
         if let Some(log) = send_ns.as_mut() {
-            log.push(now_ns());
+            log.push(last);
         }
         progress.set(i as u64 + 1);
         let r = match cfg.pattern {
@@ -474,6 +481,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &MsgsConfig) -> ServerReport {
     let t0 = now_ns();
     let (received, bytes, cut) = recv_loop(cfg, &mut data, recv_log.as_mut());
     report.elapsed_ns = now_ns() - t0;
+    crate::tcpinfo::record_end(&mut report.view, data.as_raw_fd());
     report.set_times(ThreadTimes::now().since(times0));
     report.bytes_received = bytes;
     report.transactions = received;

@@ -61,8 +61,10 @@ use tcplab_results::stamps::Stamps;
 /// Protocol version; a server refuses other versions with a clear message. Version 2: the
 /// report's `recv_ns` travels in a bulk frame after the JSON report. Version 3: the control
 /// connection opens with a Noise handshake and every frame after it is sealed. Version 4: the
-/// stamps travel in bulk frames of at most [`BULK_CHUNK`], ended by an empty one.
-pub const VERSION: u32 = 4;
+/// stamps travel in bulk frames of at most [`BULK_CHUNK`], ended by an empty one. Version 5:
+/// every report carries the server's own view of the test ([`ServerReport::view`]: its
+/// counters, its end of the data connection), and the facts answer the agent's host.
+pub const VERSION: u32 = 5;
 /// Stamps per bulk frame (at most ~640 KB of varints).
 pub const BULK_CHUNK: usize = 1 << 16;
 /// Socket buffer of both ends of a control connection, bytes (the kernel caps it at
@@ -227,6 +229,11 @@ pub struct AgentFacts {
     /// The machine as the agent sees it (`tcplab_lab::facts::machine()`: kernel, HZ, CPUs,
     /// congestion control, buffers), in its own network namespace.
     pub facts: serde_json::Value,
+    /// The agent's own network namespace as a host (its per-namespace sysctls such as
+    /// `net.ipv4.tcp_rmem`, its interfaces): what a doctor needs to name the far end's limits.
+    /// `None` from an agent before protocol 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<tcplab_results::facts::HostFacts>,
 }
 
 /// What the server measured, returned at the end of every test.
@@ -258,6 +265,10 @@ pub struct ServerReport {
     pub intervals: Vec<IntervalSample>,
     /// rr/crr: transactions served.
     pub transactions: u64,
+    /// What the server saw on its own side: the counters of its namespace that rose during the
+    /// test, its end of the data connection, its accept-queue limit.
+    #[serde(default)]
+    pub view: tcplab_results::peer::PeerView,
 }
 
 impl ServerReport {
@@ -493,7 +504,7 @@ mod tests {
         let json = String::from_utf8(encode(&ask).expect("json")).expect("utf-8");
         assert_eq!(
             json,
-            r#"{"type":"ask","version":4,"ask":{"ask":"sysctl","set":[["net.core.somaxconn","512"]],"lease_ms":3000}}"#
+            r#"{"type":"ask","version":5,"ask":{"ask":"sysctl","set":[["net.core.somaxconn","512"]],"lease_ms":3000}}"#
         );
         let run = Ctrl::Ask {
             version: VERSION,

@@ -456,6 +456,9 @@ fn run_test(agent: &Agent, mut ctrl: Channel, test: TestSpec, client: IpAddr) ->
         .port();
     let timeout = test.timeout().min(agent.config.limits.idle_timeout);
     let _ = ctrl.set_write_timeout(Some(timeout));
+    // The namespace's counters before the client can connect: the test's own connection
+    // handshakes (crr's accept queue) are inside what moved.
+    let counters_before = crate::sysinfo::all_counters();
     proto::write_frame(&mut ctrl, &Ctrl::Ready { data_port })?;
     let watched = agent.watch.add(ctrl.socket(), &listener);
     let mut ctx = ServerCtx {
@@ -472,6 +475,10 @@ fn run_test(agent: &Agent, mut ctrl: Channel, test: TestSpec, client: IpAddr) ->
         TestSpec::Rr(c) => rr::serve(&mut ctx, c),
         TestSpec::Crr(c) => crr::serve(&mut ctx, c),
     };
+    report.view.counters =
+        tcplab_results::peer::moved(&counters_before, &crate::sysinfo::all_counters());
+    // A listening socket's tcp_info holds its accept-queue limit in `tcpi_sacked`.
+    report.view.listen_backlog = crate::tcpinfo::read(ctx.listener.as_raw_fd()).map(|t| t.sacked);
     if let Some(why) = ctx.watch.stopped() {
         report.complete = false;
         report.incomplete_reason = Some(why.to_string());

@@ -39,6 +39,7 @@ impl FoldIn for RunMeta {
         self.server_options = report.options.clone();
         self.server_cpu_s = report.cpu_ns as f64 / 1e9;
         self.server_cpu_wait_s = report.cpu_wait_ns.map(|ns| ns as f64 / 1e9);
+        self.server_view = Some(report.view.clone());
         if !report.complete {
             let why = report.incomplete_reason.as_deref().unwrap_or("cut short");
             if why.starts_with(crate::agent::limits::STOPPED) {

@@ -176,6 +176,11 @@ fn set_congestion(fd: RawFd, cc: &str) -> io::Result<()> {
     }
 }
 
+/// The congestion control `fd` runs (`TCP_CONGESTION`); `None` when the kernel does not say.
+pub(crate) fn congestion_of(fd: RawFd) -> Option<String> {
+    Some(get_congestion(fd)).filter(|c| !c.is_empty())
+}
+
 fn get_congestion(fd: RawFd) -> String {
     let mut buf = [0u8; 32];
     let mut len = buf.len() as libc::socklen_t;

@@ -395,6 +395,9 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &StreamConfig) -> ServerReport {
         }
     }
     let out = run_flows(&flows, cfg, None);
+    if let Some((first, _)) = flows.first() {
+        crate::tcpinfo::record_end(&mut report.view, first.as_raw_fd());
+    }
     report.complete = out.cut.is_none();
     report.incomplete_reason = out.cut;
     report.set_times(out.times);

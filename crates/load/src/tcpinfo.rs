@@ -90,6 +90,7 @@ pub fn read(fd: RawFd) -> Option<TcpInfo> {
     if rc != 0 {
         return None;
     }
+    let (cc_bw_bps, cc_min_rtt_us) = bbr_info(fd).unwrap_or((0, 0));
     Some(TcpInfo {
         state: raw.state,
         ca_state: raw.ca_state,
@@ -136,6 +137,87 @@ pub fn read(fd: RawFd) -> Option<TcpInfo> {
         total_rto: raw.total_rto,
         total_rto_recoveries: raw.total_rto_recoveries,
         total_rto_time_ms: raw.total_rto_time,
+        cc_bw_bps,
+        cc_min_rtt_us,
+    })
+}
+
+/// `struct tcp_bbr_info` of include/uapi/linux/inet_diag.h, what `TCP_CC_INFO` gives for BBR.
+#[repr(C)]
+#[derive(Default)]
+struct RawBbrInfo {
+    bw_lo: u32,
+    bw_hi: u32,
+    min_rtt: u32,
+    pacing_gain: u32,
+    cwnd_gain: u32,
+}
+
+/// `TCP_CC_INFO` (include/uapi/linux/tcp.h).
+const TCP_CC_INFO: libc::c_int = 26;
+
+/// BBR's bottleneck bandwidth estimate (bit/s) and minimum RTT (µs) when `fd` runs BBR; `None`
+/// for another congestion control, whose `TCP_CC_INFO` (if any) means something else.
+fn bbr_info(fd: RawFd) -> Option<(u64, u32)> {
+    if crate::sockopt::congestion_of(fd).as_deref() != Some("bbr") {
+        return None;
+    }
+    let mut raw = RawBbrInfo::default();
+    let mut len = std::mem::size_of::<RawBbrInfo>() as libc::socklen_t;
+    // Safety: `raw` is a plain-old-data repr(C) struct writable for `len` bytes; the kernel
+    // writes at most `len` bytes and reports how many.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            TCP_CC_INFO,
+            (&mut raw as *mut RawBbrInfo).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 || (len as usize) < std::mem::size_of::<RawBbrInfo>() {
+        return None;
+    }
+    let bytes_per_s = (u64::from(raw.bw_hi) << 32) | u64::from(raw.bw_lo);
+    Some((bytes_per_s.saturating_mul(8), raw.min_rtt))
+}
+
+/// Records the server's end of a data connection in its view of the test: `tcp_info` and socket
+/// memory as they are now (call it before the socket closes).
+pub(crate) fn record_end(view: &mut tcplab_results::peer::PeerView, fd: RawFd) {
+    view.tcp_info = read(fd);
+    view.memory = memory(fd);
+}
+
+/// `SO_MEMINFO`'s array: `SK_MEMINFO_VARS` u32 values (include/uapi/linux/sock_diag.h).
+const SK_MEMINFO_VARS: usize = 9;
+
+/// A socket's memory (`SO_MEMINFO`); `None` where the kernel does not answer.
+pub fn memory(fd: RawFd) -> Option<tcplab_results::peer::SocketMemory> {
+    let mut raw = [0u32; SK_MEMINFO_VARS];
+    let mut len = std::mem::size_of_val(&raw) as libc::socklen_t;
+    // Safety: `raw` is a u32 array writable for `len` bytes; the kernel writes at most `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_MEMINFO,
+            raw.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 || (len as usize) < std::mem::size_of_val(&raw) {
+        return None;
+    }
+    // SK_MEMINFO_RMEM_ALLOC, RCVBUF, WMEM_ALLOC, SNDBUF, FWD_ALLOC, WMEM_QUEUED, OPTMEM,
+    // BACKLOG, DROPS.
+    Some(tcplab_results::peer::SocketMemory {
+        rmem_alloc: raw[0],
+        rcvbuf: raw[1],
+        wmem_alloc: raw[2],
+        sndbuf: raw[3],
+        wmem_queued: raw[5],
+        drops: raw[8],
     })
 }
 
@@ -163,5 +245,32 @@ mod tests {
         assert!(rinfo.rcv_wnd > 0, "rcv_wnd {}", rinfo.rcv_wnd);
         assert!(info.pmtu >= 1280 && info.advmss > 0, "{info:?}");
         assert!(info.delivered > 0 && info.data_segs_out > 0, "{info:?}");
+        let mem = memory(s.as_raw_fd()).expect("SO_MEMINFO");
+        assert!(mem.rcvbuf > 0 && mem.sndbuf > 0, "{mem:?}");
+    }
+
+    #[test]
+    fn bbr_reports_its_bandwidth_estimate_and_others_none() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let c = std::net::TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        let fd = c.as_raw_fd();
+        let set = |name: &str| {
+            // Safety: a plain setsockopt with a byte string of the given length.
+            unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::IPPROTO_TCP,
+                    libc::TCP_CONGESTION,
+                    name.as_ptr().cast(),
+                    name.len() as libc::socklen_t,
+                )
+            }
+        };
+        assert_eq!(set("reno"), 0, "reno is always built in");
+        assert_eq!(read(fd).expect("tcp_info").cc_bw_bps, 0);
+        if set("bbr") == 0 {
+            let info = read(fd).expect("tcp_info");
+            assert!(info.cc_min_rtt_us > 0 || info.cc_bw_bps > 0, "{info:?}");
+        }
     }
 }

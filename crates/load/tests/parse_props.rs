@@ -182,6 +182,7 @@ fn ctrl() -> impl Strategy<Value = Ctrl> {
                 authenticated: flag,
                 allow_sysctl: !flag,
                 facts: serde_json::json!({"kernel": "6.1", "hz": n % 1000}),
+                host: None,
             }))),
             12 => Ctrl::Answer(Box::new(Answer::Run {
                 result: serde_json::json!({"workload": "rr", "n": n}),
@@ -466,6 +467,7 @@ fn reply() -> impl Strategy<Value = Reply> {
         authenticated: false,
         allow_sysctl: false,
         facts: serde_json::json!({}),
+        host: None,
     })));
     let long_refusal = ".{0,3000}".prop_map(|message| encode(&Ctrl::Error { message }).unwrap());
     prop_oneof![

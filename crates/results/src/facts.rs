@@ -101,7 +101,7 @@ pub struct InterfaceFacts {
 }
 
 /// One lab host.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct HostFacts {
     /// [`HOST_SYSCTLS`] (those this kernel has) plus any key set on the lab.
     pub sysctls: BTreeMap<String, String>,

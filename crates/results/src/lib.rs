@@ -13,7 +13,8 @@
 //! ```text
 //! report::Report ── stream · msgs · rr · crr · rrul (phase: before/during/after, pure) · http
 //!   │                 each: XConfig (validate → ConfigError naming the flag), XResult, XInterval
-//!   ├─ session::RunMeta (every result's common record; facts as JSON)
+//!   ├─ session::RunMeta (every result's common record; facts as JSON; the server's own
+//!   │    view of the run, peer::PeerView)
 //!   ├─ sockopt::{SockOpts, AppliedOpts} · tcpinfo::TcpInfo · stats (summaries, percentiles)
 //!   └─ Display: the human form
 //! samples ── the `--samples` text: write to any `Write`, parse back into sections
@@ -31,6 +32,7 @@ pub mod error;
 pub mod facts;
 pub mod http;
 pub mod msgs;
+pub mod peer;
 pub mod report;
 pub mod rr;
 pub mod rrul;

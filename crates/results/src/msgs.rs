@@ -40,6 +40,12 @@ pub struct MsgsConfig {
     pub sizes: Vec<u32>,
     /// Pacing: the write of message i starts at start + i·gap (`--gap-us`, 0 = back to back).
     pub gap_us: u64,
+    /// With `gap_us`, each write starts at least a gap after the one before (`--spaced`)
+    /// instead of at its slot on the schedule: a sender that falls behind (a preempted thread)
+    /// then never sends the late messages back to back, so the run cannot burst into a short
+    /// queue; its average rate drops instead. The doctor's paced runs use it so that they
+    /// never queue at the bottleneck.
+    pub spaced: bool,
     /// Write pattern (`--pattern`).
     pub pattern: Pattern,
     /// Take per-message timestamps (`--no-timestamps` turns them off to measure their cost).
@@ -61,6 +67,7 @@ impl Default for MsgsConfig {
             size: 1,
             sizes: Vec::new(),
             gap_us: 0,
+            spaced: false,
             pattern: Pattern::Write,
             timestamps: true,
             link_rate_bps: None,

@@ -42,6 +42,10 @@ pub struct RunMeta {
     /// The same for the server's data threads, s.
     #[serde(default)]
     pub server_cpu_wait_s: Option<f64>,
+    /// What the server saw of the run on its own side (its counters, its end of the data
+    /// connection); `None` from a server that predates it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_view: Option<crate::peer::PeerView>,
 }
 
 impl RunMeta {

@@ -96,4 +96,10 @@ pub struct TcpInfo {
     pub total_rto_recoveries: u16,
     /// Time spent in those recoveries, ms (Linux 6.7+).
     pub total_rto_time_ms: u32,
+    /// The congestion control's own estimate of the path's bottleneck bandwidth, bit/s
+    /// (`TCP_CC_INFO`: BBR's windowed maximum of the delivery rate); 0 when the control keeps
+    /// none (cubic, reno).
+    pub cc_bw_bps: u64,
+    /// The congestion control's own minimum RTT, µs (BBR's `bbr_min_rtt`); 0 when none.
+    pub cc_min_rtt_us: u32,
 }

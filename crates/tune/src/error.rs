@@ -1,11 +1,8 @@
-//! Errors of the battery, tune and the demo, each naming what failed and what to do.
+//! Errors of tune and the demo, each naming what failed and what to do.
 
 /// What can go wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum TuneError {
-    /// A workload of the battery failed.
-    #[error("battery: {0}")]
-    Battery(String),
     /// The lab could not be built or used.
     #[error(transparent)]
     Lab(#[from] tcplab_lab::LabError),

@@ -1,14 +1,15 @@
 //! `tcplab corpus`: how often the doctor is right, on a labelled corpus of pathologies.
-//! `run` builds each case's lab at each of its points, runs the doctor's battery and keeps
-//! every battery; `score` diagnoses kept batteries again with this build's doctor. Both print
-//! the confusion matrix and exit 1 when a goal is missed.
+//! `run` builds each case's lab at each of its points, runs the doctor's battery (through the
+//! lab, or `--remote` as against a real host) and keeps every battery; `score` diagnoses kept
+//! batteries again with this build's doctor. Both print the confusion matrix and exit 1 when a
+//! goal is missed. `draw` writes a corpus of cases at random points, the held-out set.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
+use tcplab_battery::corpus::{CorpusFile, Mode, Selection};
 use tcplab_doctor::corpus::{Goals, Outcome, Scorecard};
-use tcplab_tune::corpus::{CorpusFile, Selection};
 
 use crate::output;
 
@@ -19,6 +20,22 @@ pub enum CorpusCommand {
     Run(RunArgs),
     /// Score the batteries kept by `run` again with this build's doctor (no lab needed).
     Score(ScoreArgs),
+    /// Write a corpus of cases drawn at random points (seeded: the same seed, the same cases).
+    Draw(DrawArgs),
+}
+
+/// Arguments of `tcplab corpus draw`.
+#[derive(Debug, Args)]
+pub struct DrawArgs {
+    /// The draw's seed (default: a fresh one, printed); the same seed gives the same corpus.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How many cases (at least 1).
+    #[arg(long, default_value = "40")]
+    count: usize,
+    /// Where to write the corpus (default: standard output).
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 /// Arguments of `tcplab corpus run`.
@@ -32,6 +49,12 @@ pub struct RunArgs {
     /// Only cases whose name contains this; repeatable.
     #[arg(long, value_name = "TEXT")]
     only: Vec<String>,
+    /// Run each case as a user meets a real path: an agent in the lab's server host, the
+    /// battery from its client host against the agent's address (`tcplab doctor --to`), and
+    /// nothing of the lab given to the doctor (no emulator account, no configured path, no lab
+    /// hosts).
+    #[arg(long)]
+    remote: bool,
     /// Print the scorecard as one JSON document.
     #[arg(long)]
     json: bool,
@@ -70,6 +93,7 @@ impl CorpusCommand {
                 let json = a.json;
                 output::finish(json, a.run())
             }
+            Self::Draw(a) => output::finish(false, a.run()),
         }
     }
 }
@@ -88,7 +112,12 @@ impl RunArgs {
                 eprintln!("tcplab corpus: {m}");
             }
         };
-        let outcomes = tcplab_tune::corpus::run(&corpus, &selection, &self.out, &say)?;
+        let mode = if self.remote {
+            Mode::Remote
+        } else {
+            Mode::Emulated
+        };
+        let outcomes = tcplab_battery::corpus::run(&corpus, &selection, mode, &self.out, &say)?;
         if outcomes.is_empty() {
             anyhow::bail!(
                 "--only {:?}: no case of {} matches",
@@ -96,19 +125,74 @@ impl RunArgs {
                 self.file.display()
             );
         }
-        finish(outcomes, &self.out, "scorecard", self.json)
+        let name = if self.remote {
+            "scorecard-remote"
+        } else {
+            "scorecard"
+        };
+        finish(outcomes, &self.out, name, self.json)
     }
+}
+
+impl DrawArgs {
+    fn run(self) -> anyhow::Result<ExitCode> {
+        if self.count == 0 {
+            anyhow::bail!("--count 0: draw at least one case, e.g. --count 40");
+        }
+        let seed = self.seed.unwrap_or_else(fresh_seed);
+        let corpus = tcplab_battery::corpus::draw::draw(seed, self.count);
+        let text = format!(
+            "# Drawn by `tcplab corpus draw --seed {seed} --count {}`: {} cases at random points \
+             (crates/battery/src/corpus/draw.rs).\n{}",
+            self.count,
+            corpus.cases.len(),
+            corpus.to_toml()?
+        );
+        match &self.out {
+            Some(path) => {
+                std::fs::write(path, text).map_err(|e| {
+                    anyhow::anyhow!("--out {}: cannot write the corpus: {e}", path.display())
+                })?;
+                eprintln!(
+                    "tcplab corpus: seed {seed}: {} cases written to {} (replay with --seed {seed})",
+                    corpus.cases.len(),
+                    path.display()
+                );
+            }
+            None => {
+                eprintln!("tcplab corpus: seed {seed} (replay with --seed {seed})");
+                out!("{text}");
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// A seed no earlier draw is likely to have used: the clock's nanoseconds and the process id.
+fn fresh_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ (u64::from(std::process::id()) << 32)
 }
 
 impl ScoreArgs {
     fn run(self) -> anyhow::Result<ExitCode> {
-        let records = tcplab_tune::corpus::load_records(&self.dir)?;
+        let records = tcplab_battery::corpus::load_records(&self.dir)?;
         let mut outcomes = Vec::new();
         let mut details = String::new();
+        let mut doubtful = 0usize;
         let wanted = |case: &str| {
             self.only.is_empty() || self.only.iter().any(|o| case.contains(o.as_str()))
         };
         for (path, record) in records.iter().filter(|(_, r)| wanted(&r.label.case)) {
+            if record.mode == Mode::Remote && record.about_the_emulator() {
+                continue;
+            }
+            if record.truth_doubtful() {
+                doubtful += 1;
+            }
             let scored = if self.blind {
                 record.outcome_blind()
             } else {
@@ -138,6 +222,11 @@ impl ScoreArgs {
         let code = finish(outcomes, &self.dir, name, self.json)?;
         if !self.json {
             out!("{details}");
+            if doubtful > 0 {
+                out!(
+                    "{doubtful} remote run(s) crossed an emulator that fell behind: their path was not quite the one labelled"
+                );
+            }
         }
         Ok(code)
     }

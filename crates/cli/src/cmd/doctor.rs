@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use tcplab_battery::run::{self as battery, Target};
 use tcplab_doctor::Severity;
-use tcplab_tune::battery::{self, Target};
+use tcplab_doctor::plan::Request;
 
 use super::path::PathArgs;
 use crate::output;
@@ -33,7 +34,7 @@ pub struct DoctorArgs {
     /// --topology).
     #[arg(long)]
     pub http: bool,
-    /// One JSON document: {"findings": [...], "battery": {...}}.
+    /// One JSON document: {"findings": [...], "path": {...}, "battery": {...}}.
     #[arg(long)]
     pub json: bool,
 }
@@ -81,7 +82,7 @@ impl DoctorArgs {
             .map(str::parse)
             .transpose()
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut plan = battery::Plan::for_budget(budget);
+        let mut plan = Request::new(budget);
         plan.trap_count = self.provoke_stalls.unwrap_or(0);
         if self.http {
             if self.path.to.is_some() {
@@ -89,7 +90,7 @@ impl DoctorArgs {
                     "--http runs the built-in web server in a lab's server host: use it with --lab NAME or --topology, not --to"
                 );
             }
-            plan = plan.with_http();
+            plan.http = true;
         }
         let quiet = self.json;
         let progress = |what: &str| {
@@ -97,6 +98,7 @@ impl DoctorArgs {
                 eprintln!("tcplab doctor: {what}");
             }
         };
+        let sold = self.path.sold_rate()?;
         let lab = self
             .path
             .lab(&format!("dr{}", std::process::id() % 100_000))?;
@@ -115,7 +117,10 @@ impl DoctorArgs {
                 Some(remote) => battery::run(
                     &Target::Remote(remote.addr),
                     &plan,
-                    battery::path_of(None),
+                    tcplab_doctor::PathInfo {
+                        sold_rate_bps: sold,
+                        ..battery::path_of(None)
+                    },
                     &progress,
                 )?,
                 None => anyhow::bail!(
@@ -127,6 +132,7 @@ impl DoctorArgs {
         if self.json {
             let doc = serde_json::json!({
                 "findings": diagnosis.findings,
+                "path": diagnosis.path,
                 "battery": battery,
             });
             output::print_json(&doc);

@@ -60,8 +60,45 @@ impl PathArgs {
         })
     }
 
-    /// The lab to build, when --topology (or impairments alone, meaning a path) is given.
+    /// With `--to`, the rate the path is sold as (`--rate`), bit/s: a figure the doctor
+    /// compares its estimate with. Any other impairment flag with `--to` is refused: a real
+    /// path's impairments are its own, and no lab is built to carry them.
+    pub fn sold_rate(&self) -> anyhow::Result<Option<f64>> {
+        if self.to.is_none() {
+            return Ok(None);
+        }
+        let others: Vec<String> = self
+            .impair
+            .pairs()
+            .into_iter()
+            .filter(|(k, _)| *k != "rate")
+            .map(|(k, _)| format!("--{}", k.replace('_', "-")))
+            .collect();
+        if !others.is_empty() {
+            anyhow::bail!(
+                "{} with --to: a real path's impairments are its own and no lab is built to carry them; with --to only --rate (what the path is sold as) is read: drop {}, or build a lab with --topology path",
+                others.join(", "),
+                others.join(", ")
+            );
+        }
+        self.impair
+            .pairs()
+            .into_iter()
+            .find(|(k, _)| *k == "rate")
+            .map(|(_, v)| {
+                tcplab_emu::spec::parse_rate(&v)
+                    .map(|r| r as f64)
+                    .map_err(|e| anyhow::anyhow!("--rate {v}: {e}"))
+            })
+            .transpose()
+    }
+
+    /// The lab to build, when --topology (or impairments alone, meaning a path) is given;
+    /// none with `--to` (a real path).
     pub fn spec(&self, name: &str) -> anyhow::Result<Option<LabSpec>> {
+        if self.to.is_some() {
+            return Ok(None);
+        }
         let topology = match (&self.topology, self.impair.any()) {
             (Some(t), _) => t.parse::<Topology>()?,
             (None, true) => Topology::Path,

@@ -9,8 +9,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
+use tcplab_battery::run::{self as battery, Target};
+use tcplab_doctor::plan::Request;
 use tcplab_stats::units::{Unit, human, metric_title};
-use tcplab_tune::battery::{self, Target};
 use tcplab_tune::candidates::WorkloadKind;
 use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
 
@@ -161,7 +162,7 @@ fn diagnose(
     };
     let b = battery::run(
         &target,
-        &battery::Plan::for_budget(budget),
+        &Request::new(budget),
         battery::path_of(Some(&lab)),
         &|w| say(w),
     )?;
@@ -191,7 +192,7 @@ fn diagnose_remote(
     ));
     let b = battery::run(
         &Target::Remote(addr),
-        &battery::Plan::for_budget(budget),
+        &Request::new(budget),
         battery::path_of(None),
         &|w| say(w),
     )?;
@@ -367,7 +368,7 @@ impl DemoArgs {
             input.title = "tcplab demo: bulk throughput on an emulated 30 ms, 1 Gbit/s WAN".into();
             // The doctor's evidence after tune's own runs: its msgs and rr delays with their
             // stalls, its latency under load.
-            let evidence = tcplab_tune::evidence::battery_series(&battery);
+            let evidence = tcplab_battery::evidence::battery_series(&battery);
             if !evidence.is_empty() {
                 evidence.append_to(input);
                 let doctor = "Plots labelled “doctor · …” show the doctor's battery, run once on the same path before the race.";

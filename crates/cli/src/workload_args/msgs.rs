@@ -42,6 +42,10 @@ pub struct MsgsArgs {
     /// Pace writes: message i starts at start + i x GAP µs.
     #[arg(long, value_name = "US", default_value_t = 0)]
     pub gap_us: u64,
+    /// With --gap-us: start each write at least GAP after the previous one instead of at its
+    /// slot, so a sender that falls behind never sends late messages back to back.
+    #[arg(long, requires = "gap_us")]
+    pub spaced: bool,
     /// Write pattern.
     #[arg(long, value_enum, default_value_t = Pattern::Write)]
     pub pattern: Pattern,
@@ -70,6 +74,7 @@ impl MsgsArgs {
             size: self.size,
             sizes: self.sizes.clone().map(|s| s.0).unwrap_or_default(),
             gap_us: self.gap_us,
+            spaced: self.spaced,
             pattern: self.pattern.into(),
             timestamps: !self.no_timestamps,
             link_rate_bps: self.link_rate,

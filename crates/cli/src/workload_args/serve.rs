@@ -17,8 +17,8 @@ use tcplab_load::units::{parse_bytes, parse_duration_ms};
 /// server of SPECweb96's file set beside it.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on, ADDR:PORT.
-    #[arg(long, value_name = "ADDR:PORT", default_value_t = SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)))]
+    /// Address to listen on, ADDR[:PORT] (the port defaults to 5301, as `--to` assumes).
+    #[arg(long, value_name = "ADDR[:PORT]", default_value_t = SocketAddr::from(([0, 0, 0, 0], DEFAULT_PORT)), value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Exit after this many tests.
     #[arg(long, value_name = "N")]
@@ -32,6 +32,23 @@ pub struct ServeArgs {
     /// The HTTP file server (--http PORT, --http-dirs N, --http-max-connections N).
     #[command(flatten)]
     pub http: HttpServeArgs,
+}
+
+/// `--listen ADDR[:PORT]`: an address alone listens on the default port, the one `--to ADDR`
+/// connects to.
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = text.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    text.trim_matches(['[', ']'])
+        .parse::<std::net::IpAddr>()
+        .map(|ip| SocketAddr::new(ip, DEFAULT_PORT))
+        .map_err(|_| {
+            format!(
+                "{}: use ADDR[:PORT], e.g. 198.18.0.101, 198.18.0.101:5301 or [fd00::65]:5301",
+                tcplab_emu::error::shown(text)
+            )
+        })
 }
 
 impl ServeArgs {
@@ -173,6 +190,24 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+
+    #[test]
+    fn an_address_alone_listens_on_the_default_port() {
+        assert_eq!(
+            parse_listen("198.18.0.101"),
+            Ok(SocketAddr::from(([198, 18, 0, 101], DEFAULT_PORT)))
+        );
+        assert_eq!(
+            parse_listen("[fd00::65]").map(|a| a.port()),
+            Ok(DEFAULT_PORT)
+        );
+        assert_eq!(
+            parse_listen("198.18.0.101:7000").map(|a| a.port()),
+            Ok(7000)
+        );
+        let e = parse_listen("here").expect_err("no address");
+        assert!(e.contains("ADDR[:PORT]") && !e.contains('\n'), "{e}");
+    }
 
     #[derive(Parser)]
     struct Cmd {

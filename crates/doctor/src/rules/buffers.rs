@@ -18,9 +18,8 @@ pub const LIMITED_FRACTION_MIN: f64 = 0.2;
 /// Above this share the buffer is the bottleneck most of the time.
 pub const LIMITED_FRACTION_ERROR: f64 = 0.5;
 
-/// Throughput at or above this share of the known path rate means the path is full: a limit
-/// seen in tcp_info then costs nothing and the rule stays silent.
-pub const PATH_FULL_SHARE: f64 = 0.9;
+use crate::limits::COSTLY_SHARE;
+pub use crate::limits::PATH_FULL_SHARE;
 
 /// Throughput at or above this share of (advertised window / RTT) means the flow sent a full
 /// window every round trip: the window, not the network, set the rate.
@@ -55,13 +54,13 @@ fn check(ctx: &Context<'_>, which: Buffer) -> Vec<Finding> {
     let Some(fraction) = view.limited_fraction(limited) else {
         return Vec::new();
     };
-    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    let rate = ctx.rate_bps();
     let path_full = rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r);
     let bound = which == Buffer::Receive && window_bound(&view, rate);
     if (fraction < LIMITED_FRACTION_MIN && !bound) || path_full {
         return Vec::new();
     }
-    vec![finding(ctx, which, &view, fraction, rate, bound)]
+    vec![finding(ctx, which, &view, fraction, rate)]
 }
 
 /// The flow ran at its advertised window per RTT, and that is well below the path rate: the
@@ -80,17 +79,18 @@ fn finding(
     view: &StreamView,
     fraction: f64,
     rate: Option<f64>,
-    bound: bool,
 ) -> Finding {
     let (id, what) = match which {
         Buffer::Receive => ("rwnd_limited", "the receiver's window"),
         Buffer::Send => ("sndbuf_limited", "the sender's send buffer"),
     };
-    let far_below = rate.is_none_or(|r| view.throughput_bps < 0.5 * r);
-    let severity = if (fraction >= LIMITED_FRACTION_ERROR || bound) && far_below {
-        Severity::Error
-    } else {
-        Severity::Warning
+    // The severity follows the cost: a limit that leaves the flow under half the path's rate
+    // is an error; without a rate, one that held the flow most of its busy time.
+    let severity = match rate {
+        Some(r) if view.throughput_bps < COSTLY_SHARE * r => Severity::Error,
+        Some(_) => Severity::Warning,
+        None if fraction >= LIMITED_FRACTION_ERROR => Severity::Error,
+        None => Severity::Warning,
     };
     let mut f = Finding::new(
         id,
@@ -113,13 +113,8 @@ fn finding(
         "bit/s",
         "stream, after warm-up",
     );
-    if let Some(r) = rate {
-        f.push(
-            "path_rate_bps",
-            r,
-            "bit/s",
-            "configured or measured bottleneck",
-        );
+    if let Some(r) = ctx.rate() {
+        f.push("path_rate_bps", r.bps, "bit/s", r.context());
     }
     let rtt = ctx.rtt_s().map(|r| r.0).or(view.rtt_s);
     if let Some(srtt) = view.rtt_s {

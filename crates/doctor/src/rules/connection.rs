@@ -675,13 +675,18 @@ mod tests {
     }
 
     fn server_counters(b: &mut Battery, overflows: u64, drops: u64) {
-        let mut side = std::collections::BTreeMap::new();
-        side.insert("TcpExt.ListenOverflows".to_string(), overflows);
-        side.insert("TcpExt.ListenDrops".to_string(), drops);
-        let mut sides = std::collections::BTreeMap::new();
-        sides.insert("server".to_string(), side);
-        sides.insert("client".to_string(), std::collections::BTreeMap::new());
-        b.counters.insert("crr".into(), sides);
+        use crate::battery::Role;
+        use crate::plan::PartKind;
+        synth::counters(
+            b,
+            PartKind::Crr,
+            Role::Server,
+            &[
+                ("TcpExt.ListenOverflows", overflows),
+                ("TcpExt.ListenDrops", drops),
+            ],
+        );
+        synth::counters(b, PartKind::Crr, Role::Client, &[]);
     }
 
     #[test]

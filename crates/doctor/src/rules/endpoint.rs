@@ -22,8 +22,7 @@ pub const UNREAD_SHARE: f64 = 0.5;
 /// A thread at or above this CPU time / wall time was never waiting for the network.
 pub const CPU_BUSY: f64 = 0.9;
 
-/// Throughput at or above this share of the path rate is a full path.
-pub const PATH_FULL_SHARE: f64 = 0.9;
+pub use crate::limits::PATH_FULL_SHARE;
 
 /// The rule for a reader slower than the path.
 pub fn check_receiver(ctx: &Context<'_>) -> Vec<Finding> {
@@ -33,13 +32,17 @@ pub fn check_receiver(ctx: &Context<'_>) -> Vec<Finding> {
     let Some(view) = StreamView::of(stream) else {
         return Vec::new();
     };
-    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    let rate = ctx.rate_bps();
     if rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r) {
         return Vec::new();
     }
     let receiver = peer(view.sender());
     let zero_windows = ctx
-        .counter("stream", receiver, "TcpExt.TCPToZeroWindowAdv")
+        .counter(
+            crate::plan::PartKind::Stream,
+            receiver,
+            "TcpExt.TCPToZeroWindowAdv",
+        )
         .unwrap_or(0);
     let Some(unread) = view.unread_bytes else {
         return Vec::new();
@@ -114,13 +117,8 @@ pub fn check_receiver(ctx: &Context<'_>) -> Vec<Finding> {
         "bit/s",
         "stream, after warm-up",
     );
-    if let Some(r) = rate {
-        f.push(
-            "path_rate_bps",
-            r,
-            "bit/s",
-            "configured or measured bottleneck",
-        );
+    if let Some(r) = ctx.rate() {
+        f.push("path_rate_bps", r.bps, "bit/s", r.context());
     }
     f.explanation = "Data arrives faster than the application reads it: it waits in the socket's receive buffer, the advertised window shrinks to the little room left, and the sender stalls on the window. The kernel reports this as receive-window-limited, but a larger buffer only delays the moment it fills: the reader must keep up (larger reads, a thread that only reads, less work per read, or a faster consumer behind it).".into();
     f.fixes.push(Fix::other(
@@ -156,7 +154,7 @@ pub fn check_cpu(ctx: &Context<'_>) -> Vec<Finding> {
     let Some(view) = StreamView::of(stream) else {
         return Vec::new();
     };
-    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    let rate = ctx.rate_bps();
     // Between two hosts of an unshaped lab the CPUs are the path: a flow bound by them runs as
     // fast as the path can.
     if rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r) || ctx.unshaped_lab() {
@@ -217,13 +215,8 @@ pub fn check_cpu(ctx: &Context<'_>) -> Vec<Finding> {
         "bit/s",
         "stream, after warm-up",
     );
-    if let Some(r) = rate {
-        f.push(
-            "path_rate_bps",
-            r,
-            "bit/s",
-            "configured or measured bottleneck",
-        );
+    if let Some(r) = ctx.rate() {
+        f.push("path_rate_bps", r.bps, "bit/s", r.context());
     }
     f.explanation = format!(
         "The {what} application used its CPU all the time and still moved less than the path carries: TCP was waiting for it, not the other way round. Each system call moves {} bytes here; fewer, larger writes and reads (tens of kB), segmentation offloads (TSO/GSO/GRO) and more flows on more cores raise what one CPU can push.",

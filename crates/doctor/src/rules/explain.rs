@@ -63,6 +63,16 @@ const RELATIONS: &[Explains] = &[
     },
     Explains {
         cause: "loss_limited",
+        effect: "untrustworthy.samples",
+        why: "the path loses packets: a part whose connections timed out, or that the losses cut short, is its symptom",
+    },
+    Explains {
+        cause: "shallow_queue",
+        effect: "untrustworthy.samples",
+        why: "the bottleneck drops the bursts of every flow: a part that its drops cut short is their symptom",
+    },
+    Explains {
+        cause: "loss_limited",
         effect: "connection_trouble.syn_retransmits",
         why: "the path loses packets, and a lost SYN or SYN-ACK waits for the 1 s SYN timer",
     },

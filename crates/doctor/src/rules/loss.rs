@@ -7,6 +7,8 @@
 
 use crate::battery::{Context, Role};
 use crate::finding::{Finding, Fix, Scope, Severity};
+use crate::plan::PartKind;
+use crate::rules::probes::ProbeLoss;
 use crate::rules::stream_view::{FlowSpan, StreamView};
 
 /// Mathis constant C = √(3/2) (periodic loss, no delayed ACKs).
@@ -21,8 +23,13 @@ pub const MIN_RETRANS_SEGMENTS: u64 = 10;
 pub const MIN_LOSS_RATE: f64 = 1e-4;
 
 /// Throughput within this factor of the Mathis bound is "at the bound": the loss response is
-/// what limits the flow (the model is good to about a factor of two in practice).
+/// what limits the flow (the model is good to about a factor of two in practice); the
+/// congestion control to suggest is judged by it.
 pub const MATHIS_BOUND_RATIO: f64 = 2.0;
+
+/// A flow at or above its Mathis bound is not held by its loss: a loss-based flow at its
+/// loss rate could go no faster than the bound, so one that does rides through the loss.
+pub const MATHIS_AT_BOUND: f64 = 1.0;
 
 /// BBR retransmitting this share of its bytes overruns the bottleneck queue (BBRv1's known
 /// 2%+ loss against shallow buffers); a loss-based control then treats the path better.
@@ -32,8 +39,7 @@ pub const BBR_HIGH_LOSS: f64 = 0.02;
 /// held by that window: its loss response is not what sets its rate.
 pub const WINDOW_BOUND_SHARE: f64 = 0.5;
 
-/// Throughput at or above this share of the known path rate means loss is not limiting.
-pub const PATH_FULL_SHARE: f64 = 0.9;
+use crate::limits::{COSTLY_SHARE, PATH_FULL_SHARE};
 
 /// The Mathis bound for one flow, bit/s.
 pub fn mathis_bps(mss_bytes: f64, rtt_s: f64, loss: f64) -> f64 {
@@ -64,42 +70,65 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     let retrans = real(sum(&span, FlowSpan::retrans_segments));
     let bytes_retrans = real(sum(&span, FlowSpan::bytes_retrans));
     let bytes_acked = sum(&span, FlowSpan::bytes_acked);
-    if retrans < MIN_RETRANS_SEGMENTS || bytes_acked == 0 {
+    if bytes_acked == 0 {
         return Vec::new();
     }
-    let loss = bytes_retrans as f64 / (bytes_acked + bytes_retrans) as f64;
-    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    // The path's own loss, on the evidence of something other than the flow: on an emulated
+    // path the model's loss process, elsewhere the paced messages, which never queue.
+    let probes = ProbeLoss::of(ctx);
+    let account = crate::battery::EmulatedRun::of(&stream.meta).and_then(|e| e.account);
+    let path_loss = match &account {
+        Some(_) => path_loss_share(stream).filter(|p| *p >= MIN_LOSS_RATE),
+        None => probes.filter(|p| p.lossy(MIN_LOSS_RATE)).map(|p| p.rate()),
+    };
+    // The flow's own loss rate when it retransmitted enough to measure one; a slow flow on a
+    // lossy path may not have, and is then judged at the path's.
+    let loss = if retrans >= MIN_RETRANS_SEGMENTS {
+        bytes_retrans as f64 / (bytes_acked + bytes_retrans) as f64
+    } else if let Some(p) = path_loss {
+        p
+    } else {
+        return Vec::new();
+    };
+    let rate = ctx.rate();
+    let rate_bps = rate.as_ref().map(|r| r.bps);
     let Some(rtt) = view.rtt_s.or(ctx.rtt_s().map(|r| r.0)) else {
         return Vec::new();
     };
     let mss = view.mss.unwrap_or(1448.0);
-    let bound = mathis_bps(mss, rtt, loss) * view.flows.len() as f64;
-    let full = rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r);
-    // Far above the Mathis bound, the loss is not what limits the flow (a rate-based control
+    // A loss-based flow halves once per loss event, however many packets the event lost: the
+    // bound follows the events' rate, which bursts of loss hold below the packets'.
+    let events = loss_events(ctx, &view).filter(|e| *e > 0.0 && *e < loss);
+    let bound = mathis_bps(mss, rtt, events.unwrap_or(loss)) * view.flows.len() as f64;
+    let full = rate_bps.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r);
+    // At or above the Mathis bound, the loss is not what limits the flow (a rate-based control
     // rides through it, or the losses are a burst at start-up); only a loss rate high enough to
     // hurt a loss-based control's neighbours still deserves a word, and only where the path's
     // rate shows the flow fell short (BBR overruns a shallow queue at full rate too).
-    let rides_through = view.throughput_bps > MATHIS_BOUND_RATIO * bound
-        && (loss < BBR_HIGH_LOSS || rate.is_none());
+    let rides_through = view.throughput_bps >= MATHIS_AT_BOUND * bound
+        && (loss < BBR_HIGH_LOSS || rate_bps.is_none());
     // A flow that spent most of its time waiting for a window (the receiver's or its own send
     // buffer) was held by that window, not by its loss response.
     let busy = sum(&span, FlowSpan::busy_us);
     let window_waits =
         sum(&span, FlowSpan::rwnd_limited_us) + sum(&span, FlowSpan::sndbuf_limited_us);
     let window_bound = busy > 0 && window_waits as f64 >= WINDOW_BOUND_SHARE * busy as f64;
-    let limited = loss >= MIN_LOSS_RATE
-        && !full
-        && !rides_through
-        && !window_bound
-        && !queue_drops_only(stream);
+    // The flow's own overrun of the bottleneck is not path loss: on an emulated path the model
+    // says which drops were its full queue; elsewhere the paced parts of the battery, which
+    // never queue, lost (almost) nothing where at the flow's loss rate they should have.
+    let self_overrun = match &account {
+        Some(_) => queue_drops_only(stream),
+        None => probes.is_some_and(|p| p.clean_at(loss)),
+    };
+    let limited =
+        loss >= MIN_LOSS_RATE && !full && !rides_through && !window_bound && !self_overrun;
     // A flow that rides through the loss (BBR) hides it from the figures above, but the path
-    // still loses packets, which every loss-based flow on it pays for: on an emulated path the
-    // model says so itself.
-    let lossy = path_loss_share(stream).is_some_and(|p| p >= MIN_LOSS_RATE);
+    // still loses packets, which every loss-based flow on it pays for.
+    let lossy = path_loss.is_some();
     if !limited && !lossy {
         return Vec::new();
     }
-    vec![finding(
+    let mut f = finding(
         ctx,
         &view,
         Figures {
@@ -112,16 +141,54 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
             rate,
             whole,
             spurious,
+            own: retrans >= MIN_RETRANS_SEGMENTS,
         },
-    )]
+    );
+    if let Some(e) = events {
+        f.push(
+            "loss_event_rate",
+            e,
+            "fraction",
+            "loss recoveries (TcpExt TCPSackRecovery + TCPRenoRecovery + TCPTimeouts) per data segment sent: what the Mathis bound takes, a flow halving once per event",
+        );
+    }
+    if let (None, Some(p)) = (&account, probes) {
+        f.push(
+            "paced_loss_rate",
+            p.rate(),
+            "fraction",
+            format!(
+                "segments the battery's paced messages (never queued at the bottleneck) lost: {} of {} (Tcp RetransSegs less D-SACKed, the client's counters)",
+                p.lost, p.sent
+            ),
+        );
+    }
+    vec![f]
+}
+
+/// Loss events per data segment the sending flows sent, over the whole stream: the sender's
+/// recoveries (fast recovery, SACK or Reno, and timeouts) from its counters, against tcp_info's
+/// data segments. `None` without the counters or the segments.
+fn loss_events(ctx: &Context<'_>, view: &StreamView) -> Option<f64> {
+    let sender = view.sender();
+    let get = |n: &str| ctx.counter(PartKind::Stream, sender, n);
+    let recoveries = get("TcpExt.TCPSackRecovery")?
+        + get("TcpExt.TCPRenoRecovery").unwrap_or(0)
+        + get("TcpExt.TCPTimeouts").unwrap_or(0);
+    let segments: u64 = view
+        .flows
+        .iter()
+        .map(|f| u64::from(f.end.data_segs_out))
+        .sum();
+    (segments > 0).then(|| recoveries as f64 / segments as f64)
 }
 
 /// The share of the sender's retransmitted segments the receiver reported as duplicates
 /// (TcpExt TCPDSACKRecvSegs / Tcp RetransSegs, the stream's whole run); `None` without
 /// retransmissions or counters.
 fn spurious_share(ctx: &Context<'_>, sender: Role) -> Option<f64> {
-    let retrans = ctx.counter("stream", sender, "Tcp.RetransSegs")?;
-    let duplicates = ctx.counter("stream", sender, "TcpExt.TCPDSACKRecvSegs")?;
+    let retrans = ctx.counter(PartKind::Stream, sender, "Tcp.RetransSegs")?;
+    let duplicates = ctx.counter(PartKind::Stream, sender, "TcpExt.TCPDSACKRecvSegs")?;
     (retrans > 0).then(|| (duplicates as f64 / retrans as f64).min(1.0))
 }
 
@@ -157,11 +224,14 @@ struct Figures {
     rtt: f64,
     mss: f64,
     bound: f64,
-    rate: Option<f64>,
+    rate: Option<crate::battery::Rate>,
     /// Counted over the whole connection, the measured span having too few retransmissions.
     whole: bool,
     /// Share of retransmissions the receiver reported as duplicates, left out of the figures.
     spurious: f64,
+    /// The loss rate is the flow's own (false: the path's, the flow having retransmitted too
+    /// little to measure one).
+    own: bool,
 }
 
 /// A stream endpoint busier than this share of the run saturated its CPU: the drops then come
@@ -186,7 +256,11 @@ fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
     let cpu = cpu_share(ctx);
     let severity = if cpu >= CPU_BOUND_SHARE {
         Severity::Info
-    } else if x.rate.is_some_and(|r| view.throughput_bps < 0.5 * r) {
+    } else if x.limited
+        && x.rate
+            .as_ref()
+            .is_some_and(|r| view.throughput_bps < COSTLY_SHARE * r.bps)
+    {
         Severity::Error
     } else {
         Severity::Warning
@@ -224,7 +298,11 @@ fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
         "loss_rate",
         x.loss,
         "fraction",
-        "bytes retransmitted / bytes sent (tcp_info), less the spurious share",
+        if x.own {
+            "bytes retransmitted / bytes sent (tcp_info), less the spurious share"
+        } else {
+            "the path's own loss (the paced messages', or the emulated loss process's): the flow retransmitted too little to measure its own"
+        },
     );
     if x.spurious > 0.0 {
         f.push(
@@ -254,7 +332,7 @@ fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
         x.bound,
         "bit/s",
         format!(
-            "MSS/RTT x {MATHIS_C:.3}/sqrt(p) x {} flows",
+            "MSS/RTT x {MATHIS_C:.3}/sqrt(p) x {} flows, p the loss-event rate where the counters give it, else the loss rate",
             view.flows.len()
         ),
     );
@@ -270,13 +348,8 @@ fn finding(ctx: &Context<'_>, view: &StreamView, x: Figures) -> Finding {
         "ratio",
         "near 1: the loss response limits the flow; well above: the control ignores loss",
     );
-    if let Some(r) = x.rate {
-        f.push(
-            "path_rate_bps",
-            r,
-            "bit/s",
-            "configured or measured bottleneck",
-        );
+    if let Some(r) = &x.rate {
+        f.push("path_rate_bps", r.bps, "bit/s", r.context());
     }
     f.push(
         "loss_state_samples",
@@ -352,7 +425,7 @@ fn loss_pattern(ctx: &Context<'_>, f: &mut Finding) -> Option<&'static str> {
         });
     }
     let sender = crate::rules::stream_view::StreamView::of(stream)?.sender();
-    let counter = |n: &str| ctx.counter("stream", sender, n).unwrap_or(0);
+    let counter = |n: &str| ctx.counter(PartKind::Stream, sender, n).unwrap_or(0);
     let recoveries = counter("TcpExt.TCPSackRecovery") + counter("TcpExt.TCPRenoRecovery");
     let retrans = counter("Tcp.RetransSegs");
     if recoveries == 0 || retrans == 0 {
@@ -424,211 +497,4 @@ fn cc_fixes(ctx: &Context<'_>, cc: Option<&str>, loss: f64, ratio: f64, sender: 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::battery::{Battery, PathInfo};
-    use crate::finding::FixKind;
-    use crate::synth::{self, StreamSim};
-
-    fn lossy(cc: &str, loss: f64, bps: f64) -> Battery {
-        let mut sim = StreamSim::healthy(bps, 30_000);
-        sim.loss = loss;
-        sim.congestion = cc.into();
-        Battery {
-            stream: Some(sim.run()),
-            facts: Some(synth::facts(250)),
-            path: PathInfo {
-                configured_rtt_ms: Some(30.0),
-                rate_bps: Some(100e6),
-                loss: Some(loss),
-                ..PathInfo::default()
-            },
-            ..Battery::default()
-        }
-    }
-
-    #[test]
-    fn mathis_bound_matches_the_formula() {
-        // 1448 B, 30 ms, 1%: 1448*8/0.03 * 1.22474/0.1 = 4.72915 Mbit/s.
-        let b = mathis_bps(1448.0, 0.030, 0.01);
-        assert!((b - 4_729_148.2).abs() < 1.0, "{b}");
-    }
-
-    #[test]
-    fn cubic_at_the_mathis_bound_gets_bbr() {
-        let b = lossy("cubic", 0.01, 5e6);
-        let f = check(&Context::new(&b));
-        assert_eq!(f.len(), 1);
-        let f = &f[0];
-        assert_eq!(f.severity, Severity::Error);
-        let p = f.figure("loss_rate").unwrap();
-        assert!((p - 0.01 / 1.01).abs() < 1e-4, "{p}");
-        let bound = f.figure("mathis_bound_bps").unwrap();
-        assert!((bound - mathis_bps(1448.0, 0.030, p)).abs() < 1.0);
-        let ratio = f.figure("throughput_over_mathis").unwrap();
-        assert!((1.0..1.2).contains(&ratio), "{ratio}");
-        assert!(f.figure("loss_state_samples").unwrap() >= 2.0);
-        assert!(
-            matches!(&f.fixes[0].kind, FixKind::SetSockOpt { option, value } if option == "TCP_CONGESTION" && value == "bbr")
-        );
-        assert_eq!(f.fixes[1].lines, ["net.ipv4.tcp_congestion_control = bbr"]);
-    }
-
-    #[test]
-    fn bbr_retransmitting_heavily_gets_cubic() {
-        let b = lossy("bbr", 0.05, 80e6);
-        let f = check(&Context::new(&b));
-        assert_eq!(f[0].severity, Severity::Warning);
-        assert!(f[0].figure("throughput_over_mathis").unwrap() > 10.0);
-        assert!(
-            matches!(&f[0].fixes[0].kind, FixKind::SetSockOpt { value, .. } if value == "cubic")
-        );
-    }
-
-    #[test]
-    fn bbr_far_above_the_bound_on_a_path_of_unknown_rate_is_not_limited_by_its_loss() {
-        // A real host: no configured rate, so nothing shows the flow fell short; BBR overruns
-        // a shallow queue at full rate as well.
-        let mut b = lossy("bbr", 0.05, 80e6);
-        b.path.rate_bps = None;
-        assert!(check(&Context::new(&b)).is_empty());
-    }
-
-    #[test]
-    fn a_flow_waiting_for_its_receiver_is_not_limited_by_its_loss() {
-        // Start-up losses, then a reader that holds the window shut most of the time.
-        let mut b = lossy("cubic", 0.01, 5e6);
-        for i in b.stream.as_mut().unwrap().intervals.iter_mut() {
-            if let Some(t) = i.tcp_info.as_mut() {
-                t.rwnd_limited_us = t.busy_us * 8 / 10;
-            }
-        }
-        assert!(check(&Context::new(&b)).is_empty());
-    }
-
-    #[test]
-    fn drops_at_the_queue_alone_are_not_path_loss() {
-        // At the Mathis bound (reported without the account: cubic_at_the_mathis_bound_gets_bbr).
-        let mut b = lossy("cubic", 0.01, 5e6);
-        let account = tcplab_results::emulator::RunAccount {
-            forward_drops: tcplab_results::emulator::ModelDrops {
-                frames: 500,
-                loss: 0,
-                queue_full: 40,
-            },
-            ..Default::default()
-        };
-        b.stream.as_mut().unwrap().meta.facts = serde_json::json!({
-            "emulator": { "link": null, "realised": account, "fidelity": null }
-        });
-        assert!(check(&Context::new(&b)).is_empty());
-    }
-
-    #[test]
-    fn loss_that_does_not_limit_the_flow_is_not_reported() {
-        // Far above the Mathis bound (e.g. a burst of losses at start-up, or a veth backlog
-        // dropping a few segments of an 8 Gbit/s flow): loss is not the limit, so no finding.
-        let b = lossy("cubic", 0.001, 60e6);
-        assert!(check(&Context::new(&b)).is_empty());
-    }
-
-    #[test]
-    fn few_retransmits_after_warm_up_use_the_whole_connection() {
-        // 1.0427 Mbit/s at 1%: 1,303 bytes (0.9 segments) retransmitted per 1 s interval:
-        // 9 segments in the 10 measured intervals, 10 with the 2 warm-up intervals.
-        let b = lossy("cubic", 0.01, 1.0427e6);
-        let f = check(&Context::new(&b));
-        assert_eq!(f.len(), 1, "{f:#?}");
-        assert!(
-            f[0].evidence[0].context.contains("whole connection"),
-            "{:?}",
-            f[0].evidence
-        );
-        assert_eq!(f[0].figure("retransmitted_segments"), Some(10.0));
-    }
-
-    /// The sender's kernel counters: `retrans` segments retransmitted, `duplicates` of them
-    /// reported back by the receiver as duplicates (D-SACK).
-    fn dsack(b: &mut Battery, retrans: u64, duplicates: u64) {
-        let side = [
-            ("Tcp.RetransSegs".to_string(), retrans),
-            ("TcpExt.TCPDSACKRecvSegs".to_string(), duplicates),
-        ];
-        let sides = [("client".to_string(), side.into_iter().collect())];
-        b.counters
-            .insert("stream".into(), sides.into_iter().collect());
-    }
-
-    #[test]
-    fn retransmissions_the_receiver_already_had_are_not_loss() {
-        // A path that reorders: every retransmission was a duplicate, nothing was lost.
-        let mut b = lossy("cubic", 0.01, 5e6);
-        dsack(&mut b, 400, 400);
-        assert!(check(&Context::new(&b)).is_empty());
-        // Half of them duplicates: the loss is half the retransmitted share.
-        dsack(&mut b, 400, 200);
-        let f = check(&Context::new(&b));
-        assert_eq!(f.len(), 1, "{f:?}");
-        let p = f[0].figure("loss_rate").unwrap();
-        assert!((p - 0.005 / 1.005).abs() < 2e-4, "{p}");
-        assert_eq!(f[0].figure("spurious_retransmit_share"), Some(0.5));
-    }
-
-    #[test]
-    fn silent_without_loss_or_on_a_full_path() {
-        assert!(check(&Context::new(&lossy("cubic", 0.0, 95e6))).is_empty());
-        assert!(check(&Context::new(&lossy("cubic", 0.01, 95e6))).is_empty());
-    }
-
-    /// The stream's facts as an emulated lab records them: Gilbert-Elliott loss on the way to
-    /// the server, and `drops` of `frames` dropped by it during the run.
-    fn emulated(b: &mut Battery, frames: u64, drops: u64) {
-        let mut link = tcplab_emu::LinkConfig::default();
-        link.forward.loss = Some(tcplab_emu::Loss::GilbertElliott {
-            p: 0.003,
-            r: 0.25,
-            one_minus_h: 0.7,
-            one_minus_k: 0.0,
-        });
-        let account = tcplab_results::emulator::RunAccount {
-            forward_drops: tcplab_results::emulator::ModelDrops {
-                frames,
-                loss: drops,
-                queue_full: 0,
-            },
-            ..Default::default()
-        };
-        if let Some(s) = b.stream.as_mut() {
-            s.meta.facts = serde_json::json!({
-                "emulator": { "link": link, "realised": account, "fidelity": null }
-            });
-        }
-    }
-
-    #[test]
-    fn a_lossy_path_is_named_even_when_bbr_keeps_the_rate() {
-        // BBR at 96 Mbit/s of 100 through 0.8% bursty loss: not limited, but the path loses.
-        let mut b = lossy("bbr", 0.008, 96e6);
-        emulated(&mut b, 100_000, 800);
-        let f = check(&Context::new(&b));
-        assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(f[0].severity, Severity::Warning);
-        assert!(
-            f[0].title.starts_with("the path loses packets"),
-            "{}",
-            f[0].title
-        );
-        assert!(
-            f[0].title.contains("in bursts (Gilbert-Elliott)"),
-            "{}",
-            f[0].title
-        );
-        assert_eq!(f[0].figure("path_loss_drops"), Some(800.0));
-        // The same flow without the emulator's account: nothing limits it, nothing to say.
-        assert!(check(&Context::new(&lossy("bbr", 0.008, 96e6))).is_empty());
-        // An emulated path that dropped only a handful: not lossy on its own evidence.
-        let mut b = lossy("bbr", 0.008, 96e6);
-        emulated(&mut b, 100_000, 3);
-        assert!(check(&Context::new(&b)).is_empty());
-    }
-}
+mod tests;

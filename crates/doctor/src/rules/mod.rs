@@ -14,8 +14,10 @@ pub mod explain;
 pub mod fixes;
 pub mod loss;
 pub mod periodic_stall;
+pub mod probes;
 pub mod queue;
 pub mod reorder;
+pub mod shallow;
 pub mod stream_view;
 pub mod untrustworthy;
 

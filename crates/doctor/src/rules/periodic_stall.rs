@@ -30,7 +30,7 @@ pub const ERROR_DELAY_S: f64 = 0.010;
 
 /// Fewest messages in a run to look for a period: with the stats crate's 4-event minimum a
 /// period up to 50 needs 200 messages, and fewer leave the binomial test without power.
-pub const MIN_MESSAGES: usize = 200;
+pub const MIN_MESSAGES: usize = crate::limits::MIN_SWEEP_MESSAGES as usize;
 
 /// Shortest median stall, in timer ticks, that this rule attributes to a timer. Shorter periodic
 /// gaps are ACK clocking of a window-limited flow (a window's worth of messages, then a wait for
@@ -45,6 +45,11 @@ pub const RTT_MATCH_SHARE: f64 = 0.15;
 /// buffer: a full buffer's worth sent, then a wait. Wide because the usable payload of a
 /// buffer is a fraction of its size (skb overhead, tcp_adv_win_scale) that varies by kernel.
 pub const BUFFER_MATCH: (f64, f64) = (0.25, 1.25);
+
+/// What the kernel charges the send buffer for a small write sent on its own besides its
+/// payload: the socket buffer's bookkeeping (`skb->truesize`: struct sk_buff, its shared info,
+/// the head room), about this many bytes on x86-64 Linux 6.x.
+pub const SKB_OVERHEAD: f64 = 768.0;
 
 /// Bytes per period that are a whole number of segments, up to this many, within
 /// [`SEGMENT_MATCH_SHARE`]: messages packed into full segments arrive a segment at a time, and
@@ -125,6 +130,22 @@ fn other_explanation(ctx: &Context<'_>, hit: &Analysed<'_>) -> Option<(String, S
             "once per send buffer".into(),
             format!(
                 "each period carries {bytes:.0} bytes and the sender's send buffer holds {sndbuf:.0}: the sender fills its buffer, then waits a round trip for ACKs to free it."
+            ),
+        ));
+    }
+    // Small writes sent at once (Nagle off) each wait for their ACK in a buffer of their own,
+    // and the send buffer is charged the buffer's memory, not the payload: a few dozen 1-byte
+    // messages fill a small one. Autotuning grows the buffer with the window up to tcp_wmem's
+    // maximum, so only a maximum that small can hold the sender back.
+    let charged = period as f64 * (f64::from(hit.series.size) + SKB_OVERHEAD);
+    let held = wmem[2] as f64;
+    if within(charged, held) {
+        return Some((
+            "once per send buffer".into(),
+            format!(
+                "each period holds {period} messages of {} bytes, which take about {charged:.0} bytes of the sender's memory ({:.0} bytes each with its buffer), and its send buffer holds at most {held:.0}: the sender fills its buffer, then waits a round trip for ACKs to free it.",
+                hit.series.size,
+                f64::from(hit.series.size) + SKB_OVERHEAD
             ),
         ));
     }
@@ -538,6 +559,31 @@ mod tests {
         );
         assert!(f[0].fixes.is_empty(), "no timer fixes for a buffer stall");
         assert_eq!(f[0].explained_by.as_deref(), Some("sndbuf_limited"));
+    }
+
+    #[test]
+    fn small_writes_fill_a_small_send_buffer_by_their_memory() {
+        // 35 KiB send buffers on a 70 ms path: every 44th 1-byte message waits 57 ms (the
+        // ACKs' round trip, less the time the 44 took), which is also on the tick grid. 44
+        // bytes are no buffer, but 44 buffers of 769 bytes are.
+        let mut b = with_path(70.0, 35_840);
+        b.msgs = Some(synth::msgs(vec![every(44, 1, 56_000_000)], true));
+        let f = check(&Context::new(&b));
+        assert_eq!(f[0].severity, Severity::Info, "{}", f[0].title);
+        assert!(
+            f[0].title.contains("once per send buffer"),
+            "{}",
+            f[0].title
+        );
+        assert!(
+            f[0].explanation.contains("769 bytes"),
+            "{}",
+            f[0].explanation
+        );
+        // With the default maximum (4 MiB) the same period is a timer's, as seed 004's 41.
+        let mut b = with_path(1.0, 4_194_304);
+        b.msgs = Some(synth::msgs(vec![every(44, 1, 8_000_000)], true));
+        assert_eq!(check(&Context::new(&b))[0].severity, Severity::Warning);
     }
 
     #[test]

@@ -34,9 +34,7 @@ pub const BLOAT_ERROR_S: f64 = 0.200;
 /// The RTT multiple of an error, per loaded direction.
 pub const BLOAT_ERROR_RTT_MULTIPLE: f64 = 4.0;
 
-/// Throughput at or above this share of the path rate is a full path: drops that do not keep
-/// the flow below it cost nothing worth a finding.
-pub const PATH_FULL_SHARE: f64 = 0.9;
+pub use crate::limits::PATH_FULL_SHARE;
 
 /// Fewest queue drops during the stream for a finding: fewer are single overflows at the end
 /// of slow start, which every drop-tail queue has.
@@ -111,7 +109,7 @@ fn from_stream(ctx: &Context<'_>) -> Option<Inflation> {
     let (base, base_from) = base_rtt(ctx, &view)?;
     let loaded = view.rtt_s?;
     let added = loaded - base;
-    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    let rate = ctx.rate_bps();
     if let (Some(rate), Some(inflight)) = (rate, view.inflight_bytes) {
         if added > QUEUE_FILL_SLACK * inflight * 8.0 / rate {
             return None;
@@ -146,6 +144,14 @@ fn from_probes(ctx: &Context<'_>) -> Option<Inflation> {
         LoadDirection::Both => 2.0,
         LoadDirection::Up | LoadDirection::Down => 1.0,
     };
+    // Probes delayed by a queue share it with the load: the load's flows stand it too. Probes
+    // delayed far more than the load's flows ever queued waited for something else: a lost
+    // probe's retransmission timer, holding every probe behind it (a queue of a few packets
+    // under load drops them).
+    let per_direction = (during - before) / 1e6 / directions;
+    if load_queue(&rrul.bulk).is_some_and(|q| q < LOAD_QUEUE_SHARE * per_direction) {
+        return None;
+    }
     (before > 0.0).then_some(Inflation {
         loaded: during / 1e6,
         base: before / 1e6,
@@ -153,6 +159,25 @@ fn from_probes(ctx: &Context<'_>) -> Option<Inflation> {
         base_from: "median latency of the probes before the load",
         loaded_from: "median latency of 64-byte request/response probes while bulk flows ran both ways",
     })
+}
+
+/// The probes' added delay is a queue's only if the load's flows stood at least this share of
+/// it (per direction) themselves.
+pub const LOAD_QUEUE_SHARE: f64 = 0.5;
+
+/// The queue the load's flows stood, s: the median over their measured sending intervals of
+/// their smoothed RTT above their minimum. `None` without tcp_info.
+fn load_queue(bulk: &tcplab_results::stream::StreamResult) -> Option<f64> {
+    let excess: Vec<f64> = bulk
+        .intervals
+        .iter()
+        .chain(&bulk.server_intervals)
+        .filter(|i| i.sending && !i.omitted)
+        .filter_map(|i| i.tcp_info)
+        .filter(|t| t.min_rtt_us > 0)
+        .map(|t| f64::from(t.rtt_us.saturating_sub(t.min_rtt_us)) / 1e6)
+        .collect();
+    tcplab_stats::quantile(&excess, 0.5).ok()
 }
 
 /// The rule for bufferbloat: the probes beside the load (what other traffic on the path
@@ -343,14 +368,16 @@ pub fn check_shallow(ctx: &Context<'_>) -> Vec<Finding> {
     let Some(stream) = &ctx.battery.stream else {
         return Vec::new();
     };
-    let Some(emulated) = EmulatedRun::of(&stream.meta) else {
-        return Vec::new();
-    };
-    let Some(account) = &emulated.account else {
-        return Vec::new();
+    let emulated = EmulatedRun::of(&stream.meta);
+    let Some((emulated, account)) = emulated
+        .as_ref()
+        .and_then(|e| e.account.as_ref().map(|a| (e, a)))
+    else {
+        // Without the emulator's account, what the flow and the paced probes show.
+        return crate::rules::shallow::from_estimates(ctx, stream);
     };
     let drops = account.forward_drops;
-    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    let rate = ctx.rate_bps();
     let throughput = stream.summary.throughput_bps.unwrap_or(0.0);
     let Some(rate) = rate else {
         return Vec::new();
@@ -362,11 +389,11 @@ pub fn check_shallow(ctx: &Context<'_>) -> Vec<Finding> {
     if !costly || drops.queue_full < drops.loss || throughput >= PATH_FULL_SHARE * rate {
         return Vec::new();
     }
-    let queue = queue_limit(Some(&emulated));
+    let queue = queue_limit(Some(emulated));
     if queue.is_some_and(|q| queue_packets(q) >= SHALLOW_SHARE * bdp_packets) {
         return Vec::new();
     }
-    let severity = if throughput < 0.5 * rate {
+    let severity = if throughput < crate::limits::COSTLY_SHARE * rate {
         Severity::Error
     } else {
         Severity::Warning
@@ -424,13 +451,25 @@ pub fn check_shallow(ctx: &Context<'_>) -> Vec<Finding> {
         "bit/s",
         "stream, after warm-up",
     );
-    f.push("path_rate_bps", rate, "bit/s", "configured bottleneck");
-    f.explanation = format!(
+    if let Some(r) = ctx.rate() {
+        f.push("path_rate_bps", r.bps, "bit/s", r.context());
+    }
+    f.explanation = shallow_explanation(throughput / rate, bdp_packets);
+    f.fixes = shallow_fixes(ctx, bdp_packets);
+    vec![f]
+}
+
+/// Why a shallow queue costs a flow its rate, for a flow that used `used` of the path.
+pub(crate) fn shallow_explanation(used: f64, bdp_packets: f64) -> String {
+    format!(
         "The bottleneck's queue is too short for the bursts a flow sends at this rate and RTT: it overflows and drops packets long before the link is full, so a loss-based sender keeps halving its window ({:.0}% of the path used). A policer behaves the same way. A queue of about one BDP ({bdp_packets:.0} packets here) or pacing at the sender (BBR paces; so does SO_MAX_PACING_RATE) avoids the bursts' drops.",
-        throughput / rate * 100.0
-    );
-    let sender = ctx.describe_host("sender", crate::battery::Role::Client);
-    f.fixes.push(Fix {
+        used * 100.0
+    )
+}
+
+/// The fixes of a shallow queue on a path of `bdp_packets`.
+pub(crate) fn shallow_fixes(ctx: &Context<'_>, bdp_packets: f64) -> Vec<Fix> {
+    let mut fixes = vec![Fix {
         lines: vec![format!(
             "tcplab lab set LAB --queue {:.0}",
             bdp_packets.ceil().max(16.0)
@@ -439,16 +478,17 @@ pub fn check_shallow(ctx: &Context<'_>) -> Vec<Finding> {
             "lengthen the bottleneck queue to about one BDP (on a real path: the router's buffer, or a policer's burst size)",
             "the path's bottleneck",
         )
-    });
+    }];
+    let sender = ctx.describe_host("sender", crate::battery::Role::Client);
     if ctx.available_cc().iter().any(|c| c == "bbr") || ctx.available_cc().is_empty() {
-        f.fixes.push(Fix::sysctl(
+        fixes.push(Fix::sysctl(
             "net.ipv4.tcp_congestion_control",
             "bbr",
             Scope::Namespace,
             &sender,
         ));
     }
-    vec![f]
+    fixes
 }
 
 #[cfg(test)]

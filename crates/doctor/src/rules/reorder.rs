@@ -20,8 +20,7 @@ pub const MIN_REORDER_SHARE: f64 = 0.001;
 /// Fewest events for a finding, whatever the share.
 pub const MIN_REORDER_EVENTS: u64 = 20;
 
-/// Throughput at or above this share of the path rate: the flow coped.
-pub const PATH_FULL_SHARE: f64 = 0.9;
+pub use crate::limits::PATH_FULL_SHARE;
 
 /// The rule.
 pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
@@ -40,7 +39,7 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     }
     let spurious = sum(FlowSpan::dsack_dups);
     let retrans = sum(FlowSpan::retrans_segments);
-    let rate = ctx.battery.path.rate_bps.filter(|r| *r > 0.0);
+    let rate = ctx.rate_bps();
     let full = rate.is_some_and(|r| view.throughput_bps >= PATH_FULL_SHARE * r);
     // Between two hosts of an unshaped lab the only reordering is the kernel's own: a sender
     // that moves between CPUs queues its segments on different CPUs' backlogs. Worth knowing,
@@ -97,13 +96,8 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
         "bit/s",
         "stream, after warm-up",
     );
-    if let Some(r) = rate {
-        f.push(
-            "path_rate_bps",
-            r,
-            "bit/s",
-            "configured or measured bottleneck",
-        );
+    if let Some(r) = ctx.rate() {
+        f.push("path_rate_bps", r.bps, "bit/s", r.context());
     }
     f.explanation = format!(
         "Packets arrive in another order than they were sent. A sender that takes the gap for a loss retransmits ({spurious} of {retrans} retransmissions were not needed) and cuts its window; Linux's RACK adapts its reordering window, so the cost is {}. Common causes: parallel paths (ECMP, link aggregation) that split a flow, a NIC or driver spreading one flow over queues, or jitter on a link that does not keep order.",

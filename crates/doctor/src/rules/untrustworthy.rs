@@ -19,18 +19,9 @@ pub const CPU_SATURATED: f64 = 0.9;
 /// keep its thread busy by design, whatever the path does.
 pub const PACED_IDLE_GAP_US: u64 = 1_000;
 
-/// Fewest messages in a msgs run to trust its latency figures and tails (p99 needs 100 per
-/// percentile step; 1000 gives ten samples above it).
-pub const MIN_MESSAGES: u64 = 1000;
-
-/// Fewest messages of a write-write-read run (one round trip each) to judge its stalls.
-pub const MIN_TRAP_MESSAGES: u64 = 50;
-
-/// Fewest measured stream intervals: fewer cannot show a trend or a steady state.
-pub const MIN_STREAM_INTERVALS: usize = 3;
-
-/// Fewest rr transactions or crr connections (p99 needs at least 100).
-pub const MIN_TRANSACTIONS: u64 = 100;
+pub use crate::limits::{
+    MIN_MESSAGES, MIN_STREAM_INTERVALS, MIN_SWEEP_MESSAGES, MIN_TRANSACTIONS, MIN_TRAP_MESSAGES,
+};
 
 /// rr's CPU wait per transaction (client and server threads together) at or above this share
 /// of its median latency is flagged: a transaction then waits for a CPU long enough to move
@@ -221,12 +212,16 @@ fn samples(ctx: &Context<'_>) -> Option<Finding> {
             )
         })
         .collect();
-    for (name, r) in [("msgs", &b.msgs), ("msgs sweep", &b.msgs_sweep)] {
+    for (name, r, plain) in [
+        ("msgs", &b.msgs, MIN_MESSAGES),
+        ("msgs sweep", &b.msgs_sweep, MIN_SWEEP_MESSAGES),
+    ] {
         // A write-write-read run waits a round trip per message by design: fewer messages say
-        // as much (each either stalls on the timer or does not).
+        // as much (each either stalls on the timer or does not). The sweep looks for the size
+        // at which stalls start, not for tails: the plan sizes it for that, and so is it judged.
         let min = |r: &tcplab_results::msgs::MsgsResult| match r.config.pattern {
             tcplab_results::msgs::Pattern::WriteWriteRead => MIN_TRAP_MESSAGES,
-            tcplab_results::msgs::Pattern::Write => MIN_MESSAGES,
+            tcplab_results::msgs::Pattern::Write => plain,
         };
         for (run, min) in r
             .iter()
@@ -245,6 +240,9 @@ fn samples(ctx: &Context<'_>) -> Option<Finding> {
                 ));
             }
         }
+    }
+    if let Some(why) = b.ends.as_ref().and_then(|e| e.unanswered.as_ref()) {
+        notes.push(format!("{why}; its host's sysctls are unknown"));
     }
     if let Some(s) = &b.stream {
         let measured = s

@@ -93,6 +93,7 @@ pub fn facts(config: &AgentConfig) -> AgentFacts {
         allow_sysctl: config.allow_sysctl,
         facts: serde_json::to_value(tcplab_lab::facts::machine())
             .unwrap_or_else(|_| serde_json::json!({})),
+        host: tcplab_lab::facts::this_host(&[]).ok(),
     }
 }
 

@@ -68,6 +68,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &RrConfig) -> ServerReport {
         }
         report.transactions += 1;
     }
+    crate::tcpinfo::record_end(&mut report.view, fd);
     report.bytes_received = report.transactions * u64::from(cfg.req);
     report.bytes_sent = report.transactions * u64::from(cfg.resp);
     report.elapsed_ns = now_ns() - t0;

@@ -203,6 +203,9 @@ fn assemble(
 fn merge_meta(meta: &mut RunMeta, probes: &RunMeta, bulk: &RunMeta) {
     meta.options = bulk.options.clone();
     meta.server_options = bulk.server_options.clone();
+    // The probes' test ran inside the load's on the same server: the load's view covers both
+    // (adding the two would count the namespace's counters twice).
+    meta.server_view = bulk.server_view.clone();
     meta.client_cpu_s = probes.client_cpu_s + bulk.client_cpu_s;
     meta.server_cpu_s = probes.server_cpu_s + bulk.server_cpu_s;
     let both = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a + b);

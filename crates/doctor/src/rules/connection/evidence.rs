@@ -10,6 +10,7 @@ use tcplab_results::http::result::HttpResult;
 use tcplab_results::stats::Percentiles;
 
 use crate::battery::{Context, EmulatedRun, Role};
+use crate::plan::PartKind;
 
 /// The server namespace's accept-queue counters (TcpExt) during a workload, where recorded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -133,7 +134,7 @@ impl<'a> ConnectionEvidence<'a> {
                 .map(|s| s.second)
                 .collect(),
             refused: r.errors_total.connrefused,
-            server: battery_counters(ctx, workload),
+            server: battery_counters(ctx, PartKind::Crr),
             concurrency: Concurrency {
                 figure: "client_loops",
                 value: r.config.concurrency,
@@ -192,7 +193,7 @@ impl<'a> ConnectionEvidence<'a> {
                 .map(|s| s.second)
                 .collect(),
             refused: e.refused,
-            server: battery_counters(ctx, workload).or_else(|| recorded.then(own)),
+            server: battery_counters(ctx, PartKind::Http).or_else(|| recorded.then(own)),
             concurrency: Concurrency {
                 figure: "client_connections",
                 value: r.config.connections,
@@ -223,9 +224,9 @@ impl<'a> ConnectionEvidence<'a> {
     }
 }
 
-/// The server side's counters the battery recorded around the part named `workload`.
-fn battery_counters(ctx: &Context<'_>, workload: &str) -> Option<ServerCounters> {
-    let get = |k: &str| ctx.counter(workload, Role::Server, k);
+/// The server side's counters the battery recorded around `part`.
+fn battery_counters(ctx: &Context<'_>, part: PartKind) -> Option<ServerCounters> {
+    let get = |k: &str| ctx.counter(part, Role::Server, k);
     Some(ServerCounters {
         listen_overflows: get("TcpExt.ListenOverflows")?,
         listen_drops: get("TcpExt.ListenDrops").unwrap_or(0),
@@ -303,9 +304,9 @@ mod tests {
         server.insert("TcpExt.ListenOverflows".to_string(), 9);
         server.insert("TcpExt.SyncookiesSent".to_string(), 4);
         b.counters
-            .entry("http".into())
+            .entry(PartKind::Http)
             .or_default()
-            .insert("server".into(), server);
+            .insert(Role::Server, server);
         let s = of(&b).unwrap();
         assert_eq!((s.listen_overflows, s.syncookies_sent), (9, 4));
         // A crr part's server counters are not the HTTP run's.
@@ -316,9 +317,9 @@ mod tests {
         let mut server = std::collections::BTreeMap::new();
         server.insert("TcpExt.ListenOverflows".to_string(), 9);
         b.counters
-            .entry("crr".into())
+            .entry(PartKind::Crr)
             .or_default()
-            .insert("server".into(), server);
+            .insert(Role::Server, server);
         assert_eq!(of(&b), None);
     }
 }
