@@ -7,12 +7,19 @@ mod cmd;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use tcplab::workload_args;
 
 /// A TCP performance lab for Linux: emulated networks, workloads, diagnosis, tuning.
 #[derive(Debug, Parser)]
-#[command(name = "tcplab", version, about, long_about = None, propagate_version = true)]
+// The version names the commit and whether the tree was modified (build.rs), as facts do.
+#[command(
+    name = "tcplab",
+    version = env!("TCPLAB_BUILD"),
+    about,
+    long_about = None,
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -67,6 +74,10 @@ enum Command {
     Mesh(cmd::fleet::MeshArgs),
     /// Print the facts that explain a measurement on this machine (kernel, HZ, CPUs, sysctls).
     Facts(cmd::facts::FactsArgs),
+    /// Shell completions (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(cmd::docs::CompletionsArgs),
+    /// Write the manual pages: tcplab(1) and one per command (`man tcplab-doctor`).
+    Man(cmd::docs::ManArgs),
 }
 
 /// Workloads report their own results (text or JSON); an error left over is a usage error.
@@ -76,6 +87,7 @@ fn workload(result: anyhow::Result<ExitCode>) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tcplab_lab::facts::set_build(env!("TCPLAB_BUILD"));
     // Persistent emulated labs run their emulator as `tcplab emu --lab NAME`: this binary.
     if let Ok(exe) = std::env::current_exe() {
         tcplab_lab::emulation::set_companion_program(exe);
@@ -126,7 +138,12 @@ fn lab_use(command: &Command) -> Option<tcplab_lab::rootless::Join> {
         Command::Rrul(a) => existing_if(&a.common.lab),
         Command::Http(a) => existing_if(&a.lab),
         Command::Facts(a) => existing_if(&a.lab),
-        Command::Serve(_) | Command::Report(_) | Command::Key(_) | Command::Fleet(_) => None,
+        Command::Serve(_)
+        | Command::Report(_)
+        | Command::Key(_)
+        | Command::Fleet(_)
+        | Command::Completions(_)
+        | Command::Man(_) => None,
     }
 }
 
@@ -152,5 +169,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Key(c) => c.run(),
         Command::Fleet(c) => c.run(),
         Command::Mesh(a) => a.run(),
+        Command::Completions(a) => a.run(Cli::command()),
+        Command::Man(a) => a.run(Cli::command()),
     }
 }

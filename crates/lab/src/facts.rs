@@ -3,17 +3,33 @@
 //! read months later still says what produced it.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use crate::error::Result;
 use crate::lab::Lab;
 use crate::sysctl;
 pub use tcplab_results::facts::*;
 
+/// The build that runs, as the binary names it (set once by the binary at start).
+static BUILD: OnceLock<&'static str> = OnceLock::new();
+
+/// Names the build in every fact set from now on: the binary's version with its commit and
+/// whether the tree was modified (`0.1.0 (1e274bd0c3a2, modified)`, from its build script), so a
+/// result says which code produced it. Without it (a library's own tests) the package version.
+pub fn set_build(stamp: &'static str) {
+    let _ = BUILD.set(stamp);
+}
+
+/// The build that runs: the stamp given to [`set_build`], else the package version.
+pub fn build() -> &'static str {
+    BUILD.get().copied().unwrap_or(env!("CARGO_PKG_VERSION"))
+}
+
 /// Facts about the machine alone.
 pub fn machine() -> Facts {
     let uname = rustix::system::uname();
     Facts {
-        tcplab_version: env!("CARGO_PKG_VERSION").to_string(),
+        tcplab_version: build().to_string(),
         kernel_release: uname.release().to_string_lossy().into_owned(),
         kernel_version: uname.version().to_string_lossy().into_owned(),
         machine: uname.machine().to_string_lossy().into_owned(),

@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
 //! Golden strings for the terminal table, Markdown, CSV and JSON. The figures in them are
-//! hand-computed: mean and sd of {0.2, 0.3, 0.4} are 0.3 and 0.1; the 95% t interval is
-//! x̄ ± t(0.975, 2)·s/√3 = x̄ ± 4.302653·s/√3 (0.3 ± 0.248 and 1.0 ± 0.497); the speed-up
-//! estimate is 1.0 / 0.3 = 3.33.
+//! hand-computed: mean and sd of {0.2, 0.3, 0.4} are 0.3 and 0.1; the 95% interval of the
+//! mean, every run being above zero, is on the log scale (stats' `mean_ci_log`: [0.124, 0.757]
+//! and [0.603, 1.681], from the formula in Python); the speed-up estimate is 1.0 / 0.3 = 3.33.
 
 use tcplab_report::text::Layout;
 use tcplab_report::{ConfigurationResult, ObjectiveSpec, ReportError, ReportInput, Table};
@@ -38,10 +38,10 @@ fn sfperf_text_table_without_baseline() {
     let method = table.method.clone().unwrap();
     assert!(method.contains("90th percentile"), "{method}");
     let expected = "sfperf\n\
-         objective: minimise time (s); 95% CI of the mean (Student t)\n\
+         objective: minimise time (s); 95% CI of the mean (log scale)\n\
          rank  grp  configuration       time (s)   best  worst          95% CI  n\n   \
-         1    1  s=3 f=1        0.300 ± 0.100  0.200  0.400  [0.052, 0.548]  3\n   \
-         2    2  s=10 f=0       1.000 ± 0.200  0.800  1.200  [0.503, 1.497]  3\n\
+         1    1  s=3 f=1        0.300 ± 0.100  0.200  0.400  [0.124, 0.757]  3\n   \
+         2    2  s=10 f=0       1.000 ± 0.200  0.800  1.200  [0.603, 1.681]  3\n\
          ranking: minimise; ordered by the pessimistic 90th percentile; settings not significantly different\n  \
          from their group's leader (two-sided Welch t-test, Holm-adjusted, alpha = 0.05) share its group\n";
     assert_eq!(table.to_text(), expected);
@@ -65,7 +65,7 @@ fn sfperf_text_table_with_baseline_speed_up() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[1],
-        "objective: minimise time (s); 95% CI of the mean (Student t); speed-up vs the baseline, s=10 f=0"
+        "objective: minimise time (s); 95% CI of the mean (log scale); speed-up vs the baseline, s=10 f=0"
     );
     assert_eq!(lines[2], "  (bootstrap CI)");
     assert!(lines[4].ends_with(&format!("  {speed}  3")), "{}", lines[4]);
@@ -132,11 +132,11 @@ fn sfperf_markdown() {
     let table = Table::from_input(&sfperf(false)).unwrap();
     let expected = format!(
         "**sfperf**\n\n\
-         objective: minimise time (s); 95% CI of the mean (Student t)\n\n\
+         objective: minimise time (s); 95% CI of the mean (log scale)\n\n\
          | rank | group | configuration | n | time (s) mean ± sd | best | worst | 95% CI of mean |\n\
          | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n\
-         | 1 | 1 | s=3 f=1 | 3 | 0.300 ± 0.100 | 0.200 | 0.400 | [0.052, 0.548] |\n\
-         | 2 | 2 | s=10 f=0 | 3 | 1.000 ± 0.200 | 0.800 | 1.200 | [0.503, 1.497] |\n\
+         | 1 | 1 | s=3 f=1 | 3 | 0.300 ± 0.100 | 0.200 | 0.400 | [0.124, 0.757] |\n\
+         | 2 | 2 | s=10 f=0 | 3 | 1.000 ± 0.200 | 0.800 | 1.200 | [0.603, 1.681] |\n\
          \nRanking: {}.\n",
         table.method.clone().unwrap()
     );
@@ -157,12 +157,22 @@ fn csv_and_json_carry_full_precision() {
         "{}",
         lines[1]
     );
-    // p90 = 0.38 (type 7), CI = 0.3 ∓ 0.2484137711750333.
+    // p90 = 0.38 (type 7); the CI of the mean on the log scale, from the formula in Python
+    // (stats' reference test): (0.12416389547515877, 0.7565055115021463).
+    let fields: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(fields[12], "0.38", "{}", lines[1]);
+    let bound = |i: usize| fields[i].parse::<f64>().unwrap();
     assert!(
-        lines[1].ends_with(",0.38,0.05158622882496666,0.5484137711750333,,,,ok,"),
+        (bound(13) - 0.12416389547515877).abs() < 1e-9,
         "{}",
         lines[1]
     );
+    assert!(
+        (bound(14) - 0.7565055115021463).abs() < 1e-9,
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].ends_with(",,,,ok,"), "{}", lines[1]);
     assert_eq!(lines.len(), 3);
     let json: serde_json::Value = serde_json::from_str(&table.to_json().unwrap()).unwrap();
     assert_eq!(json["rows"][0]["label"], "s=3 f=1");
@@ -252,7 +262,7 @@ fn maximising_orders_best_first_and_flips_best_and_worst() {
     );
     assert!(
         text.contains(
-            "\n   2    2  default                    101 ± 9   110     90   [88, 115]  4\n"
+            "\n   2    2  default                    101 ± 9   110     90   [88, 116]  4\n"
         ),
         "{text}"
     );
@@ -285,7 +295,7 @@ fn no_configurations_gives_an_empty_table() {
     assert!(table.rows.is_empty());
     assert_eq!(
         table.to_text(),
-        "empty\nobjective: minimise time (s); 95% CI of the mean (Student t)\n"
+        "empty\nobjective: minimise time (s); 95% CI of the mean (log scale)\n"
     );
 }
 
@@ -336,4 +346,31 @@ fn long_labels_wrap_rather_than_crowd_out_the_figures() {
             assert!(text.contains(word), "{word} of {} lost:\n{text}", row.label);
         }
     }
+}
+
+/// An interval of the mean never reaches below zero for a figure that cannot (every run above
+/// zero: on the log scale); a configuration with a run at zero gets Student's t, and the
+/// heading says which.
+#[test]
+fn intervals_respect_the_scale_and_the_heading_names_the_method() {
+    let configs = vec![
+        // Two runs far apart: Student's t would give [-8.2, 13.5].
+        ConfigurationResult::new("a", &[], vec![1.8, 3.5]),
+        ConfigurationResult::new("b", &[], vec![0.0, 1.0, 2.0]),
+    ];
+    let table = Table::from_input(&ReportInput::new("scale", time(), configs)).unwrap();
+    let a = table.rows.iter().find(|r| r.label == "a").unwrap();
+    assert!(
+        a.ci_lower.unwrap() > 0.0 && a.ci_upper.unwrap() > 3.5,
+        "{a:?}"
+    );
+    let b = table.rows.iter().find(|r| r.label == "b").unwrap();
+    assert!(b.ci_lower.unwrap() < 0.0, "{b:?}");
+    assert!(
+        table
+            .heading()
+            .ends_with("CI of the mean (log scale; Student t where a figure is not above zero)"),
+        "{}",
+        table.heading()
+    );
 }

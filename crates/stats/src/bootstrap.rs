@@ -101,11 +101,11 @@ impl Bootstrap {
         let (p_lo, p_hi) = match method {
             CiMethod::Percentile => (alpha / 2.0, 1.0 - alpha / 2.0),
             CiMethod::Bca => bca_levels(samples, &mut statistic, &thetas, estimate, alpha)?,
-            CiMethod::StudentT => {
+            CiMethod::StudentT | CiMethod::LogScale => {
                 return Err(StatsError::InvalidParameter {
                     name: "method",
-                    value: "student_t".into(),
-                    expected: "a bootstrap method (percentile or bca); use mean_ci_t for Student t",
+                    value: format!("{method:?}"),
+                    expected: "a bootstrap method (percentile or bca); use mean_ci (log scale) or mean_ci_t (Student t)",
                 });
             }
         };

@@ -1,11 +1,11 @@
 //! Everything a results table shows for one configuration, computed in one call: the summary,
-//! the Student-t CI of the mean, the bootstrap CI of the median and the speed-up over a baseline.
+//! the CI of the mean ([`mean_ci`]: on the log scale for positive figures), the bootstrap CI of the median and the speed-up over a baseline.
 //!
 //! This is what the sfperf-style line is built from (`s: 3 f: 1 time: 0.28 +/- 0.10 best: 0.19
 //! worst: 0.75`, then the CI and the group); the formatting itself belongs to the report crate.
 
 use crate::bootstrap::Bootstrap;
-use crate::ci::{CiMethod, ConfidenceInterval, mean_ci_t};
+use crate::ci::{CiMethod, ConfidenceInterval, mean_ci};
 use crate::error::StatsError;
 use crate::objective::Objective;
 use crate::speedup::{SpeedUp, speed_up};
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 pub struct Description {
     /// n, mean, sd, best/worst, median, upper quantiles.
     pub summary: Summary,
-    /// Student-t CI of the mean at the bootstrap's level; `None` for n = 1.
+    /// CI of the mean ([`mean_ci`]) at the bootstrap's level; `None` for n = 1.
     pub mean_ci: Option<ConfidenceInterval>,
     /// Percentile-bootstrap CI of the median; `None` for n = 1.
     pub median_ci: Option<ConfidenceInterval>,
@@ -38,7 +38,7 @@ pub fn describe(
     let summary = Summary::of(samples)?;
     let (mean_ci, median_ci) = if samples.len() >= 2 {
         (
-            Some(mean_ci_t(samples, bootstrap.level)?),
+            Some(mean_ci(samples, bootstrap.level)?),
             Some(bootstrap.median_ci(samples, CiMethod::Percentile)?),
         )
     } else {

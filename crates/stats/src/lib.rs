@@ -6,7 +6,7 @@
 //! | module | job | used by |
 //! |---|---|---|
 //! | [`summary`] | n, mean ± sd, min/max, median, p90/p99/p99.9 (Hyndman-Fan type 7) | study, report |
-//! | [`ci`] | [`ConfidenceInterval`]; Student-t CI of the mean | study, report, rank |
+//! | [`ci`] | [`ConfidenceInterval`]; CI of the mean (log scale for positive data, else Student t) | study, report, rank |
 //! | [`bootstrap`] | seeded percentile/BCa CIs of the mean, the median, any statistic | study, speed-up |
 //! | [`describe`](mod@describe) | all of a table row at once: summary, CIs, speed-up | study, report |
 //! | [`speedup`] | ratio of means vs a baseline with a bootstrap CI | report, tune |
@@ -54,7 +54,7 @@ pub mod summary;
 pub mod units;
 
 pub use bootstrap::Bootstrap;
-pub use ci::{CiMethod, ConfidenceInterval, mean_ci_t};
+pub use ci::{CiMethod, ConfidenceInterval, mean_ci, mean_ci_log, mean_ci_t};
 pub use collective::{CollectiveStall, PairStalls, all_to_all_stall};
 pub use compare::{Alternative, TestKind, TestResult, holm_adjust, mann_whitney_u, welch_t_test};
 pub use describe::{Description, describe};

@@ -3,7 +3,7 @@
 //!
 //! Method (stated in [`Ranking::method`] for reports):
 //! 1. Each setting gets a *key*: its pessimistic tail quantile (the q-quantile when minimising,
-//!    the (1 − q)-quantile when maximising; type 7) or the pessimistic Student-t confidence bound
+//!    the (1 − q)-quantile when maximising; type 7) or the pessimistic confidence bound
 //!    of its mean. Ranking by the tail rather than the mean is what "consistently" means: a
 //!    setting that is fast on average but has slow runs is ranked by its slow runs.
 //! 2. Groups are formed greedily: the best remaining setting by key leads a group; every other
@@ -15,7 +15,7 @@
 //! A setting with too few samples for the test (Welch needs 2) cannot be shown to differ, so it
 //! joins the group of the leader it was compared with; its entry says it was not tested.
 
-use crate::ci::{ConfidenceInterval, mean_ci_t};
+use crate::ci::{ConfidenceInterval, mean_ci};
 use crate::compare::{Alternative, TestKind, compare, holm_adjust};
 use crate::error::StatsError;
 use crate::objective::Objective;
@@ -40,7 +40,7 @@ pub enum RankKey {
         /// Tail level in [0.5, 1].
         q: f64,
     },
-    /// Pessimistic bound of the Student-t CI of the mean at the ranking's `level`
+    /// Pessimistic bound of the CI of the mean ([`crate::mean_ci`]) at the ranking's `level`
     /// (upper bound when minimising, lower when maximising).
     ConfidenceBound,
 }
@@ -97,7 +97,7 @@ pub struct RankedSetting {
     pub key: f64,
     /// Descriptive summary of the samples.
     pub summary: Summary,
-    /// Student-t CI of the mean; `None` for n = 1.
+    /// CI of the mean ([`crate::mean_ci`]); `None` for n = 1.
     pub mean_ci: Option<ConfidenceInterval>,
     /// The last comparison made: with its own group's leader for members; for the leader of
     /// group k > 1, with the leader of group k − 1 (the comparison that excluded it); `None`
@@ -162,7 +162,7 @@ struct Row<'a> {
 fn row_for<'a>(s: &Samples<'a>, config: &RankConfig) -> Result<Row<'a>, StatsError> {
     let summary = Summary::of(s.values)?;
     let mean_ci = if s.values.len() >= 2 {
-        Some(mean_ci_t(s.values, config.level)?)
+        Some(mean_ci(s.values, config.level)?)
     } else {
         None
     };
@@ -269,7 +269,7 @@ fn describe(config: &RankConfig) -> String {
             fmt_pct(config.objective.pessimistic_quantile(q))
         ),
         RankKey::ConfidenceBound => format!(
-            "the pessimistic bound of the {}% Student-t CI of the mean",
+            "the pessimistic bound of the {}% CI of the mean",
             fmt_pct(config.level)
         ),
     };

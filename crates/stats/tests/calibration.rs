@@ -5,7 +5,8 @@ mod common;
 
 use common::Gen;
 use tcplab_stats::{
-    Alternative, Objective, RaceConfig, Samples, TestKind, mann_whitney_u, race_round, welch_t_test,
+    Alternative, Objective, RaceConfig, Samples, TestKind, mann_whitney_u, mean_ci, race_round,
+    welch_t_test,
 };
 
 /// Under the null (same normal distribution, unequal sizes), about 5% of p-values fall below
@@ -36,6 +37,26 @@ fn tests_hold_their_level_under_the_null() {
         (0.030..=0.060).contains(&rm),
         "Mann-Whitney rejection rate {rm}"
     );
+}
+
+/// The log-scale interval of the mean covers the true mean of log-normal data (σ = 0.5 on the
+/// log scale, n = 10) in about 95 % of experiments (a plain simulation of the formula gave
+/// 0.951), and never reaches below zero. 4000 trials: ±0.015 is ±4.4 binomial sd.
+#[test]
+fn log_scale_interval_covers_the_mean_of_skewed_data() {
+    let mut g = Gen::new(95);
+    let sigma: f64 = 0.5;
+    let true_mean = (sigma * sigma / 2.0).exp();
+    let trials = 4000;
+    let mut covered = 0;
+    for _ in 0..trials {
+        let xs: Vec<f64> = g.normals(10, 0.0, sigma).iter().map(|y| y.exp()).collect();
+        let ci = mean_ci(&xs, 0.95).unwrap();
+        assert!(ci.lower > 0.0, "{ci:?}");
+        covered += usize::from(ci.contains(true_mean));
+    }
+    let rate = covered as f64 / trials as f64;
+    assert!((0.935..=0.965).contains(&rate), "coverage {rate}");
 }
 
 /// Welch detects a 1.5 sd shift with n = 10 per group most of the time. One-sided power of the

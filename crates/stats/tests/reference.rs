@@ -13,7 +13,7 @@ use common::{Gen, assert_close};
 use tcplab_stats::dist::{student_t_quantile, student_t_sf};
 use tcplab_stats::{
     Alternative, Bootstrap, CiMethod, Objective, StatsError, Summary, holm_adjust, mann_whitney_u,
-    mean_ci_t, quantile, speed_up, welch_t_test,
+    mean_ci, mean_ci_log, mean_ci_t, quantile, speed_up, welch_t_test,
 };
 
 const A: [f64; 10] = [0.28, 0.19, 0.75, 0.31, 0.22, 0.27, 0.25, 0.30, 0.24, 0.29];
@@ -49,6 +49,29 @@ fn student_t_interval_matches_scipy() {
     let ci90 = mean_ci_t(&A, 0.90).unwrap();
     assert_close(ci90.lower, 0.21781630849022973, 1e-9);
     assert_close(ci90.upper, 0.40218369150977035, 1e-9);
+}
+
+/// The modified Cox interval (Olsson 2005) on the logs, from the formula in plain Python:
+/// `y = np.log(x); c = y.mean() + y.var(ddof=1)/2; h = stats.t.ppf(0.975, n-1) *
+/// np.sqrt(y.var(ddof=1)/n + y.var(ddof=1)**2/(2*(n-1))); np.exp([c - h, c + h])`
+/// → a: (0.23388878282600173, 0.4045324139810915); [1.8, 3.5]: (0.0263163187, 298.632112)
+#[test]
+fn log_scale_interval_matches_the_formula_and_stays_above_zero() {
+    let ci = mean_ci_log(&A, 0.95).unwrap();
+    assert_close(ci.lower, 0.23388878282600173, 1e-9);
+    assert_close(ci.upper, 0.4045324139810915, 1e-9);
+    assert_close(ci.estimate, 0.31, 1e-12);
+    assert_eq!(ci.method, CiMethod::LogScale);
+    let two = mean_ci(&[1.8, 3.5], 0.95).unwrap();
+    assert_close(two.lower, 0.026316318734194127, 1e-7);
+    assert_close(two.upper, 298.6321127203326, 1e-6);
+    assert!(mean_ci_t(&[1.8, 3.5], 0.95).unwrap().lower < 0.0);
+    // A zero or a negative value is not on a log scale: Student's t.
+    let with_zero = mean_ci(&[0.0, 1.0, 2.0], 0.95).unwrap();
+    assert_eq!(with_zero.method, CiMethod::StudentT);
+    assert!(mean_ci_log(&[0.0, 1.0], 0.95).is_err());
+    let same = mean_ci(&[2.5, 2.5, 2.5], 0.95).unwrap();
+    assert_eq!((same.lower, same.upper), (2.5, 2.5));
 }
 
 /// `stats.t.ppf(0.975, df), stats.t.sf(2.5, df)` for df in [1, 2, 5, 10, 30, 7.3]

@@ -1,7 +1,7 @@
 //! Exports of a study: every run and a per-configuration summary, as CSV or one JSON document.
 //!
 //! Summaries use [`tcplab_stats::describe()`] on the objective metric of the configuration's
-//! `ok` runs: n, mean ± sd, best/worst, median, p90/p99, the Student-t CI of the mean, and the
+//! `ok` runs: n, mean ± sd, best/worst, median, p90/p99, the CI of the mean (log scale for positive figures), and the
 //! speed-up over the baseline with its bootstrap CI (seed 1, B = 2000, 95%).
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -6,6 +6,7 @@
 //! configurations instead of favouring whichever ran first, and racing can compare them after
 //! every round. The same seed always gives the same order.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -166,6 +167,24 @@ struct Baseline {
 }
 
 impl Plan {
+    /// Every configuration's short label, by id: only the factors that vary, abbreviated as the
+    /// report abbreviates them (`rmem=7.6M cc=bbr`), so progress lines name a configuration
+    /// as its table row will, instead of a raw key cut short (`sysctl.all."net.i`).
+    pub fn short_labels(&self) -> Vec<String> {
+        let factors: Vec<BTreeMap<String, String>> = self
+            .configurations
+            .iter()
+            .map(|c| c.factors.iter().cloned().collect())
+            .collect();
+        let order: Vec<String> = self
+            .configurations
+            .first()
+            .map(|c| c.factors.iter().map(|(name, _)| name.clone()).collect())
+            .unwrap_or_default();
+        let refs: Vec<&BTreeMap<String, String>> = factors.iter().collect();
+        tcplab_report::label::short_labels(&refs, &order).0
+    }
+
     /// Expands a scenario; every problem is reported with its line and field.
     pub fn new(file: &ScenarioFile, opts: PlanOptions) -> Result<Plan, ScenarioError> {
         let s = &file.scenario;

@@ -295,6 +295,7 @@ pub fn sweep(
         .filter(|r| !done.contains(&(r.config.id, r.rep)))
         .count();
     let bar = progress_bar(opts.progress, todo as u64);
+    let labels = plan.short_labels();
     let mut labs_built: BTreeSet<usize> = BTreeSet::new();
     let mut executed_at_last_round = 0;
     for (i, run) in plan.runs.iter().enumerate() {
@@ -310,7 +311,8 @@ pub fn sweep(
             report.skipped += 1;
             bar.inc(1);
         } else {
-            bar.set_message(run.config.label.clone());
+            let label = labels.get(run.config.id).unwrap_or(&run.config.label);
+            bar.set_message(label.clone());
             let mut run = run.clone();
             if run.reset == crate::scenario::Reset::Reuse {
                 run.fresh_lab |= labs_built.insert(run.config.id);

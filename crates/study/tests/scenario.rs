@@ -181,6 +181,19 @@ fn cross_expands_every_combination_and_applies_values() {
 }
 
 #[test]
+fn progress_names_a_configuration_by_its_short_label() {
+    let text = format!(
+        "{BASE}\n[[factor]]\nname = \"link.delay\"\nvalues = [\"1ms\", \"9ms\"]\n\n[[factor]]\nname = \"sysctl.client.\\\"net.ipv4.tcp_rmem\\\"\"\nvalues = [\"4096 131072 6291456\", \"4096 131072 8738000\"]\n"
+    );
+    let p = plan(&text);
+    let labels = p.short_labels();
+    assert_eq!(labels.len(), p.configurations.len());
+    assert_eq!(labels[3], "delay=9ms rmem=8.7M", "{labels:?}");
+    let distinct: std::collections::BTreeSet<&String> = labels.iter().collect();
+    assert_eq!(distinct.len(), labels.len(), "{labels:?}");
+}
+
+#[test]
 fn zip_pairs_values_and_checks_lengths() {
     let text = format!(
         "combine = \"zip\"\n{BASE}\n[[factor]]\nname = \"workload.size\"\nvalues = [1, 10, 100]\n[[factor]]\nname = \"workload.count\"\nvalues = [3000, 2000, 1000]\n"

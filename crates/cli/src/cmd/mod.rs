@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod corpus;
+pub mod docs;
 pub mod doctor;
 pub mod emu;
 pub mod facts;

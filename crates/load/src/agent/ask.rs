@@ -87,7 +87,7 @@ fn denied(message: impl Into<String>) -> Ctrl {
 /// What this agent is and the machine it sees from its network namespace.
 pub fn facts(config: &AgentConfig) -> AgentFacts {
     AgentFacts {
-        tcplab: env!("CARGO_PKG_VERSION").into(),
+        tcplab: tcplab_lab::facts::build().into(),
         protocol: proto::VERSION,
         authenticated: config.authorized.is_some(),
         allow_sysctl: config.allow_sysctl,

@@ -7,7 +7,7 @@
 //! the union, so the same settings carry the same label in every column, with one [`Key`].
 //!
 //! Per configuration and study the figures come from that study's [`Table::from_input`] (mean,
-//! sd, n, Student-t CI of the mean, at the first study's confidence level); per study after
+//! sd, n, the CI of the mean, at the first study's confidence level); per study after
 //! the first, the ratio to the first study's mean is `tcplab_stats`' speed-up (oriented like
 //! every table's speed-up: > 1 is better, so "1.12x faster" reads the same for a time and a
 //! rate) with its bootstrap CI, and whether the difference is significant is Welch's t-test,
@@ -131,8 +131,11 @@ pub struct Cell {
     pub mean: Option<f64>,
     /// Sample standard deviation; `None` for n < 2.
     pub sd: Option<f64>,
-    /// Lower bound of the Student-t CI of the mean.
+    /// Lower bound of the CI of the mean.
     pub ci_lower: Option<f64>,
+    /// How that CI was computed (see [`crate::table::TableRow::ci_method`]).
+    #[serde(default)]
+    pub ci_method: Option<tcplab_stats::CiMethod>,
     /// Upper bound.
     pub ci_upper: Option<f64>,
     /// "ok", "dropped" (racing stopped it) or "failed".
@@ -371,6 +374,7 @@ fn cell_of(row: &TableRow, vs_first: Option<Ratio>) -> Cell {
         mean: row.mean,
         sd: row.sd,
         ci_lower: row.ci_lower,
+        ci_method: row.ci_method,
         ci_upper: row.ci_upper,
         status: row.status.clone(),
         reason: row.reason.clone(),

@@ -81,13 +81,18 @@ impl Comparison {
             Objective::Maximise => "maximise",
         };
         format!(
-            "objective: {goal} {}; figures: {}{}, mean ± sd per study; {pct}% CI of the mean (Student t); ratio: speed-up over {first}'s mean (> 1: better) and its {pct}% bootstrap CI; faster/slower: Welch's t-test, Holm-adjusted per study, at {alpha}%",
+            "objective: {goal} {}; figures: {}{}, mean ± sd per study; {pct}% CI of the mean ({method}); ratio: speed-up over {first}'s mean (> 1: better) and its {pct}% bootstrap CI; faster/slower: Welch's t-test, Holm-adjusted per study, at {alpha}%",
             self.objective.name,
             self.title_name(),
             self.display().suffix(),
             pct = self.percent(),
             first = self.studies[0].name,
             alpha = crate::num::compact((1.0 - self.level) * 100.0),
+            method = crate::table::ci_method_words(
+                self.rows
+                    .iter()
+                    .flat_map(|r| r.cells.iter().flatten().map(|c| c.ci_method))
+            ),
         )
     }
 

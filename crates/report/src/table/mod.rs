@@ -14,7 +14,9 @@ use crate::model::{ConfigurationResult, ObjectiveSpec, ReportInput};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use tcplab_stats::units::{Display, Unit};
-use tcplab_stats::{Description, Objective, RankConfig, Ranking, Samples, describe, rank};
+use tcplab_stats::{
+    CiMethod, Description, Objective, RankConfig, Ranking, Samples, describe, rank,
+};
 
 /// One configuration's figures, flattened for tables and CSV. `None` means "not defined"
 /// (an sd or CI with one sample, a speed-up without a baseline, anything of a failed run).
@@ -46,6 +48,9 @@ pub struct TableRow {
     pub p90: Option<f64>,
     /// Lower bound of the CI of the mean.
     pub ci_lower: Option<f64>,
+    /// How that CI was computed: on the log scale when every run's figure is above zero.
+    #[serde(default)]
+    pub ci_method: Option<CiMethod>,
     /// Upper bound of the CI of the mean.
     pub ci_upper: Option<f64>,
     /// Speed-up over the baseline (> 1: better).
@@ -247,6 +252,7 @@ fn described_row(
         median: Some(s.median),
         p90: Some(s.p90),
         ci_lower: d.mean_ci.map(|ci| ci.lower),
+        ci_method: d.mean_ci.map(|ci| ci.method),
         ci_upper: d.mean_ci.map(|ci| ci.upper),
         speed_up: speed_up.map(|u| u.ratio.estimate),
         speed_up_lower: speed_up.map(|u| u.ratio.lower),
@@ -271,6 +277,7 @@ fn failed_row(c: &ConfigurationResult) -> TableRow {
         median: None,
         p90: None,
         ci_lower: None,
+        ci_method: None,
         ci_upper: None,
         speed_up: None,
         speed_up_lower: None,
@@ -299,4 +306,20 @@ fn factor_names(configs: &[ConfigurationResult], order: &[String]) -> Vec<String
         }
     }
     names
+}
+
+/// How the CIs of the mean of a table were computed, in the words of its heading: on the log
+/// scale where every figure is above zero (an interval that cannot reach below zero), Student's
+/// t where one is not.
+pub(crate) fn ci_method_words(methods: impl IntoIterator<Item = Option<CiMethod>>) -> &'static str {
+    let used: BTreeSet<bool> = methods
+        .into_iter()
+        .flatten()
+        .map(|m| m == CiMethod::StudentT)
+        .collect();
+    match (used.contains(&false), used.contains(&true)) {
+        (true, true) => "log scale; Student t where a figure is not above zero",
+        (false, true) => "Student t",
+        _ => "log scale",
+    }
 }

@@ -176,10 +176,11 @@ impl Table {
             Objective::Maximise => "maximise",
         };
         let mut s = format!(
-            "objective: {goal} {}{}; {}% CI of the mean (Student t)",
+            "objective: {goal} {}{}; {}% CI of the mean ({})",
             self.title_name(),
             self.display().suffix(),
-            self.percent()
+            self.percent(),
+            super::ci_method_words(self.rows.iter().map(|r| r.ci_method))
         );
         if let Some(b) = self.baseline_row() {
             s.push_str(&format!(

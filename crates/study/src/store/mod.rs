@@ -257,7 +257,7 @@ impl Store {
                 plan.objective.metric,
                 goal,
                 now_ms(),
-                env!("CARGO_PKG_VERSION")
+                tcplab_lab::facts::build()
             ],
         )
         .map_err(self.sql())?;
