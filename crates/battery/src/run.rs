@@ -301,9 +301,15 @@ fn combine(judged: &[(PartKind, RunFidelity)]) -> Option<EmulatorFidelity> {
         .iter()
         .flat_map(|(part, f)| f.reasons.iter().map(move |r| format!("{part}: {r}")))
         .collect();
+    let late_parts = judged
+        .iter()
+        .filter(|(_, f)| !f.trustworthy)
+        .map(|(part, _)| *part)
+        .collect();
     (!judged.is_empty()).then_some(EmulatorFidelity {
         trustworthy: reasons.is_empty(),
         reasons,
+        late_parts,
     })
 }
 
@@ -318,18 +324,21 @@ fn combine(judged: &[(PartKind, RunFidelity)]) -> Option<EmulatorFidelity> {
 /// [`BLOAT_SCALE_NS`](tcplab_doctor::limits::BLOAT_SCALE_NS) (the train's bursts span at
 /// least a queue's worth; queueing from 30 ms); the message and connection parts' at least
 /// [`TICK_SCALE_NS`](tcplab_doctor::limits::TICK_SCALE_NS) (stalls of whole jiffies, the 40 ms
-/// delayed-ACK window). The part's own result keeps the verdict of its workload's need.
+/// delayed-ACK window); the connection parts' at least
+/// [`CONNECT_SCALE_NS`](tcplab_doctor::limits::CONNECT_SCALE_NS) (SYN-timer waits, counts and
+/// rates). The part's own result keeps the verdict of its workload's need.
 fn judge_part(
     kind: PartKind,
     at_rate: bool,
     before: &tcplab_lab::emulation::EmulatorStatus,
     after: Option<&tcplab_lab::emulation::EmulatorStatus>,
 ) -> RunFidelity {
-    use tcplab_doctor::limits::{BLOAT_SCALE_NS, TICK_SCALE_NS};
+    use tcplab_doctor::limits::{BLOAT_SCALE_NS, CONNECT_SCALE_NS, TICK_SCALE_NS};
     let rtt_ns = tcplab_lab::emulation::configured_rtt_ns(&before.link);
     let scale_ns = match kind {
         PartKind::Stream if !at_rate => rtt_ns,
         PartKind::Stream | PartKind::Rrul | PartKind::Train => rtt_ns.max(BLOAT_SCALE_NS),
+        PartKind::Crr | PartKind::Http => rtt_ns.max(CONNECT_SCALE_NS),
         _ => rtt_ns.max(TICK_SCALE_NS),
     };
     let need = tcplab_results::emulator::Need::Diagnosis { rtt_ns: scale_ns };

@@ -39,6 +39,11 @@ pub struct EmulatorFidelity {
     pub trustworthy: bool,
     /// One line per violated limit.
     pub reasons: Vec<String>,
+    /// The parts of a battery the emulator fell behind in (each judged for what the doctor
+    /// reads from it). Empty when untrustworthy: not known (a verdict over a whole lab, or a
+    /// battery stored before parts were judged one by one), so every part is in doubt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late_parts: Vec<crate::plan::PartKind>,
 }
 
 impl From<&tcplab_results::emulator::Fidelity> for EmulatorFidelity {
@@ -46,6 +51,7 @@ impl From<&tcplab_results::emulator::Fidelity> for EmulatorFidelity {
         Self {
             trustworthy: f.trustworthy,
             reasons: f.reasons.clone(),
+            late_parts: Vec::new(),
         }
     }
 }

@@ -5,7 +5,8 @@
 //! ```text
 //! {"findings": [{"id", "severity", "title", "evidence": [{"figure", "value", "unit", "context"}],
 //!                "samples": [{"source", "indices", "total"}], "explanation",
-//!                "fix": [{"kind": "sysctl", "key", "value", "scope", "applies_to", "lines"}, ...]}]}
+//!                "fix": [{"kind": "sysctl", "key", "value", "scope", "applies_to", "lines"}, ...],
+//!                "explained_by"?, "rests_on"?: ["stream", "crr", ...]}]}
 //! ```
 
 use std::fmt;
@@ -14,6 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::DoctorError;
+use crate::plan::PartKind;
 
 /// How bad a finding is; ordered, so `--fail-on warning` means "warning or worse".
 #[derive(
@@ -266,6 +268,11 @@ pub struct Finding {
     /// info and ranks below it: fix the cause, not the symptom).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explained_by: Option<String>,
+    /// The parts of the battery whose results the finding rests on (for a caveat about the
+    /// measurement, `untrustworthy.*`, the parts it casts doubt on): a caveat weighs only on
+    /// the findings that share a part with it. Empty: not known, so every part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rests_on: Vec<PartKind>,
 }
 
 impl Finding {
@@ -280,6 +287,7 @@ impl Finding {
             explanation: String::new(),
             fixes: Vec::new(),
             explained_by: None,
+            rests_on: Vec::new(),
         }
     }
 

@@ -86,7 +86,14 @@ pub fn diagnose(battery: &Battery) -> Vec<Finding> {
     let ctx = Context::new(battery);
     let mut findings: Vec<Finding> = rules::RULES
         .iter()
-        .flat_map(|(_, rule)| rule(&ctx))
+        .flat_map(|r| {
+            (r.check)(&ctx).into_iter().map(|mut f| {
+                if f.rests_on.is_empty() {
+                    f.rests_on = r.reads.to_vec();
+                }
+                f
+            })
+        })
         .collect();
     rules::explain::apply(&mut findings);
     findings

@@ -107,6 +107,11 @@ pub const BLOAT_SCALE_NS: u64 = 30_000_000;
 /// HZ=250 (stalls of whole ticks; the delayed-ACK window is 40 ms and a jiffy wide).
 pub const TICK_SCALE_NS: u64 = 4_000_000;
 
+/// The smallest effect the rules read from the connection parts (crr, http), ns: connects that
+/// waited for the SYN timer (0.8 s and longer), and counts and rates of connections, errors
+/// and TIME_WAIT sockets; never a connect's own time, which a late emulator would move.
+pub const CONNECT_SCALE_NS: u64 = 800_000_000;
+
 /// Slack on the parts whose length follows the path's RTT (rr, crr): they run for this many
 /// times the time their minimum needs at the idle RTT, so a path that queues a little more
 /// still yields the minimum.

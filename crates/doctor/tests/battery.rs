@@ -25,6 +25,7 @@ fn healthy() -> Battery {
         fidelity: Some(EmulatorFidelity {
             trustworthy: true,
             reasons: Vec::new(),
+            late_parts: Vec::new(),
         }),
         path: PathInfo {
             configured_rtt_ms: Some(30.0),
@@ -60,6 +61,7 @@ fn sick() -> Battery {
     b.fidelity = Some(EmulatorFidelity {
         trustworthy: false,
         reasons: vec!["b->a: ring overflow 12 frames".into()],
+        late_parts: Vec::new(),
     });
     b
 }

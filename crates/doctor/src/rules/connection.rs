@@ -34,6 +34,7 @@ use tcplab_results::crr::TimeWait;
 use crate::battery::{Context, DEFAULT_PORT_RANGE, Role};
 use crate::finding::{Finding, Fix, SampleRefs, Scope, Severity};
 use crate::rules::fixes::{TIME_WAIT_S, port_fixes, server_time_wait_fixes};
+use crate::rules::probes::ProbeLoss;
 
 /// TIME_WAIT sockets above this share of the local port range are a build-up: new connects
 /// must hunt for free ports (the connect() port search gets slower) and exhaustion is near.
@@ -63,6 +64,14 @@ pub fn rate_around_build_up(samples: &[(f64, u64)], threshold: f64) -> Option<(f
 /// SYN retransmissions on this share of connections or more are an error: every such
 /// connection costs a second or more.
 pub const SYN_RETRANS_ERROR_SHARE: f64 = 0.01;
+
+/// SYN waits at least this likely (Poisson, P(X ≥ waits)) at what the path's own loss predicts
+/// are the path's loss, not connection trouble: with 1 % the path would show that many only
+/// once in a hundred batteries, so more than that is something else dropping handshakes.
+pub const PATH_LOSS_EXPLAINS_P: f64 = 0.01;
+
+/// Confidence of the upper bound on the path's loss rate that SYN waits are weighed against.
+pub const PATH_LOSS_CONFIDENCE: f64 = 0.95;
 
 /// Listen backlog suggested when SYNs are dropped: the 6.x default of somaxconn (4096).
 pub const BACKLOG: u32 = 4096;
@@ -509,6 +518,17 @@ fn syn_retransmits(
         return Some(f);
     }
     f.explanation = "A SYN (or its SYN-ACK) went unanswered and the client resent it after the 1 s initial RTO (and 2 s more for a second loss). On a clean path the usual causes are a full listen queue on the server or, as in seed 003, a SYN reaching a port still in TIME_WAIT on the server; ports recycled quickly make that likely.".into();
+    if let Some(expected) = explained_by_path_loss(ctx, &mut f, total, waits) {
+        f.severity = Severity::Info;
+        f.explanation = format!(
+            "A SYN (or its SYN-ACK) went unanswered and the client resent it after the 1 s initial RTO. The path itself loses packets (the battery's paced traffic, which never queues, lost some too): at its rate up to {expected:.1} of {total} connects could lose a handshake packet, and {waits} did, so the handshakes met the path's loss, not a server that drops them. Each costs a second: a connection pool or keep-alive spares requests the handshake; the loss itself is the path's to fix."
+        );
+        f.fixes = vec![Fix::other(
+            "reuse connections (keep-alive, a pool) so requests do not pay for handshakes; find where the path drops packets",
+            "the application",
+        )];
+        return Some(f);
+    }
     let held = server_build_up(e, range);
     if let Some(tw) = held {
         f.explanation.push_str(&format!(
@@ -544,10 +564,51 @@ fn syn_retransmits(
     Some(f)
 }
 
+/// The connects expected to wait for the SYN timer at the path's own loss rate, when they
+/// explain the `waits` seen ([`PATH_LOSS_EXPLAINS_P`]); the figures go on `f` either way. The
+/// rate is the paced traffic's ([`ProbeLoss`]: the client's packets, which never queue), taken
+/// at its upper [`PATH_LOSS_CONFIDENCE`] bound: a few thousand paced packets may lose none on a
+/// path that loses one in two thousand, and the question is whether the path's loss could
+/// explain the waits. A handshake risks two packets, the SYN and the SYN-ACK, the way back
+/// taken to lose as much as the way out (the client's counters cannot see the server's
+/// sending).
+fn explained_by_path_loss(
+    ctx: &Context<'_>,
+    f: &mut Finding,
+    connects: u64,
+    waits: u64,
+) -> Option<f64> {
+    let probes = ProbeLoss::of(ctx)?;
+    let upper = tcplab_stats::dist::poisson_mean_upper(probes.lost, PATH_LOSS_CONFIDENCE).ok()?
+        / probes.sent.max(1) as f64;
+    let expected = connects as f64 * 2.0 * upper;
+    f.push(
+        "paced_loss_rate",
+        probes.rate(),
+        "fraction",
+        format!(
+            "the battery's paced packets lost by the path: {} of {} (at most {:.3}% at {:.0}% confidence)",
+            probes.lost,
+            probes.sent,
+            upper * 100.0,
+            PATH_LOSS_CONFIDENCE * 100.0
+        ),
+    );
+    f.push(
+        "waits_expected_from_path_loss",
+        expected,
+        "connects",
+        "at most: connects x 2 handshake packets x the paced loss rate's upper bound",
+    );
+    (tcplab_stats::dist::poisson_at_least(waits, expected) >= PATH_LOSS_EXPLAINS_P)
+        .then_some(expected)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::battery::Battery;
+    use crate::plan::PartKind;
     use crate::synth;
     use tcplab_results::crr::CrrResult;
 
@@ -665,6 +726,50 @@ mod tests {
         assert_eq!(f.severity, Severity::Warning);
         assert_eq!(f.samples[0].indices, [100, 200, 300, 400, 500, 600]);
         assert_eq!(f.fixes[0].lines, ["net.core.somaxconn = 4096"]);
+    }
+
+    /// 1000 connects of which `waits` took ~1 s, on a path whose paced msgs lost `lost` of
+    /// 50 000 segments.
+    fn waits_on_a_lossy_path(waits: u64, lost: u64) -> Vec<Finding> {
+        let r = synth::crr(1_000, 500.0, |i| {
+            if i < waits as usize {
+                1_003_000 * US
+            } else {
+                90 * US
+            }
+        });
+        let mut b = battery(r);
+        synth::counters(
+            &mut b,
+            PartKind::Msgs,
+            Role::Client,
+            &[("Tcp.OutSegs", 50_000), ("Tcp.RetransSegs", lost)],
+        );
+        check(&Context::new(&b))
+    }
+
+    #[test]
+    fn syn_waits_the_paths_own_loss_predicts_are_info() {
+        // 35 of 50 000 paced packets lost: at most 46.4 (95 %), so 1000 x 2 x 46.4 / 50 000 =
+        // 1.86 waits expected at most; 2 are likely.
+        let f = waits_on_a_lossy_path(2, 35);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Info, "{}", f[0]);
+        let expected = f[0].figure("waits_expected_from_path_loss").unwrap();
+        assert!((expected - 1.856).abs() < 0.001, "{expected}");
+        assert!(f[0].explanation.contains("the path's loss"));
+    }
+
+    #[test]
+    fn syn_waits_far_beyond_the_paths_loss_stay_connection_trouble() {
+        // 1.86 expected at most, 9 seen: P(X >= 9) ~ 2e-4.
+        let f = waits_on_a_lossy_path(9, 35);
+        assert_eq!(f[0].severity, Severity::Warning);
+        // 50 000 paced packets lost none: at most 0.006 %, 0.12 waits; 2 are not the path's.
+        let f = waits_on_a_lossy_path(2, 0);
+        assert_eq!(f[0].severity, Severity::Warning);
+        let expected = f[0].figure("waits_expected_from_path_loss").unwrap();
+        assert!((expected - 0.12).abs() < 0.001, "{expected}");
     }
 
     #[test]

@@ -118,18 +118,72 @@ fn reported(f: &Finding) -> bool {
     f.severity >= Severity::Warning && f.explained_by.is_none()
 }
 
-/// Demotes every finding another explains, then ranks them.
+/// Caveats about the measurement of some parts of the battery (`Finding::rests_on`): the
+/// emulator fell behind in them, or rr's threads waited for a CPU. A caveat weighs on the
+/// findings that rest on those parts (the emulator's explains them: they may be its artefact),
+/// and is worth a warning only when it does, or when nothing else is reported (a clean verdict
+/// rests on every part). A caveat over parts no reported finding rests on is info: the
+/// findings stand, and only the figures of those parts are in doubt.
+const CAVEATS: &[&str] = &["untrustworthy.emulator", "untrustworthy.cpu_wait"];
+
+fn is_caveat(f: &Finding) -> bool {
+    CAVEATS.contains(&f.id.as_str())
+}
+
+/// Whether two findings rest on a common part; a finding that names none rests on all.
+fn share_a_part(a: &Finding, b: &Finding) -> bool {
+    a.rests_on.is_empty()
+        || b.rests_on.is_empty()
+        || a.rests_on.iter().any(|p| b.rests_on.contains(p))
+}
+
+/// Demotes a caveat no reported finding rests on (see [`CAVEATS`]).
+fn weigh_caveats(findings: &mut [Finding]) {
+    for i in 0..findings.len() {
+        if !is_caveat(&findings[i]) || !reported(&findings[i]) {
+            continue;
+        }
+        let caveat = &findings[i];
+        let others = || {
+            findings
+                .iter()
+                .filter(|f| !f.id.starts_with("untrustworthy") && f.id != caveat.id)
+        };
+        let explained = others().any(|f| f.explained_by.as_deref() == Some(caveat.id.as_str()));
+        let weighs = others().any(|f| reported(f) && share_a_part(caveat, f));
+        let alone = !others().any(reported);
+        if explained || weighs || alone {
+            continue;
+        }
+        let parts: Vec<&str> = caveat.rests_on.iter().map(|p| p.name()).collect();
+        let f = &mut findings[i];
+        f.severity = Severity::Info;
+        f.explanation.push_str(&format!(
+            " No finding of this run rests on {}: the findings above stand, and only the figures of {} are in doubt.",
+            parts.join(", "),
+            if parts.len() == 1 { "that part" } else { "those parts" }
+        ));
+    }
+}
+
+/// Demotes every finding another explains (a caveat only those that share a part with it),
+/// weighs the caveats, then ranks the findings.
 pub fn apply(findings: &mut [Finding]) {
     for rel in RELATIONS {
         let Some(cause) = findings
             .iter()
             .find(|f| f.id.starts_with(rel.cause) && reported(f))
-            .map(|f| f.id.clone())
+            .cloned()
         else {
             continue;
         };
+        let scoped = is_caveat(&cause);
+        let cause_id = cause.id.clone();
         for f in findings.iter_mut() {
-            let is_effect = f.id != cause && f.id.starts_with(rel.effect);
+            let is_effect = f.id != cause_id
+                && f.id.starts_with(rel.effect)
+                && (!scoped || share_a_part(&cause, f));
+            let cause = &cause_id;
             // The emulator's verdict is about the measurement, not a symptom of the path.
             if is_effect && reported(f) && f.id != "untrustworthy.emulator" {
                 f.severity = Severity::Info;
@@ -139,6 +193,7 @@ pub fn apply(findings: &mut [Finding]) {
             }
         }
     }
+    weigh_caveats(findings);
     rank(findings);
 }
 
@@ -157,6 +212,7 @@ pub fn rank(findings: &mut [Finding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::PartKind;
 
     fn f(id: &str, severity: Severity) -> Finding {
         Finding::new(id, severity, id)
@@ -164,6 +220,87 @@ mod tests {
 
     fn ids(v: &[Finding]) -> Vec<(&str, Severity)> {
         v.iter().map(|f| (f.id.as_str(), f.severity)).collect()
+    }
+
+    fn on(id: &str, severity: Severity, parts: &[PartKind]) -> Finding {
+        let mut x = f(id, severity);
+        x.rests_on = parts.to_vec();
+        x
+    }
+
+    #[test]
+    fn a_late_part_discredits_only_what_rests_on_it() {
+        use PartKind::*;
+        // The emulator fell behind in rr; the SYN finding rests on crr: it stands, and the
+        // caveat, weighing on nothing reported, is info.
+        let mut v = vec![
+            on("untrustworthy.emulator", Severity::Critical, &[Rr]),
+            on(
+                "connection_trouble.syn_retransmits",
+                Severity::Error,
+                &[Crr, Http],
+            ),
+        ];
+        apply(&mut v);
+        assert_eq!(
+            ids(&v),
+            [
+                ("connection_trouble.syn_retransmits", Severity::Error),
+                ("untrustworthy.emulator", Severity::Info)
+            ]
+        );
+        assert!(
+            v[1].explanation
+                .contains("No finding of this run rests on rr")
+        );
+        // Late in crr: the SYN finding may be the emulator's artefact.
+        let mut v = vec![
+            on("untrustworthy.emulator", Severity::Critical, &[Crr]),
+            on(
+                "connection_trouble.syn_retransmits",
+                Severity::Error,
+                &[Crr, Http],
+            ),
+        ];
+        apply(&mut v);
+        assert_eq!(v[0].id, "untrustworthy.emulator");
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert_eq!(v[1].explained_by.as_deref(), Some("untrustworthy.emulator"));
+        // A verdict of the whole battery (no parts named) weighs on everything.
+        let mut v = vec![
+            on("untrustworthy.emulator", Severity::Critical, &[]),
+            on("reordering", Severity::Error, &[Stream]),
+        ];
+        apply(&mut v);
+        assert_eq!(v[0].severity, Severity::Critical);
+        assert_eq!(v[1].severity, Severity::Info);
+    }
+
+    #[test]
+    fn a_caveat_alone_keeps_its_severity_and_one_under_a_finding_of_its_part_too() {
+        use PartKind::*;
+        // Nothing else reported: a clean verdict rests on every part, the late one included.
+        let mut v = vec![on("untrustworthy.emulator", Severity::Critical, &[Rr])];
+        apply(&mut v);
+        assert_eq!(v[0].severity, Severity::Critical);
+        // rr's threads waited for a CPU: a warning beside a finding read from rr, info beside
+        // one read from the bulk flow only.
+        let wait = || on("untrustworthy.cpu_wait", Severity::Warning, &[Rr]);
+        let mut v = vec![
+            wait(),
+            on("delayed_ack_stall", Severity::Error, &[Msgs, Rr]),
+        ];
+        apply(&mut v);
+        assert_eq!(v[1], {
+            let mut w = wait();
+            w.severity = Severity::Warning;
+            w
+        });
+        let mut v = vec![wait(), on("rwnd_limited", Severity::Error, &[Stream])];
+        apply(&mut v);
+        assert_eq!(v[1].id, "untrustworthy.cpu_wait");
+        assert_eq!(v[1].severity, Severity::Info);
+        assert_eq!(v[0].severity, Severity::Error);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 use crate::battery::Context;
 use crate::finding::{Finding, Fix, Severity};
+use crate::plan::PartKind;
 
 /// A side's data threads busy this share of (wall time × threads) are CPU-bound: above it a
 /// thread rarely waits for the network, so TCP is not what limits it. The same limit the
@@ -62,6 +63,7 @@ fn emulator(ctx: &Context<'_>) -> Option<Finding> {
         "The emulator released packets late, dropped them itself or ran out of CPU ({}), so delays, rates and losses differed from the configuration and every other finding may be an artefact. Re-run with a lower rate, fewer flows, or the emulator on its own core.",
         fid.reasons.join("; ")
     );
+    f.rests_on = fid.late_parts.clone();
     f.fixes.push(Fix::other("re-run at a lower rate or with fewer flows, or give the emulator a CPU of its own (fewer parallel jobs)", "the lab"));
     Some(f)
 }
@@ -175,6 +177,7 @@ fn cpu_wait(ctx: &Context<'_>) -> Option<Finding> {
         ),
     );
     f.push("latency_p50_us", p50, "µs", "rr median latency");
+    f.rests_on = vec![PartKind::Rr];
     f.explanation = format!(
         "The rr threads were runnable but off the CPU for {wait:.0} µs per transaction on average (client {}, server {}), against a median latency of {p50:.0} µs. That time is the host's scheduler (other tasks, or the emulator's real-time workers, held the CPUs), not the network, so the latency figures overstate the path by up to that much.",
         side(client),
@@ -321,6 +324,7 @@ mod tests {
             fidelity: Some(EmulatorFidelity {
                 trustworthy: true,
                 reasons: Vec::new(),
+                late_parts: Vec::new(),
             }),
             ..Battery::default()
         }
@@ -337,6 +341,7 @@ mod tests {
         b.fidelity = Some(EmulatorFidelity {
             trustworthy: false,
             reasons: vec!["a->b: lateness p99 450 µs above 100 µs (max 2100 µs)".into()],
+            late_parts: Vec::new(),
         });
         let f = check(&Context::new(&b));
         assert_eq!(f.len(), 1);
