@@ -59,6 +59,16 @@ for part in $parts; do
     *) echo "PARTS: unknown part $part (emulated, remote, draw)" >&2; exit 2 ;;
   esac
 done
+# A part not run this time but whose batteries are already in OUT_DIR (kept by an earlier run)
+# is scored by this build, and the results say so.
+for part in remote draw; do
+  case " $parts " in *" $part "*) continue ;; esac
+  if [ -f "$out/$part/scorecard-remote.json" ]; then
+    "$T" corpus score "$out/$part" >/dev/null || true
+    cp "$out/$part/scorecard.json" "$out/$part/scorecard-remote.json"
+    res_param "${part}_scored" "kept batteries in $out/$part, scored by this build, not run"
+  fi
+done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" "$state/goals.json" <<'PY'
 import json, os, sys

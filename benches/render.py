@@ -342,6 +342,9 @@ def doctor(d):
     if p.get("draw_seed"):
         extra = (f"The draw: seed {p['draw_seed']}, {p.get('draw_count', '?')} cases "
                  f"(`tcplab corpus draw --seed {p['draw_seed']} --count {p.get('draw_count', '?')}`).")
+    for key, name in (("remote", "`--remote`"), ("draw", "draw")):
+        if p.get(f"{key}_scored"):
+            extra += f" The {name} column: {p[f'{key}_scored']}."
     return "\n".join(rows) + "\n" + caption(d, extra)
 
 

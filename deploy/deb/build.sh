@@ -67,6 +67,8 @@ install -d "$stage/usr/share/doc/tcplab"
 
 # The oldest C library the binary accepts: the newest GLIBC_ symbol version it links.
 glibc=$(objdump -T "$bin" 2>/dev/null | grep -oE 'GLIBC_[0-9]+\.[0-9]+' | sed 's/GLIBC_//' | sort -V | tail -1)
+# The binary links the system's SQLite: at least the version it was built against.
+sqlite=$(dpkg-query -W -f '${Version}' libsqlite3-0 2>/dev/null | sed -E 's/[-+].*//' || true)
 install -d "$stage/DEBIAN"
 cat >"$stage/DEBIAN/control" <<CONTROL
 Package: tcplab
@@ -74,7 +76,7 @@ Version: $debversion
 Architecture: $arch
 Maintainer: tcplab developers <tcplab@example.invalid>
 Installed-Size: $(du -sk "$stage/usr" "$stage/lib" | awk '{s += $1} END {print s}')
-Depends: libc6${glibc:+ (>= $glibc)}, passwd
+Depends: libc6${glibc:+ (>= $glibc)}, libsqlite3-0${sqlite:+ (>= $sqlite)}, passwd
 Recommends: iproute2
 Section: net
 Priority: optional
