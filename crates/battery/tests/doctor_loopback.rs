@@ -47,9 +47,12 @@ impl Drop for LoopServer {
     }
 }
 
+/// 100 messages, about 4 s of 40 ms stalls: well past the quick ACKs of a connection's start,
+/// the rules' minimum of 50 per run and the delayed-ACK cluster's 5 members. With 30, a CI run
+/// once found no delayed-ACK finding at all.
 fn write_write_read(srv: &LoopServer, nodelay: bool) -> Battery {
     let cfg = MsgsConfig {
-        count: 30,
+        count: 100,
         size: 200,
         pattern: Pattern::WriteWriteRead,
         opts: SockOpts {
