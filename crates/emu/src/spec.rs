@@ -4,7 +4,9 @@
 //! | kind | accepted | examples |
 //! |---|---|---|
 //! | duration | `ns`, `us` (or `µs`), `ms`, `s`; a bare `0` | `10ms`, `250us`, `1.5s`, `0` |
-//! | rate | `bit`, `kbit`, `mbit`, `gbit`, `tbit` and `bps`, `kbps`, `mbps`, `gbps` (all **bits** per second, powers of 1000, any case) | `1gbit`, `100mbit`, `1.5Gbit`, `1000000bps` |
+//! | rate | `bit`, `kbit`, `mbit`, `gbit`, `tbit` and `bps`, `kbps`, `mbps`, `gbps`, or iperf's `k`, `m`, `g`, `t` (all **bits** per second, powers of 1000, any case) | `1gbit`, `100mbit`, `1.5Gbit`, `100M`, `1000000bps` |
+//! | workload duration | as a duration, and a bare number is seconds (as iperf's `-t`) | `10`, `2.5`, `250ms` |
+//! | size | a bare count or `b` for bytes; `k`/`kb`/`kib`, `m`/`mb`/`mib`, `g`/`gb`/`gib` (powers of 1024) | `64`, `128k`, `64KiB`, `1.5MiB` |
 //! | percentage | a number and `%`; a bare `0` | `0.1%`, `1%`, `100%` |
 //! | queue | a bare count or `p`/`pkt`/`pkts`/`packets` for packets; `b`, `kb`/`k`/`kib`, `mb`/`m`/`mib`, `gb`/`g`/`gib` for bytes (powers of 1024, as in tc) | `1000`, `64kb`, `1500b` |
 //! | per direction | `A/B` = A client→server, B server→client; a bare value applies to both | `10ms/2ms` |
@@ -20,6 +22,8 @@ use crate::{Nanos, QueueLimit};
 const DURATION_HINT: &str = "write e.g. 10ms, 250us, 1.5s or 0";
 const RATE_HINT: &str = "write e.g. 1gbit, 100mbit, 500kbit or 1000000bps";
 const PERCENT_HINT: &str = "write e.g. 0.1% or 1%";
+const WORKLOAD_DURATION_HINT: &str = "write seconds or a unit, e.g. 10, 2.5s, 250ms or 40us";
+const SIZE_HINT: &str = "write bytes, e.g. 64, 128k, 64KiB or 1.5MiB";
 const QUEUE_HINT: &str = "write e.g. 1000 (packets), 64kb or 1500b (bytes)";
 
 /// A non-negative decimal number held exactly as `mantissa / 10^scale`.
@@ -108,16 +112,51 @@ pub fn parse_duration(s: &str) -> Result<Nanos, ValueError> {
         .ok_or_else(|| too_large("duration"))
 }
 
+/// Parses a workload's duration into ns: a duration as [`parse_duration`] takes it, or a bare
+/// number of seconds (`10`, `2.5`), as `-t` has meant since iperf. A link's delay keeps its
+/// unit: `--delay 10` is not seconds.
+pub fn parse_workload_duration(s: &str) -> Result<Nanos, ValueError> {
+    let (n, unit) = split_number(s, WORKLOAD_DURATION_HINT)?;
+    if unit.is_empty() {
+        return n
+            .times(1_000_000_000)
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(|| too_large("duration"));
+    }
+    parse_duration(s)
+}
+
+/// Parses a size into bytes: a bare number or `b` is bytes, `k`, `m`, `g` (with or without
+/// `b`/`ib`) are powers of 1024, as in `tc` and iperf; fractions are rounded to the byte.
+pub fn parse_size(s: &str) -> Result<u64, ValueError> {
+    let (n, unit) = split_number(s, SIZE_HINT)?;
+    let per_unit: u128 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => {
+            return Err(ValueError::UnknownUnit {
+                unit: unit.to_owned(),
+                allowed: "no unit or b (bytes), k, m or g (powers of 1024, e.g. 128k or 64KiB)",
+            });
+        }
+    };
+    n.times(per_unit)
+        .and_then(|v| u64::try_from(v).ok())
+        .ok_or_else(|| too_large("size"))
+}
+
 /// Parses a rate into bits per second: `1gbit`, `100mbit`, `1.5Gbit`, `1000000bps`.
 pub fn parse_rate(s: &str) -> Result<u64, ValueError> {
     let (n, unit) = split_number(s, RATE_HINT)?;
     let per_unit: u128 = match unit.to_ascii_lowercase().as_str() {
         "" => return Err(ValueError::MissingUnit { hint: RATE_HINT }),
         "bit" | "bps" => 1,
-        "kbit" | "kbps" => 1_000,
-        "mbit" | "mbps" => 1_000_000,
-        "gbit" | "gbps" => 1_000_000_000,
-        "tbit" | "tbps" => 1_000_000_000_000,
+        "kbit" | "kbps" | "k" => 1_000,
+        "mbit" | "mbps" | "m" => 1_000_000,
+        "gbit" | "gbps" | "g" => 1_000_000_000,
+        "tbit" | "tbps" | "t" => 1_000_000_000_000,
         _ => {
             return Err(ValueError::UnknownUnit {
                 unit: unit.to_owned(),

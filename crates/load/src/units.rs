@@ -1,37 +1,14 @@
 //! Values as people write them, parsed: durations (`2.5`, `3s`, `250ms`), byte counts with binary
-//! K/M/G suffixes, rates with decimal ones, size lists and doubling ranges. crates/cli hands
+//! K/M/G suffixes, rates with decimal ones (each by `tcplab_results::units`, the one parser a
+//! scenario file's values go through too), size lists and doubling ranges. crates/cli hands
 //! these to its flags as value parsers, so a bad value's message is the same everywhere.
 
 use tcplab_emu::error::shown;
+use tcplab_results::units::{Bytes, Dur, Rate};
 
-/// Longest duration accepted, ms (about 31 years).
-const MAX_MS: f64 = 1e12;
-/// Largest byte count or rate accepted (just under 2^64).
-const MAX_SCALED: f64 = 1.8e19;
-
-/// Seconds (`1.5`, `2s`, `250ms`) to milliseconds.
+/// Seconds (`1.5`, `2s`, `250ms`) to milliseconds, as [`Dur`] reads them.
 pub fn parse_duration_ms(s: &str) -> Result<u64, String> {
-    let (num, scale) = if let Some(v) = s.strip_suffix("ms") {
-        (v, 1.0)
-    } else if let Some(v) = s.strip_suffix('s') {
-        (v, 1000.0)
-    } else {
-        (s, 1000.0)
-    };
-    let v: f64 = num.trim().parse().map_err(|_| {
-        format!(
-            "`{}` is not a duration: write seconds or ms, e.g. 10, 2.5s, 250ms",
-            shown(s)
-        )
-    })?;
-    if !(v.is_finite() && v >= 0.0 && v * scale < MAX_MS) {
-        return Err(format!(
-            "`{}` is out of range: give a duration from 0 to {} s",
-            shown(s),
-            MAX_MS / 1000.0
-        ));
-    }
-    Ok((v * scale).round() as u64)
+    s.parse::<Dur>().map(Dur::ms)
 }
 
 /// A live-report interval: a duration of at least 10 ms.
@@ -48,37 +25,14 @@ pub fn parse_interval_ms(s: &str) -> Result<u64, String> {
     Ok(ms)
 }
 
-fn parse_scaled(s: &str, base: f64, example: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mul) = match t.chars().last() {
-        Some('k' | 'K') => (&t[..t.len() - 1], base),
-        Some('m' | 'M') => (&t[..t.len() - 1], base * base),
-        Some('g' | 'G') => (&t[..t.len() - 1], base * base * base),
-        _ => (t, 1.0),
-    };
-    let v: f64 = num.parse().map_err(|_| {
-        format!(
-            "`{}` is not a number: write a number with an optional K, M or G, e.g. {example}",
-            shown(s)
-        )
-    })?;
-    if !(v.is_finite() && v >= 0.0 && v * mul < MAX_SCALED) {
-        return Err(format!(
-            "`{}` is out of range: give a value from 0 to 1.8e19",
-            shown(s)
-        ));
-    }
-    Ok((v * mul).round() as u64)
-}
-
-/// Bytes with binary K/M/G suffixes (128K = 131072).
+/// Bytes with binary K/M/G suffixes (128K = 131072), as [`Bytes`] reads them.
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    parse_scaled(s, 1024.0, "128K (131,072 bytes)")
+    s.parse::<Bytes>().map(|b| b.0)
 }
 
-/// Rates with decimal K/M/G suffixes (100M = 100,000,000 bit/s).
+/// Rates with decimal K/M/G suffixes (100M = 100,000,000 bit/s), as [`Rate`] reads them.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
-    parse_scaled(s, 1000.0, "100M (100,000,000)")
+    s.parse::<Rate>().map(|r| r.0)
 }
 
 /// A size list `1,64,1500` or a doubling range `1..4096`.

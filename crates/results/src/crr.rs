@@ -18,25 +18,38 @@ pub const MAX_SAMPLES: u64 = 4_000_000;
 
 /// Parameters of a crr run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct CrrConfig {
     /// Concurrent connection loops (`--concurrency`).
     pub concurrency: u32,
     /// Request size, bytes (`--req`).
+    #[serde(with = "crate::units::serde_size_u32")]
     pub req: u32,
     /// Response size, bytes (`--resp`).
+    #[serde(with = "crate::units::serde_size_u32")]
     pub resp: u32,
     /// Stop after this many transactions (`--count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
-    /// Stop after this long, ms (`--duration`).
+    /// Stop after this long (`--duration`).
+    #[serde(
+        rename = "duration",
+        default,
+        with = "crate::units::serde_ms_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub duration_ms: Option<u64>,
-    /// Give up on one connect after this long, ms (`--connect-timeout`).
+    /// Give up on one connect after this long (`--connect-timeout`).
+    #[serde(rename = "connect_timeout", with = "crate::units::serde_ms")]
     pub connect_timeout_ms: u64,
-    /// TIME_WAIT sampling period, ms.
+    /// TIME_WAIT sampling period.
+    #[serde(rename = "sample", with = "crate::units::serde_ms")]
     pub sample_ms: u64,
     /// Socket options of the data connections (both sides).
+    #[serde(rename = "socket")]
     pub opts: SockOpts,
-    /// Idle timeout of every other wait, ms (`--timeout`).
+    /// Idle timeout of every other wait (`--timeout`).
+    #[serde(rename = "timeout", with = "crate::units::serde_ms")]
     pub timeout_ms: u64,
     /// Threads the server accepts and serves with (`--server-threads`; default one more than
     /// the client's loops, so no connection waits for a thread). Fewer than the loops is a

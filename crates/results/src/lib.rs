@@ -39,10 +39,12 @@ pub mod rrul;
 pub mod samples;
 pub mod session;
 pub mod sockopt;
+pub mod spec;
 pub mod stamps;
 pub mod stats;
 pub mod stream;
 pub mod tcpinfo;
+pub mod units;
 
 pub use error::ConfigError;
 pub use facts::Facts;

@@ -30,15 +30,17 @@ pub enum Pattern {
 
 /// Parameters of a msgs run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct MsgsConfig {
     /// Messages per run (`--count`).
     pub count: u64,
     /// Message size in bytes (`--size`).
+    #[serde(with = "crate::units::serde_size_u32")]
     pub size: u32,
     /// Sweep these sizes instead of `size` (`--sizes`), one run each.
     pub sizes: Vec<u32>,
     /// Pacing: the write of message i starts at start + i·gap (`--gap-us`, 0 = back to back).
+    #[serde(rename = "pace", with = "crate::units::serde_us")]
     pub gap_us: u64,
     /// With `gap_us`, each write starts at least a gap after the one before (`--spaced`)
     /// instead of at its slot on the schedule: a sender that falls behind (a preempted thread)
@@ -50,13 +52,20 @@ pub struct MsgsConfig {
     pub pattern: Pattern,
     /// Take per-message timestamps (`--no-timestamps` turns them off to measure their cost).
     pub timestamps: bool,
-    /// Link rate for the theoretical best (`--link-rate`, bit/s).
+    /// Link rate for the theoretical best (`--link-rate`).
+    #[serde(
+        rename = "link_rate",
+        with = "crate::units::serde_rate_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub link_rate_bps: Option<u64>,
     /// A receive gap above this many ms counts as a stall (`--stall-ms`).
     pub stall_ms: f64,
     /// Socket options of the data connection (both sides).
+    #[serde(rename = "socket")]
     pub opts: SockOpts,
-    /// Idle timeout of every wait, ms (`--timeout`).
+    /// Idle timeout of every wait (`--timeout`).
+    #[serde(rename = "timeout", with = "crate::units::serde_ms")]
     pub timeout_ms: u64,
 }
 

@@ -20,29 +20,42 @@ pub const MAX_SCHEDULE: u64 = 10_000_000;
 
 /// Parameters of an rr run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RrConfig {
     /// Request size, bytes (`--req`).
+    #[serde(with = "crate::units::serde_size_u32")]
     pub req: u32,
     /// Response size, bytes (`--resp`).
+    #[serde(with = "crate::units::serde_size_u32")]
     pub resp: u32,
     /// Requests in flight in closed loop (`--depth`).
     pub depth: u32,
     /// Open loop at this many transactions/s (`--rate`); closed loop when null.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
     /// Open loop with exponential (Poisson) inter-send times (`--poisson`).
     pub poisson: bool,
     /// Seed of the Poisson schedule (`--seed`; chosen and recorded when absent).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Stop after this many transactions (`--count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
-    /// Stop after this long, ms (`--duration`).
+    /// Stop after this long (`--duration`).
+    #[serde(
+        rename = "duration",
+        default,
+        with = "crate::units::serde_ms_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub duration_ms: Option<u64>,
     /// NetPIPE sweep sizes (`--sizes`).
     pub sizes: Vec<u32>,
     /// Socket options of the data connection (both sides).
+    #[serde(rename = "socket")]
     pub opts: SockOpts,
-    /// Idle timeout of every wait, ms (`--timeout`).
+    /// Idle timeout of every wait (`--timeout`).
+    #[serde(rename = "timeout", with = "crate::units::serde_ms")]
     pub timeout_ms: u64,
     /// A transaction slower than this many ms counts as a stall (`--stall-ms`), as a receive
     /// gap does for msgs: the figure the mesh's all-to-all estimate is made of.

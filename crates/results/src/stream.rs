@@ -34,31 +34,58 @@ pub enum Direction {
     Bidir,
 }
 
-/// Parameters of a stream run.
+/// How often a stream records its interval reports and tcp_info samples unless told, ms. A
+/// study's time plots need it: at 1 s a 3 s run is three points and slow start, a loss's
+/// sawtooth or a queue filling average away; at 100 ms the sampler wakes ten times a second
+/// per side, which costs the flows nothing measurable. `tcplab stream`'s own `--interval`
+/// defaults to 1 s: a terminal reads one line a second.
+pub const DEFAULT_INTERVAL_MS: u64 = 100;
+
+/// Parameters of a stream run. The serde form is a scenario's `kind = "stream"` table (and the
+/// `config` of a result): durations, sizes and rates written with units (`crate::units`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct StreamConfig {
     /// Parallel flows per direction (`--flows`).
     pub flows: u32,
     /// Direction (`--dir`).
     pub direction: Direction,
-    /// Stop sending after this long, ms (`--duration`).
+    /// Stop sending after this long (`--duration`); with `bytes`, whichever comes first.
+    #[serde(
+        rename = "duration",
+        default,
+        with = "crate::units::serde_ms_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub duration_ms: Option<u64>,
     /// Stop after this many bytes per direction (`--bytes`).
+    #[serde(
+        with = "crate::units::serde_size_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub bytes: Option<u64>,
     /// Leave the first ms out of the figures (`--omit`).
+    #[serde(rename = "omit", with = "crate::units::serde_ms")]
     pub omit_ms: u64,
-    /// Interval of reports and tcp_info samples, ms (`--interval`).
+    /// Interval of reports and tcp_info samples (`--interval`).
+    #[serde(rename = "interval", with = "crate::units::serde_ms")]
     pub interval_ms: u64,
     /// Bytes per write (`--write-size`).
+    #[serde(with = "crate::units::serde_size_u32")]
     pub write_size: u32,
     /// Socket options of the data connections (both sides).
+    #[serde(rename = "socket")]
     pub opts: SockOpts,
-    /// Idle timeout of every wait, ms (`--timeout`).
+    /// Idle timeout of every wait (`--timeout`).
+    #[serde(rename = "timeout", with = "crate::units::serde_ms")]
     pub timeout_ms: u64,
-    /// The receiving side reads no faster than this, bit/s (`--read-rate`): an application
+    /// The receiving side reads no faster than this (`--read-rate`): an application
     /// that cannot keep up with the path, whose unread data closes the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "read_rate",
+        with = "crate::units::serde_rate_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub read_rate_bps: Option<u64>,
 }
 
@@ -70,7 +97,7 @@ impl Default for StreamConfig {
             duration_ms: Some(10_000),
             bytes: None,
             omit_ms: 0,
-            interval_ms: 1_000,
+            interval_ms: DEFAULT_INTERVAL_MS,
             write_size: 128 << 10,
             opts: SockOpts::default(),
             timeout_ms: 10_000,

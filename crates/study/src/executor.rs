@@ -18,7 +18,9 @@ use crate::labsession::LabSession;
 use crate::plan::PlannedRun;
 use crate::runner::{Executor, Fidelity, RunError, RunOutcome, RunTiming};
 use crate::scenario::Reset;
-use crate::workload::{self, MsgPattern, StreamDirection, Workload, WorkloadKind};
+use tcplab_results::spec::WorkloadSpec;
+
+use crate::workload::Workload;
 
 /// The live-interval period handed to the HTTP run; nothing listens (a study keeps the
 /// per-request samples instead), so it only has to be valid.
@@ -170,16 +172,16 @@ impl Executor for LabExecutor {
         let mut verdicts = Vec::new();
         let collected = run_workloads(&run.config.settings.workloads, |w| {
             let before = lab.emulator_status().ok();
-            let report = match &w.kind {
+            let report = match &w.spec {
                 // The web server is started in the server host for the run and the client's
                 // event loops in the client host, by the load crate itself: the session's
                 // tcplab server and kept client thread have no part in it.
-                WorkloadKind::Http(p) => tcplab_load::http::run::run_in_lab(
+                WorkloadSpec::Http(h) => tcplab_load::http::run::run_in_lab(
                     lab,
                     &hosts.0,
                     &hosts.1,
-                    &p.lab_server(),
-                    &p.config(sock_opts(&w.socket)),
+                    &h.server,
+                    &h.config,
                     HTTP_INTERVAL_MS,
                     None,
                 )?,
@@ -340,67 +342,15 @@ pub fn run_workload(
     target: SocketAddr,
     facts: serde_json::Value,
 ) -> tcplab_load::Result<Report> {
-    let opts = sock_opts(&w.socket);
-    match &w.kind {
-        WorkloadKind::Msgs(p) => {
-            let cfg = tcplab_results::msgs::MsgsConfig {
-                count: p.count,
-                size: p.size,
-                gap_us: p.pace.as_ref().map_or(0, |d| d.ns() / 1_000),
-                pattern: match p.pattern {
-                    MsgPattern::Write => tcplab_results::msgs::Pattern::Write,
-                    MsgPattern::WriteWriteRead => tcplab_results::msgs::Pattern::WriteWriteRead,
-                },
-                opts,
-                ..Default::default()
-            };
-            tcplab_load::msgs::run_client(&cfg, target, facts).map(Report::Msgs)
+    match &w.spec {
+        WorkloadSpec::Msgs(c) => tcplab_load::msgs::run_client(c, target, facts).map(Report::Msgs),
+        WorkloadSpec::Rr(c) => tcplab_load::rr::run_client(c, target, facts).map(Report::Rr),
+        WorkloadSpec::Crr(c) => tcplab_load::crr::run_client(c, target, facts).map(Report::Crr),
+        WorkloadSpec::Stream(c) => {
+            tcplab_load::stream::run_client(c, target, facts, None).map(Report::Stream)
         }
-        WorkloadKind::Rr(p) => {
-            let cfg = tcplab_results::rr::RrConfig {
-                req: p.req,
-                resp: p.resp,
-                depth: p.depth,
-                rate: p.rate,
-                duration_ms: Some(p.duration.ns() / 1_000_000),
-                opts,
-                ..Default::default()
-            };
-            tcplab_load::rr::run_client(&cfg, target, facts).map(Report::Rr)
-        }
-        WorkloadKind::Crr(p) => {
-            let cfg = tcplab_results::crr::CrrConfig {
-                concurrency: p.concurrency,
-                req: p.req,
-                resp: p.resp,
-                count: p.count,
-                duration_ms: Some(p.duration.ns() / 1_000_000),
-                opts,
-                ..Default::default()
-            };
-            tcplab_load::crr::run_client(&cfg, target, facts).map(Report::Crr)
-        }
-        WorkloadKind::Stream(p) => {
-            let cfg = tcplab_results::stream::StreamConfig {
-                flows: p.flows,
-                direction: match p.direction {
-                    StreamDirection::Up => tcplab_results::stream::Direction::Up,
-                    StreamDirection::Down => tcplab_results::stream::Direction::Down,
-                    StreamDirection::Bidir => tcplab_results::stream::Direction::Bidir,
-                },
-                duration_ms: if p.bytes.is_some() {
-                    None
-                } else {
-                    Some(p.duration.ns() / 1_000_000)
-                },
-                bytes: p.bytes,
-                interval_ms: p.interval_ms(),
-                opts,
-                ..Default::default()
-            };
-            tcplab_load::stream::run_client(&cfg, target, facts, None).map(Report::Stream)
-        }
-        WorkloadKind::Http(_) => Err(tcplab_load::LoadError::Config {
+        WorkloadSpec::Rrul(c) => tcplab_load::rrul::run_client(c, target, facts).map(Report::Rrul),
+        WorkloadSpec::Http(_) => Err(tcplab_load::LoadError::Config {
             flag: "to",
             reason: HTTP_NEEDS_LAB.into(),
         }),
@@ -411,21 +361,6 @@ pub fn run_workload(
 /// started in the lab's server host for each run, and `tcplab serve` serves tcplab's own
 /// protocol, not HTTP, to a study.
 pub const HTTP_NEEDS_LAB: &str = "an http workload runs in a lab, which starts the web server in its server host for each run; a study against `tcplab serve` cannot run it (drop --to/--hosts), and a remote web server is measured with `tcplab http --to ADDR[:PORT]`";
-
-/// The scenario's socket options as the workloads take them (unset: the kernel's default).
-fn sock_opts(s: &workload::SockOpts) -> tcplab_results::sockopt::SockOpts {
-    tcplab_results::sockopt::SockOpts {
-        nodelay: s.nodelay.unwrap_or(false),
-        cork: s.cork.unwrap_or(false),
-        quickack: s.quickack.unwrap_or(false),
-        congestion: s.congestion.clone(),
-        sndbuf: s.sndbuf,
-        rcvbuf: s.rcvbuf,
-        notsent_lowat: s.notsent_lowat,
-        rto_min_us: s.rto_min_us,
-        delack_max_us: s.delack_max_us,
-    }
-}
 
 /// The server host's kernel counters an http run's metrics always carry (0 when they did not
 /// move): an accept queue that overflowed and SYN cookies sent instead of queueing, what seed

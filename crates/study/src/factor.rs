@@ -19,7 +19,9 @@ use std::fmt;
 use tcplab_lab::Offloads;
 
 use crate::scenario::{FactorSpec, LINK_FIELDS, LabSection, Scale};
-use crate::workload::{SOCKET_KEYS, Workload, keys_of};
+use tcplab_results::spec::{keys, socket_keys};
+
+use crate::workload::Workload;
 
 /// The settings a configuration runs with: the lab and the workloads, factors applied.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -105,8 +107,8 @@ impl Target {
             }
             "link" if LINK_FIELDS.contains(&rest) => Ok(Target::Link(rest.to_string())),
             "link" => Err(unknown("link field", rest, LINK_FIELDS)),
-            "socket" if SOCKET_KEYS.contains(&rest) => Ok(Target::Socket(rest.to_string())),
-            "socket" => Err(unknown("socket option", rest, SOCKET_KEYS)),
+            "socket" if socket_keys().contains(&rest) => Ok(Target::Socket(rest.to_string())),
+            "socket" => Err(unknown("socket option", rest, socket_keys())),
             "lab" if LAB_FIELDS.contains(&rest) => Ok(Target::Lab(rest.to_string())),
             "lab" => Err(unknown("lab field", rest, LAB_FIELDS)),
             "workload" => parse_workload(rest, workloads)
@@ -142,10 +144,9 @@ fn parse_workload(rest: &str, workloads: &[Workload]) -> Option<Result<Target, N
     let mut valid: Vec<&str> = Vec::new();
     for w in &chosen {
         valid.extend(
-            keys_of(w.kind_name())
-                .unwrap_or(&[])
+            keys(w.kind())
                 .iter()
-                .filter(|k| **k != "kind"),
+                .filter(|k| !matches!(**k, "kind" | "socket")),
         );
     }
     if !valid.contains(&field) {
@@ -484,7 +485,7 @@ pub fn apply(settings: &mut Settings, target: &Target, value: &FactorValue) -> R
             let mut applied = 0;
             for (i, w) in settings.workloads.iter_mut().enumerate() {
                 let chosen = index.is_none_or(|n| n == i);
-                let has = keys_of(w.kind_name()).is_some_and(|k| k.contains(&field.as_str()));
+                let has = keys(w.kind()).contains(&field.as_str());
                 if chosen && has {
                     set_workload_field(w, field, value)?;
                     applied += 1;
@@ -539,13 +540,8 @@ fn apply_lab(lab: &mut LabSection, field: &str, value: &FactorValue) -> Result<(
 fn set_workload_field(w: &mut Workload, field: &str, value: &FactorValue) -> Result<(), String> {
     let mut table = w.to_table()?;
     table.insert(field.to_string(), value.0.clone());
-    *w = Workload::from_table(table).map_err(|e| {
-        format!(
-            "`{}` does not fit {}.{field}: {e}",
-            value.text(),
-            w.kind_name()
-        )
-    })?;
+    *w = Workload::from_table(table)
+        .map_err(|e| format!("`{}` does not fit {}.{field}: {e}", value.text(), w.kind()))?;
     Ok(())
 }
 

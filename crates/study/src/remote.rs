@@ -19,7 +19,9 @@ use crate::executor::{HTTP_NEEDS_LAB, run_workload, run_workloads};
 use crate::plan::PlannedRun;
 use crate::runner::{Executor, Fidelity, RunError, RunOutcome};
 use crate::scenario::LabSection;
-use crate::workload::{Workload, WorkloadKind};
+use tcplab_results::spec::WorkloadKind;
+
+use crate::workload::Workload;
 
 /// Runs every planned run against `tcplab serve` at one address.
 #[derive(Debug, Clone)]
@@ -99,8 +101,7 @@ pub fn needs_lab(lab: &LabSection, host_sysctl: bool) -> Option<String> {
 /// an http workload starts its web server in a lab's server host.
 pub fn needs_lab_for(workloads: &[Workload]) -> Option<String> {
     workloads.iter().enumerate().find_map(|(i, w)| {
-        matches!(w.kind, WorkloadKind::Http(_))
-            .then(|| format!("workload {i} (http): {HTTP_NEEDS_LAB}"))
+        (w.kind() == WorkloadKind::Http).then(|| format!("workload {i} (http): {HTTP_NEEDS_LAB}"))
     })
 }
 

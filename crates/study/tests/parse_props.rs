@@ -10,7 +10,7 @@ mod props;
 
 use props::{bounded, check_error};
 use proptest::prelude::*;
-use tcplab_study::workload::DurationText;
+use tcplab_results::units::{Bytes, Dur, Rate};
 use tcplab_study::{Plan, PlanOptions, ScenarioFile};
 
 const SCENARIO: &str = r#"name = "props"
@@ -182,8 +182,19 @@ proptest! {
 
     #[test]
     fn durations(text in prop_oneof!["[0-9]{0,25}(\\.[0-9]{0,12})?(ns|us|µs|ms|s|m|h|)", any::<String>()]) {
-        let result = bounded("DurationText", move || DurationText::parse(&text).map(|d| d.ns()))?;
+        let result = bounded("Dur", move || text.parse::<Dur>().map(Dur::ns))?;
         if let Err(e) = result {
+            check_error(&e, &[])?;
+        }
+    }
+
+    #[test]
+    fn sizes_and_rates(text in prop_oneof!["[0-9]{0,25}(\\.[0-9]{0,12})?(k|KiB|m|MB|g|b|mbit|gbit|M|G|)", any::<String>()]) {
+        let t = text.clone();
+        if let Err(e) = bounded("Bytes", move || t.parse::<Bytes>().map(|b| b.0))? {
+            check_error(&e, &[])?;
+        }
+        if let Err(e) = bounded("Rate", move || text.parse::<Rate>().map(|r| r.0))? {
             check_error(&e, &[])?;
         }
     }

@@ -156,7 +156,7 @@ fn cross_expands_every_combination_and_applies_values() {
     assert_eq!(c.factors[1].1, "9.15ms");
     assert_eq!(c.factors[2].1, "4096 131072 8738000");
     assert_eq!(c.settings.lab.link.delay.as_deref(), Some("9.15ms"));
-    assert_eq!(c.settings.workloads[0].socket.nodelay, Some(false));
+    assert!(!c.settings.workloads[0].spec.socket().nodelay);
     let rmem = &c.settings.lab.sysctl["client"]["net.ipv4.tcp_rmem"];
     assert_eq!(rmem.as_str(), Some("4096 131072 8738000"));
     let link = c.link_config().unwrap().unwrap();

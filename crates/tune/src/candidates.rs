@@ -7,55 +7,58 @@ use std::collections::BTreeMap;
 use tcplab_doctor::Finding;
 use tcplab_doctor::{FixKind, Scope};
 
-/// The workloads tune can optimise, each with its objective.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkloadKind {
-    /// Per-message cost of small messages (sfperf).
-    Msgs,
-    /// Request/response p99 latency.
-    Rr,
-    /// Bulk throughput.
-    Stream,
-    /// Connection rate.
-    Crr,
-}
+pub use tcplab_results::spec::WorkloadKind;
+use tcplab_results::spec::WorkloadSpec;
+use tcplab_results::{crr::CrrConfig, rr::RrConfig, rrul::RrulConfig, stream::StreamConfig};
 
-impl std::str::FromStr for WorkloadKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "msgs" => Ok(WorkloadKind::Msgs),
-            "rr" => Ok(WorkloadKind::Rr),
-            "stream" => Ok(WorkloadKind::Stream),
-            "crr" => Ok(WorkloadKind::Crr),
-            other => Err(format!(
-                "unknown workload {other:?}; use msgs, rr, stream or crr"
-            )),
-        }
+/// The workloads tune can optimise (http needs a web server's lab, which tune does not build).
+pub const TUNABLE: &[WorkloadKind] = &[
+    WorkloadKind::Msgs,
+    WorkloadKind::Rr,
+    WorkloadKind::Stream,
+    WorkloadKind::Crr,
+    WorkloadKind::Rrul,
+];
+
+/// The workload tune races for `kind`, its runs lasting about `seconds`: small messages at
+/// sfperf's size, 64-byte request/response, one bulk flow, two connection loops, and latency
+/// under load with a second of idle probes on each side of the load.
+pub fn workload_spec(kind: WorkloadKind, seconds: f64) -> WorkloadSpec {
+    let ms = (seconds.max(0.5) * 1000.0).round() as u64;
+    match kind {
+        WorkloadKind::Msgs | WorkloadKind::Http => WorkloadSpec::default_of(WorkloadKind::Msgs),
+        WorkloadKind::Rr => WorkloadSpec::Rr(RrConfig {
+            req: 64,
+            resp: 64,
+            duration_ms: Some(ms),
+            ..RrConfig::default()
+        }),
+        WorkloadKind::Stream => WorkloadSpec::Stream(StreamConfig {
+            duration_ms: Some(ms),
+            ..StreamConfig::default()
+        }),
+        WorkloadKind::Crr => WorkloadSpec::Crr(CrrConfig {
+            concurrency: 2,
+            duration_ms: Some(ms),
+            ..CrrConfig::default()
+        }),
+        WorkloadKind::Rrul => WorkloadSpec::Rrul(RrulConfig {
+            before_ms: 1_000,
+            during_ms: ms.max(1_000),
+            after_ms: 1_000,
+            ..RrulConfig::default()
+        }),
     }
 }
 
-impl WorkloadKind {
-    /// The scenario's `[[workload]]` table.
-    pub fn workload_toml(self, seconds: f64) -> String {
-        let d = format!("{:.1}s", seconds.max(0.5));
-        match self {
-            WorkloadKind::Msgs => "kind = \"msgs\"\ncount = 100000\nsize = 1\n".to_string(),
-            WorkloadKind::Rr => format!("kind = \"rr\"\nreq = 64\nresp = 64\nduration = \"{d}\"\n"),
-            WorkloadKind::Stream => format!("kind = \"stream\"\nduration = \"{d}\"\n"),
-            WorkloadKind::Crr => format!("kind = \"crr\"\nconcurrency = 2\nduration = \"{d}\"\n"),
-        }
-    }
-
-    /// The objective: metric and goal.
-    pub fn objective(self) -> (&'static str, &'static str) {
-        match self {
-            WorkloadKind::Msgs => ("per_message_us.mean", "minimise"),
-            WorkloadKind::Rr => ("latency_us.p99", "minimise"),
-            WorkloadKind::Stream => ("throughput_bps", "maximise"),
-            WorkloadKind::Crr => ("connections_per_s", "maximise"),
-        }
-    }
+/// The objective's metric and goal, as a scenario's `objective` writes them.
+pub fn objective(kind: WorkloadKind) -> (&'static str, &'static str) {
+    let h = kind.headline();
+    let goal = match h.better {
+        tcplab_results::spec::Better::Higher => "maximise",
+        tcplab_results::spec::Better::Lower => "minimise",
+    };
+    (h.metric, goal)
 }
 
 /// One factor to race: a name the study understands and its values, the first being the
@@ -207,7 +210,8 @@ fn relevant(workload: WorkloadKind, id: &str) -> bool {
         WorkloadKind::Msgs | WorkloadKind::Rr => {
             matches!(rule, "delayed_ack_stall" | "periodic_stall")
         }
-        WorkloadKind::Crr => rule == "connection_trouble",
+        WorkloadKind::Crr | WorkloadKind::Http => rule == "connection_trouble",
+        WorkloadKind::Rrul => matches!(rule, "bufferbloat" | "loss_limited"),
     }
 }
 
@@ -311,6 +315,26 @@ fn presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) -> Vec<Ca
                 "preset: the widest ephemeral port range",
             ),
         ],
+        WorkloadKind::Rrul => vec![
+            Candidate::single(
+                "socket.congestion",
+                unique(vec![
+                    s(&cur("net.ipv4.tcp_congestion_control", "cubic")),
+                    s("cubic"),
+                    s("bbr"),
+                ]),
+                "preset: a congestion control that keeps its own queue short",
+            ),
+            Candidate::single(
+                "sysctl.all.\"net.ipv4.tcp_notsent_lowat\"",
+                vec![
+                    s(&cur("net.ipv4.tcp_notsent_lowat", "4294967295")),
+                    s("16384"),
+                ],
+                "preset: TCP_NOTSENT_LOWAT keeps unsent data out of the send buffer's queue",
+            ),
+        ],
+        WorkloadKind::Http => Vec::new(),
     }
 }
 
@@ -348,7 +372,28 @@ fn remote_presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) ->
             ]),
             "preset: congestion control (both ends' sockets)",
         )],
-        WorkloadKind::Crr => Vec::new(),
+        WorkloadKind::Rrul => vec![
+            Candidate::single(
+                "socket.congestion",
+                unique(vec![
+                    s(sysctls
+                        .get("net.ipv4.tcp_congestion_control")
+                        .map_or("cubic", String::as_str)),
+                    s("cubic"),
+                    s("bbr"),
+                ]),
+                "preset: a congestion control that keeps its own queue short",
+            ),
+            Candidate::single(
+                "socket.notsent_lowat",
+                vec![
+                    toml::Value::Integer(i64::from(u32::MAX)),
+                    toml::Value::Integer(16_384),
+                ],
+                "preset: TCP_NOTSENT_LOWAT keeps unsent data out of the send buffer's queue",
+            ),
+        ],
+        WorkloadKind::Crr | WorkloadKind::Http => Vec::new(),
     }
 }
 
@@ -367,6 +412,22 @@ fn unique(values: Vec<toml::Value>) -> Vec<toml::Value> {
 mod tests {
     use super::*;
     use tcplab_doctor::{Fix, Severity};
+
+    #[test]
+    fn every_tunable_workload_runs_and_has_something_to_race() {
+        for &kind in TUNABLE {
+            let spec = workload_spec(kind, 1.0);
+            assert_eq!(spec.kind(), kind);
+            spec.validate().unwrap_or_else(|e| panic!("{kind}: {e}"));
+            let lab = candidates(kind, &[], &BTreeMap::new(), Where::Lab);
+            assert!(!lab.is_empty(), "{kind}");
+        }
+        let (metric, goal) = objective(WorkloadKind::Rrul);
+        assert_eq!((metric, goal), ("inflation.during_p99_us", "minimise"));
+        let rrul = candidates(WorkloadKind::Rrul, &[], &BTreeMap::new(), Where::Lab);
+        let names: Vec<&str> = rrul.iter().map(|c| c.name.as_str()).collect();
+        assert!(names.contains(&"socket.congestion"), "{names:?}");
+    }
 
     fn rwnd_finding() -> Finding {
         let mut f = Finding::new("rwnd_limited", Severity::Warning, "receive window");

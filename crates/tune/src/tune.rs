@@ -20,8 +20,9 @@ use tcplab_study::runner::Executor;
 use tcplab_study::runner::{SweepOptions, sweep};
 use tcplab_study::scenario::ScenarioFile;
 use tcplab_study::store::Store;
+use tcplab_study::workload::Workload;
 
-use crate::candidates::{Candidate, Where, WorkloadKind, candidates};
+use crate::candidates::{Candidate, Where, WorkloadKind, candidates, objective, workload_spec};
 use crate::error::{Result, TuneError};
 
 /// What to tune and where.
@@ -103,8 +104,10 @@ pub struct TuneOutcome {
 fn run_seconds(w: WorkloadKind) -> f64 {
     match w {
         WorkloadKind::Msgs => 0.4,
-        WorkloadKind::Rr | WorkloadKind::Crr => 2.0,
+        WorkloadKind::Rr | WorkloadKind::Crr | WorkloadKind::Http => 2.0,
         WorkloadKind::Stream => 3.0,
+        // The load phase; the probes' idle seconds and the drain come on top (tune's spec).
+        WorkloadKind::Rrul => 3.0,
     }
 }
 
@@ -113,7 +116,8 @@ fn run_seconds(w: WorkloadKind) -> f64 {
 fn shortest_run(w: WorkloadKind) -> f64 {
     match w {
         WorkloadKind::Msgs => 0.4,
-        WorkloadKind::Rr | WorkloadKind::Crr | WorkloadKind::Stream => 1.0,
+        WorkloadKind::Rr | WorkloadKind::Crr | WorkloadKind::Stream | WorkloadKind::Http => 1.0,
+        WorkloadKind::Rrul => 1.0,
     }
 }
 
@@ -147,7 +151,7 @@ fn scenario_text(
     (repetitions, run_s): (u32, f64),
     combine: &str,
 ) -> String {
-    let (metric, goal) = opts.workload.objective();
+    let (metric, goal) = objective(opts.workload);
     let mut baseline = toml::Table::new();
     for f in factors {
         let v = match &f.labels {
@@ -167,8 +171,12 @@ fn scenario_text(
         )),
         None => text.push_str(&opts.lab_toml),
     }
+    let workload = Workload {
+        spec: workload_spec(opts.workload, run_s),
+    };
+    let table = workload.to_table().unwrap_or_default();
     text.push_str("\n[[workload]]\n");
-    text.push_str(&opts.workload.workload_toml(run_s));
+    text.push_str(&toml::to_string(&table).unwrap_or_default());
     for f in factors {
         text.push_str("\n[[factor]]\n");
         text.push_str(&f.to_toml());
@@ -312,7 +320,7 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
 
 /// Speed-up of the second configuration (the winner) over the first (the baseline).
 fn verify(store: &Store, workload: WorkloadKind) -> Result<Option<Verification>> {
-    let (metric, goal) = workload.objective();
+    let (metric, goal) = objective(workload);
     let goal = if goal == "maximise" {
         Objective::Maximise
     } else {

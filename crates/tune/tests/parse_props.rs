@@ -8,17 +8,17 @@ mod props;
 
 use props::check_error;
 use proptest::prelude::*;
-use tcplab_tune::candidates::WorkloadKind;
+use tcplab_tune::candidates::{TUNABLE, WorkloadKind};
 
 proptest! {
     #![proptest_config(props::config())]
 
     #[test]
     fn workload_kinds(name in prop_oneof![
-        prop::sample::select(vec!["msgs", "rr", "stream", "crr", "Rr", "http", ""]).prop_map(str::to_owned),
+        prop::sample::select(vec!["msgs", "rr", "stream", "crr", "rrul", "Rr", "http", ""]).prop_map(str::to_owned),
         any::<String>(),
     ]) {
-        if let Err(e) = name.parse::<WorkloadKind>() {
+        if let Err(e) = WorkloadKind::parse_among(&name, TUNABLE) {
             check_error(&e, &[])?;
         }
     }

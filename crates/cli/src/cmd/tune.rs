@@ -12,7 +12,7 @@ use clap::Args;
 use tcplab_battery::run::{self as battery, Target};
 use tcplab_doctor::plan::Request;
 use tcplab_stats::units::{Unit, human, metric_title};
-use tcplab_tune::candidates::WorkloadKind;
+use tcplab_tune::candidates::{TUNABLE, WorkloadKind};
 use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
 
 use super::doctor::parse_budget;
@@ -24,7 +24,7 @@ use crate::output;
 #[derive(Debug, Args)]
 pub struct TuneArgs {
     /// The workload to make fast: msgs (per-message cost), rr (p99 latency), stream
-    /// (throughput), crr (connections/s).
+    /// (throughput), crr (connections/s), rrul (p99 latency under load).
     #[arg(long)]
     workload: String,
     /// Wall time for the diagnosis, the race and the verification, e.g. 5m.
@@ -67,9 +67,7 @@ impl TuneArgs {
                 "--to: a remote path is measured as it is; drop --topology and the impairment flags"
             );
         }
-        let workload: WorkloadKind = self
-            .workload
-            .parse()
+        let workload = WorkloadKind::parse_among(&self.workload, TUNABLE)
             .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
         let budget = parse_budget("--budget", &self.budget)?;
         tcplab::writable::dir("--dir", &self.dir)?;

@@ -126,6 +126,17 @@ pub struct HttpArgs {
 }
 
 impl HttpArgs {
+    /// The workload these flags describe with the server a lab run starts, as a scenario
+    /// file and a study hold it.
+    pub fn spec(&self) -> Result<tcplab_results::spec::WorkloadSpec, LoadError> {
+        Ok(tcplab_results::spec::WorkloadSpec::Http(
+            tcplab_results::spec::HttpSpec {
+                config: self.config()?,
+                server: self.options().lab_server,
+            },
+        ))
+    }
+
     /// The library configuration these flags describe.
     pub fn config(&self) -> Result<HttpConfig, LoadError> {
         let mix = if let Some(file) = &self.urls {

@@ -11,6 +11,10 @@ pub mod rrul;
 pub mod serve;
 pub mod stream;
 
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "tests fail loudly on unexpected errors")]
+mod spec_props;
+
 pub use common::{ClientArgs, ClientKeyArgs, Sizes, SockOptArgs, parse_sizes};
 pub use http::HttpArgs;
 pub use msgs::MsgsArgs;

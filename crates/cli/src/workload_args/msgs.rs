@@ -67,6 +67,11 @@ pub struct MsgsArgs {
 }
 
 impl MsgsArgs {
+    /// The workload these flags describe, as a scenario file and a study hold it.
+    pub fn spec(&self) -> tcplab_results::spec::WorkloadSpec {
+        tcplab_results::spec::WorkloadSpec::Msgs(self.config())
+    }
+
     /// The library configuration these flags describe.
     pub fn config(&self) -> MsgsConfig {
         MsgsConfig {

@@ -51,6 +51,11 @@ pub struct RrArgs {
 }
 
 impl RrArgs {
+    /// The workload these flags describe, as a scenario file and a study hold it.
+    pub fn spec(&self) -> tcplab_results::spec::WorkloadSpec {
+        tcplab_results::spec::WorkloadSpec::Rr(self.config())
+    }
+
     /// The library configuration these flags describe.
     pub fn config(&self) -> RrConfig {
         RrConfig {
@@ -119,6 +124,11 @@ pub struct CrrArgs {
 }
 
 impl CrrArgs {
+    /// The workload these flags describe, as a scenario file and a study hold it.
+    pub fn spec(&self) -> tcplab_results::spec::WorkloadSpec {
+        tcplab_results::spec::WorkloadSpec::Crr(self.config())
+    }
+
     /// The library configuration these flags describe.
     pub fn config(&self) -> CrrConfig {
         CrrConfig {

@@ -70,6 +70,11 @@ pub struct RrulArgs {
 }
 
 impl RrulArgs {
+    /// The workload these flags describe, as a scenario file and a study hold it.
+    pub fn spec(&self) -> tcplab_results::spec::WorkloadSpec {
+        tcplab_results::spec::WorkloadSpec::Rrul(self.config())
+    }
+
     /// The library configuration these flags describe (socket options go to the bulk flows).
     pub fn config(&self) -> RrulConfig {
         RrulConfig {

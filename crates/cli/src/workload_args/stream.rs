@@ -64,6 +64,11 @@ pub struct StreamArgs {
 }
 
 impl StreamArgs {
+    /// The workload these flags describe, as a scenario file and a study hold it.
+    pub fn spec(&self) -> tcplab_results::spec::WorkloadSpec {
+        tcplab_results::spec::WorkloadSpec::Stream(self.config())
+    }
+
     /// The library configuration these flags describe.
     pub fn config(&self) -> StreamConfig {
         StreamConfig {

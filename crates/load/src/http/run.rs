@@ -6,7 +6,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use serde::{Deserialize, Serialize};
 use tcplab_lab::Lab;
 
 use super::client::{MAX_SAMPLES, Plan, run_loop};
@@ -22,36 +21,7 @@ use crate::report::Report;
 use crate::session::FoldIn;
 use crate::sysinfo;
 
-/// Which web server a lab run starts in the server host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ServerKind {
-    /// tcplab's own file server (`tcplab serve --http`).
-    Builtin,
-    /// Debian's nginx, with a generated configuration, serving the same files from disk.
-    Nginx,
-}
-
-impl ServerKind {
-    /// Its name in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Builtin => "builtin",
-            Self::Nginx => "nginx",
-        }
-    }
-}
-
-/// The server a lab run starts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LabServer {
-    /// Which one.
-    pub kind: ServerKind,
-    /// Directories of the SPECweb96 file set it serves.
-    pub dirs: u32,
-    /// nginx worker processes (default: the CPUs).
-    pub workers: Option<u32>,
-}
+pub use tcplab_results::http::config::{LabServer, ServerKind};
 
 /// Port the lab's web server listens on in its host.
 pub const LAB_PORT: u16 = 8080;

@@ -149,6 +149,37 @@ impl HttpConfig {
     }
 }
 
+/// Which web server a lab run starts in the server host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    /// tcplab's own file server (`tcplab serve --http`).
+    Builtin,
+    /// Debian's nginx, with a generated configuration, serving the same files from disk.
+    Nginx,
+}
+
+impl ServerKind {
+    /// Its name in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Builtin => "builtin",
+            Self::Nginx => "nginx",
+        }
+    }
+}
+
+/// The server a lab run starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabServer {
+    /// Which one.
+    pub kind: ServerKind,
+    /// Directories of the SPECweb96 file set it serves.
+    pub dirs: u32,
+    /// nginx worker processes (default: the CPUs).
+    pub workers: Option<u32>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

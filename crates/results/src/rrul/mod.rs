@@ -65,35 +65,45 @@ impl LoadDirection {
 
 /// Parameters of an rrul run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RrulConfig {
     /// Direction of the load (`--dir`).
     pub direction: LoadDirection,
     /// Bulk flows per direction (`--flows`).
     pub flows: u32,
-    /// Idle phase before the load, ms (`--before`).
+    /// Idle phase before the load (`--before`).
+    #[serde(rename = "before", with = "crate::units::serde_ms")]
     pub before_ms: u64,
-    /// Load phase, ms: how long the bulk flows send (`--during`).
+    /// Load phase: how long the bulk flows send (`--during`).
+    #[serde(rename = "during", with = "crate::units::serde_ms")]
     pub during_ms: u64,
-    /// Idle phase after the load, ms (`--after`).
+    /// Idle phase after the load (`--after`).
+    #[serde(rename = "after", with = "crate::units::serde_ms")]
     pub after_ms: u64,
-    /// How long the probes run past `before + during + after`, ms (`--drain`): room for the
+    /// How long the probes run past `before + during + after` (`--drain`): room for the
     /// load's set-up and for the queue it filled (send buffers and the bottleneck) to drain
     /// after its senders stop, since the `after` phase starts only then. The probes' schedule
     /// is fixed when they start, so a load that drains for longer shortens `after` (the run
     /// says so); probes due after `after` ends are counted, not used.
+    #[serde(rename = "drain", with = "crate::units::serde_ms")]
     pub drain_ms: u64,
     /// Probe request size, bytes (`--req`).
+    #[serde(with = "crate::units::serde_size_u32")]
     pub req: u32,
     /// Probe response size, bytes (`--resp`).
+    #[serde(with = "crate::units::serde_size_u32")]
     pub resp: u32,
-    /// One probe every this many ms, on a fixed schedule (`--spacing`).
+    /// The time between probes, on a fixed schedule (`--spacing`).
+    #[serde(rename = "spacing", with = "crate::units::serde_ms")]
     pub spacing_ms: u64,
-    /// Interval of the load's reports and tcp_info samples, ms (`--interval`).
+    /// Interval of the load's reports and tcp_info samples (`--interval`).
+    #[serde(rename = "interval", with = "crate::units::serde_ms")]
     pub interval_ms: u64,
     /// Socket options of the bulk flows, both sides (the probes always run TCP_NODELAY alone).
+    #[serde(rename = "socket")]
     pub opts: SockOpts,
-    /// Idle timeout of every wait, ms (`--timeout`).
+    /// Idle timeout of every wait (`--timeout`).
+    #[serde(rename = "timeout", with = "crate::units::serde_ms")]
     pub timeout_ms: u64,
 }
 
