@@ -581,7 +581,7 @@ fn rrul_prints_phases_as_ndjson_then_the_result() {
     assert_eq!(result["config"]["req"], 32);
     assert_eq!(result["config"]["resp"], 100);
     assert!(result["summary"]["down_bps"].is_null(), "up only");
-    assert_eq!(result["probes"]["config"]["opts"]["nodelay"], true);
+    assert_eq!(result["probes"]["config"]["socket"]["nodelay"], true);
 }
 
 /// An rrul phase too short to hold its probes is a usage error (exit code 2).

@@ -17,7 +17,7 @@ use props::{bounded, check_error};
 use proptest::prelude::*;
 use serde_json::Value;
 use tcplab_fleet::inventory::Inventory;
-use tcplab_fleet::mesh::outcome::{Figures, MeshWorkload, figures};
+use tcplab_fleet::mesh::outcome::{Figures, figures, parse_workload};
 use tcplab_fleet::mesh::store::{EmulatorVerdict, MeshIdentity, MeshStore, PairRow};
 use tcplab_load::Report;
 
@@ -147,8 +147,8 @@ proptest! {
         prop::sample::select(vec!["msgs", "rr", "stream", "crr", "MSGS", "http", ""]).prop_map(str::to_owned),
         any::<String>(),
     ]) {
-        match MeshWorkload::parse(&name) {
-            Ok(w) => prop_assert_eq!(MeshWorkload::parse(w.name()), Ok(w)),
+        match parse_workload(&name) {
+            Ok(w) => prop_assert_eq!(parse_workload(w.name()), Ok(w)),
             Err(e) => check_error(&e, &[])?,
         }
     }

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::crr::CrrResult;
@@ -60,10 +62,46 @@ impl Report {
         }
     }
 
+    /// The headline figures, each a number under its dotted path in the summary
+    /// (`latency_us.p99`, `inflation.during_p99_us`): what a study stores and ranks, and the
+    /// metric names a scenario's objective and a kind's headline use.
+    pub fn summary_metrics(&self) -> BTreeMap<String, f64> {
+        let summary = match self {
+            Self::Stream(r) => serde_json::to_value(&r.summary),
+            Self::Msgs(r) => serde_json::to_value(&r.summary),
+            Self::Rr(r) => serde_json::to_value(&r.summary),
+            Self::Crr(r) => serde_json::to_value(&r.summary),
+            Self::Rrul(r) => serde_json::to_value(&r.summary),
+            Self::Http(r) => serde_json::to_value(&r.summary),
+        };
+        let mut out = BTreeMap::new();
+        if let Ok(v) = summary {
+            numbers_under("", &v, &mut out);
+        }
+        out
+    }
+
     /// One JSON document.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self)
             .unwrap_or_else(|e| error_json(&format!("encoding the result: {e}"), "run"))
+    }
+}
+
+/// Every number in `value`, under its dotted path after `prefix`.
+pub fn numbers_under(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                numbers_under(&format!("{prefix}{k}."), v, out);
+            }
+        }
+        serde_json::Value::Number(n) => {
+            if let Some(x) = n.as_f64() {
+                out.insert(prefix.trim_end_matches('.').to_string(), x);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tcplab_lab::{Lab, LabError, Ownership, StateDir};
 use tcplab_results::Report;
 use tcplab_results::emulator::RunFidelity;
+use tcplab_results::report::numbers_under;
 
 use crate::labsession::LabSession;
 use crate::plan::PlannedRun;
@@ -268,22 +269,25 @@ pub(crate) fn run_workloads(
         out.harness.setup_s += split.setup_s;
         out.harness.report_s += split.report_s;
         out.harness.summary_s += split.summary_s;
-        let doc = serde_json::to_value(&report)
-            .map_err(|e| RunError::Failed(format!("decoding the result: {e}")))?;
         let prefix = if i == 0 {
             String::new()
         } else {
             format!("workload.{i}.")
         };
-        flatten(&prefix, &doc["summary"], &mut out.metrics);
-        if matches!(report, Report::Http(_)) {
+        for (key, value) in report.summary_metrics() {
+            out.metrics.insert(format!("{prefix}{key}"), value);
+        }
+        if let Report::Http(_) = &report {
+            let doc = serde_json::to_value(&report)
+                .map_err(|e| RunError::Failed(format!("decoding the result: {e}")))?;
             http_evidence(&prefix, &doc, &mut out.metrics);
         }
-        if doc["complete"] == false {
+        let meta = report.meta();
+        if !meta.complete {
             return Err(RunError::Failed(format!(
                 "incomplete: {}",
-                doc["incomplete_reason"]
-                    .as_str()
+                meta.incomplete_reason
+                    .as_deref()
                     .unwrap_or("peer went away")
             )));
         }
@@ -292,7 +296,7 @@ pub(crate) fn run_workloads(
             .map_err(|e| RunError::Failed(format!("writing samples: {e}")))?;
         out.encode += t.elapsed();
         if out.facts.is_null() {
-            out.facts = doc["facts"].clone();
+            out.facts = report.meta().facts.clone();
         }
     }
     Ok(out)
@@ -383,33 +387,16 @@ const HTTP_SERVER_COUNTERS: &[&str] = &[
 /// throughput loss from port exhaustion, a full accept queue or SYNs lost to TIME_WAIT.
 fn http_evidence(prefix: &str, doc: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
     for key in ["time_wait", "server_time_wait", "syn_retrans"] {
-        flatten(&format!("{prefix}{key}."), &doc[key], out);
+        numbers_under(&format!("{prefix}{key}."), &doc[key], out);
     }
     let mut errors = doc["errors_total"].clone();
     if let Some(map) = errors.as_object_mut() {
         map.remove("second");
     }
-    flatten(&format!("{prefix}errors_total."), &errors, out);
+    numbers_under(&format!("{prefix}errors_total."), &errors, out);
     for key in HTTP_SERVER_COUNTERS {
         let moved = doc["server_counters"][*key].as_f64().unwrap_or(0.0);
         out.insert(format!("{prefix}server.{key}"), moved);
-    }
-}
-
-/// `{"a": {"b": 1}}` → `a.b = 1`, numbers only.
-fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (k, v) in map {
-                flatten(&format!("{prefix}{k}."), v, out);
-            }
-        }
-        serde_json::Value::Number(n) => {
-            if let Some(x) = n.as_f64() {
-                out.insert(prefix.trim_end_matches('.').to_string(), x);
-            }
-        }
-        _ => {}
     }
 }
 

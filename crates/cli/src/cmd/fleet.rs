@@ -13,7 +13,7 @@ use clap::Args;
 use serde::Serialize;
 use tcplab_fleet::inventory::Inventory;
 use tcplab_fleet::launch::{Fleet, LaunchOptions, launch};
-use tcplab_fleet::mesh::outcome::MeshWorkload;
+use tcplab_fleet::mesh::outcome::{MeshFigure, WorkloadKind, parse_workload};
 use tcplab_fleet::mesh::run::{AgentPairs, MeshHost, MeshTiming, run_mesh};
 use tcplab_fleet::mesh::schedule::{Pair, Step, concurrent, tournament, without};
 use tcplab_fleet::mesh::store::{MeshIdentity, MeshStore};
@@ -227,8 +227,8 @@ pub struct MeshArgs {
     #[command(flatten)]
     launch: LaunchArgs,
     /// The workload every ordered pair runs: msgs, rr, stream or crr.
-    #[arg(long, value_name = "NAME", value_parser = MeshWorkload::parse)]
-    workload: MeshWorkload,
+    #[arg(long, value_name = "NAME", value_parser = parse_workload)]
+    workload: WorkloadKind,
     /// msgs: messages per test; rr/crr: transactions per test.
     #[arg(long, value_name = "N")]
     count: Option<u64>,
@@ -311,14 +311,14 @@ impl MeshArgs {
             anyhow::bail!("--duration {}: give 0 < SECS <= 3600", self.duration);
         }
         let test = match self.workload {
-            MeshWorkload::Msgs => {
+            WorkloadKind::Msgs => {
                 let mut c = tcplab_load::msgs::MsgsConfig::default();
                 c.count = self.count.unwrap_or(c.count);
                 c.size = self.size.unwrap_or(c.size);
                 c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
                 TestSpec::Msgs(c)
             }
-            MeshWorkload::Rr => {
+            WorkloadKind::Rr => {
                 let mut c = tcplab_load::rr::RrConfig::default();
                 let size = self.size.unwrap_or(c.req);
                 (c.req, c.resp) = (size, size);
@@ -327,20 +327,23 @@ impl MeshArgs {
                 c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
                 TestSpec::Rr(c)
             }
-            MeshWorkload::Stream => {
+            WorkloadKind::Stream => {
                 let c = tcplab_load::stream::StreamConfig {
                     duration_ms: Some(ms),
                     ..Default::default()
                 };
                 TestSpec::Stream(c)
             }
-            MeshWorkload::Crr => {
+            WorkloadKind::Crr => {
                 let mut c = tcplab_load::crr::CrrConfig::default();
                 let size = self.size.unwrap_or(c.req);
                 (c.req, c.resp) = (size, size);
                 c.count = self.count;
                 c.duration_ms = self.count.is_none().then_some(ms);
                 TestSpec::Crr(c)
+            }
+            other @ (WorkloadKind::Rrul | WorkloadKind::Http) => {
+                anyhow::bail!("--workload {other}: a mesh runs msgs, rr, stream or crr")
             }
         };
         test.validate().map_err(|e| anyhow::anyhow!("{e}"))?;

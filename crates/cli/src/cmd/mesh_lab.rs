@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use anyhow::Context as _;
-use tcplab_fleet::mesh::outcome::MeshWorkload;
+use tcplab_fleet::mesh::outcome::WorkloadKind;
 use tcplab_fleet::mesh::run::StepWatch;
 use tcplab_fleet::mesh::store::EmulatorVerdict;
 use tcplab_lab::emulation::{EmulatorStatus, Need, RunFidelity, judge_for, throughput_over};
@@ -16,7 +16,7 @@ use tcplab_lab::spec::LabSpec;
 pub fn watch(
     lab: Option<&str>,
     addresses: &[IpAddr],
-    workload: MeshWorkload,
+    workload: WorkloadKind,
 ) -> anyhow::Result<Option<LabWatch>> {
     let state = tcplab_lab::StateDir::from_env();
     let name = match lab {
@@ -76,7 +76,7 @@ pub fn emulated_lab_of(specs: &[LabSpec], addresses: &[IpAddr]) -> Option<String
 pub struct LabWatch {
     state: tcplab_lab::StateDir,
     lab: String,
-    workload: MeshWorkload,
+    workload: WorkloadKind,
 }
 
 impl StepWatch for LabWatch {
@@ -91,7 +91,7 @@ impl StepWatch for LabWatch {
         let before: Option<EmulatorStatus> = before.and_then(|b| serde_json::from_value(b).ok());
         let fidelity = match (before, after) {
             (Some(b), Ok(a)) => {
-                let need = if self.workload == MeshWorkload::Stream {
+                let need = if self.workload == WorkloadKind::Stream {
                     throughput_over(&a.link)
                 } else {
                     Need::Latency

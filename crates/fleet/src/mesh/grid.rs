@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use tcplab_stats::{CollectiveStall, PairStalls, all_to_all_stall};
 
-use super::outcome::{MeshWorkload, num};
+use super::outcome::{MeshFigure, WorkloadKind, num};
 use super::store::PairRow;
 
 /// One cell of the matrix.
@@ -40,7 +40,7 @@ pub enum Cell {
 #[derive(Debug, Clone, Serialize)]
 pub struct Grid {
     /// The workload.
-    pub workload: MeshWorkload,
+    pub workload: WorkloadKind,
     /// Host names, in order; rows and columns follow it.
     pub hosts: Vec<String>,
     /// `cells[src][dst]`.
@@ -79,7 +79,7 @@ pub struct Worst {
 pub const WORST: usize = 5;
 
 /// Builds the report of `rows` among `hosts`.
-pub fn grid(workload: MeshWorkload, hosts: &[String], rows: &[PairRow]) -> Grid {
+pub fn grid(workload: WorkloadKind, hosts: &[String], rows: &[PairRow]) -> Grid {
     let n = hosts.len();
     let index = |name: &str| hosts.iter().position(|h| h == name);
     let mut cells: Vec<Vec<Cell>> = (0..n)
@@ -157,7 +157,7 @@ pub fn grid(workload: MeshWorkload, hosts: &[String], rows: &[PairRow]) -> Grid 
     }
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
     let worst = ranked.into_iter().take(WORST).map(|(_, w)| w).collect();
-    let latency = matches!(workload, MeshWorkload::Msgs | MeshWorkload::Rr);
+    let latency = matches!(workload, WorkloadKind::Msgs | WorkloadKind::Rr);
     let collective = (latency && !stalls.is_empty())
         .then(|| all_to_all_stall(&stalls).ok())
         .flatten();
@@ -177,12 +177,13 @@ pub fn grid(workload: MeshWorkload, hosts: &[String], rows: &[PairRow]) -> Grid 
 }
 
 /// The headline figure's short unit.
-pub fn unit(w: MeshWorkload) -> &'static str {
+pub fn unit(w: WorkloadKind) -> &'static str {
     match w {
-        MeshWorkload::Msgs => "stalls",
-        MeshWorkload::Rr => "µs p99",
-        MeshWorkload::Stream => "Mbit/s",
-        MeshWorkload::Crr => "conn/s",
+        WorkloadKind::Msgs => "stalls",
+        WorkloadKind::Rr | WorkloadKind::Rrul => "µs p99",
+        WorkloadKind::Stream => "Mbit/s",
+        WorkloadKind::Crr => "conn/s",
+        WorkloadKind::Http => "req/s",
     }
 }
 
@@ -348,7 +349,7 @@ mod tests {
             figures: None,
             ..ok("a", "c", 0)
         });
-        let g = grid(MeshWorkload::Msgs, &hosts(), &rows);
+        let g = grid(WorkloadKind::Msgs, &hosts(), &rows);
         assert_eq!((g.done, g.failed, g.missing), (3, 1, 2));
         let text = g.matrix_text();
         let a_row = text.lines().nth(2).unwrap();
@@ -376,7 +377,7 @@ mod tests {
 
     #[test]
     fn rows_of_unknown_hosts_are_ignored() {
-        let g = grid(MeshWorkload::Msgs, &hosts(), &[ok("a", "zz", 1)]);
+        let g = grid(WorkloadKind::Msgs, &hosts(), &[ok("a", "zz", 1)]);
         assert_eq!((g.done, g.failed, g.missing), (0, 0, 6));
         assert!(g.collective.is_none());
     }

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use tcplab_report::html::escape as esc;
 
 use super::grid::{Cell, Grid, unit};
-use super::outcome::{MeshWorkload, num};
+use super::outcome::{MeshFigure, WorkloadKind, num};
 
 /// The page for `grid`, titled `title`.
 pub fn page(grid: &Grid, title: &str) -> String {
@@ -128,9 +128,9 @@ fn range(grid: &Grid) -> (f64, f64) {
 
 /// 0 for the best pair, 1 for the worst. Stalls count on a log scale (one stall is already
 /// bad; a thousand is not a thousand times worse); a mesh where all are equal is all best.
-fn badness(w: MeshWorkload, v: f64, lo: f64, hi: f64) -> f64 {
+fn badness(w: WorkloadKind, v: f64, lo: f64, hi: f64) -> f64 {
     let scale = |x: f64| {
-        if w == MeshWorkload::Msgs {
+        if w == WorkloadKind::Msgs {
             x.ln_1p()
         } else {
             x
@@ -181,7 +181,7 @@ mod tests {
     fn the_best_pair_is_green_the_worst_red_and_text_is_escaped() {
         let hosts: Vec<String> = vec!["a".into(), "<b>".into()];
         let g = grid(
-            MeshWorkload::Stream,
+            WorkloadKind::Stream,
             &hosts,
             &[row("a", "<b>", 900.0), row("<b>", "a", 100.0)],
         );
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn equal_figures_are_all_best() {
-        assert_eq!(badness(MeshWorkload::Msgs, 0.0, 0.0, 0.0), 0.0);
-        assert_eq!(badness(MeshWorkload::Stream, 5.0, 5.0, 5.0), 0.0);
+        assert_eq!(badness(WorkloadKind::Msgs, 0.0, 0.0, 0.0), 0.0);
+        assert_eq!(badness(WorkloadKind::Stream, 5.0, 5.0, 5.0), 0.0);
     }
 }

@@ -7,70 +7,59 @@ use serde::{Deserialize, Serialize};
 use tcplab_load::Report;
 use tcplab_stats::PairStalls;
 
-/// The workloads a mesh runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum MeshWorkload {
-    /// Small messages, stalls per pair (seed 004).
-    Msgs,
-    /// Request/response latency.
-    Rr,
-    /// Bulk throughput.
-    Stream,
-    /// Connect/request/response/close rate.
-    Crr,
+pub use tcplab_results::spec::WorkloadKind;
+
+/// The workloads a mesh runs: those one agent runs toward another with a headline per pair.
+pub const MESH_KINDS: &[WorkloadKind] = &[
+    WorkloadKind::Msgs,
+    WorkloadKind::Rr,
+    WorkloadKind::Stream,
+    WorkloadKind::Crr,
+];
+
+/// Reads `--workload`: one of [`MESH_KINDS`]; the error lists them.
+pub fn parse_workload(name: &str) -> Result<WorkloadKind, String> {
+    WorkloadKind::parse_among(name, MESH_KINDS).map_err(|e| format!("{e} (what a mesh runs)"))
 }
 
-impl MeshWorkload {
-    /// Its name on the command line and in the database.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Msgs => "msgs",
-            Self::Rr => "rr",
-            Self::Stream => "stream",
-            Self::Crr => "crr",
-        }
-    }
-
-    /// Parses a name; the error lists the names.
-    pub fn parse(name: &str) -> Result<Self, String> {
-        match name {
-            "msgs" => Ok(Self::Msgs),
-            "rr" => Ok(Self::Rr),
-            "stream" => Ok(Self::Stream),
-            "crr" => Ok(Self::Crr),
-            other => Err(format!(
-                "unknown workload {other:?}: use msgs, rr, stream or crr (what a mesh runs)"
-            )),
-        }
-    }
-
+/// What a mesh reports of a workload: its per-pair figure, which for msgs is seed 004's stall
+/// count rather than the kind's headline (a pair's stalls are what the all-to-all estimate is
+/// made of).
+pub trait MeshFigure: Copy {
     /// True for workloads whose figure a concurrent test on the same host would change by
     /// sharing its link: they always run as a tournament.
-    pub fn is_throughput(self) -> bool {
-        matches!(self, Self::Stream | Self::Crr)
+    fn is_throughput(self) -> bool;
+    /// The figure's name and unit, as the matrix's caption shows it.
+    fn figure(self) -> &'static str;
+    /// True when a larger figure is worse.
+    fn higher_is_worse(self) -> bool;
+}
+
+impl MeshFigure for WorkloadKind {
+    fn is_throughput(self) -> bool {
+        matches!(self, Self::Stream | Self::Crr | Self::Rrul | Self::Http)
     }
 
-    /// The headline figure's name and unit, as the matrix's caption shows it.
-    pub fn figure(self) -> &'static str {
+    fn figure(self) -> &'static str {
         match self {
             Self::Msgs => "stalls (receive gaps above --stall-ms)",
             Self::Rr => "p99 latency, µs",
             Self::Stream => "throughput, Mbit/s",
             Self::Crr => "connections/s",
+            Self::Rrul => "p99 latency under load, µs",
+            Self::Http => "requests/s",
         }
     }
 
-    /// True when a larger figure is worse.
-    pub fn higher_is_worse(self) -> bool {
-        matches!(self, Self::Msgs | Self::Rr)
+    fn higher_is_worse(self) -> bool {
+        matches!(self, Self::Msgs | Self::Rr | Self::Rrul)
     }
 }
 
 /// One pair's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
-    /// The headline figure ([`MeshWorkload::figure`]); None when the test produced none.
+    /// The headline figure ([`MeshFigure::figure`]); None when the test produced none.
     pub value: Option<f64>,
     /// msgs: stalled messages of those received.
     pub stalls: Option<PairStalls>,
@@ -235,15 +224,10 @@ mod tests {
 
     #[test]
     fn workload_names_round_trip_and_unknown_ones_list_the_choices() {
-        for w in [
-            MeshWorkload::Msgs,
-            MeshWorkload::Rr,
-            MeshWorkload::Stream,
-            MeshWorkload::Crr,
-        ] {
-            assert_eq!(MeshWorkload::parse(w.name()), Ok(w));
+        for &w in MESH_KINDS {
+            assert_eq!(parse_workload(w.name()), Ok(w));
         }
-        let e = MeshWorkload::parse("rrul").unwrap_err();
-        assert!(e.contains("msgs, rr, stream or crr"), "{e}");
+        let e = parse_workload("rrul").unwrap_err();
+        assert!(e.contains("msgs, rr, stream, crr"), "{e}");
     }
 }
