@@ -17,6 +17,11 @@
 //! ```
 //! The socket's copy of the frame keeps the metadata (copy mode copies `data_meta..data_end`),
 //! so user space reads the stamp at `desc.addr - 8`.
+//!
+//! Some kernel builds refuse `bpf_xdp_adjust_meta` to an XDP program ("program of this type
+//! cannot use helper", seen on a 6.18 build): there the redirect is loaded alone
+//! (`plain_redirect_program`), frames arrive unstamped (their stamp slot reads 0) and the
+//! emulator takes their arrival time when it reads them, as on the AF_PACKET route.
 
 use std::io;
 use std::mem::size_of;
@@ -112,6 +117,19 @@ pub fn redirect_program(map_fd: i32) -> Vec<Insn> {
     ]
 }
 
+/// The redirect without the stamp, for kernels that refuse `bpf_xdp_adjust_meta`:
+/// `return bpf_redirect_map(&xskmap, ctx->rx_queue_index, XDP_PASS)`.
+pub fn plain_redirect_program(map_fd: i32) -> Vec<Insn> {
+    vec![
+        insn(LDX_W, 2, 1, MD_RX_QUEUE_INDEX, 0), // 0: r2 = rx_queue_index
+        insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd), // 1: r1 = &xskmap
+        insn(0, 0, 0, 0, 0),                     // 2: (second half)
+        insn(MOV64_IMM, 3, 0, 0, XDP_PASS),      // 3: r3 = XDP_PASS
+        insn(CALL, 0, 0, 0, FN_REDIRECT_MAP),    // 4
+        insn(EXIT, 0, 0, 0, 0),                  // 5
+    ]
+}
+
 /// `union bpf_attr`, large enough for every command used here (unused bytes stay zero, as
 /// the kernel requires).
 #[repr(C, align(8))]
@@ -164,6 +182,8 @@ pub struct XdpRedirect {
     link: OwnedFd,
     _prog: OwnedFd,
     map: OwnedFd,
+    /// Frames carry the kernel's arrival stamp.
+    stamped: bool,
 }
 
 /// Why attaching failed, with the kernel's error and the verifier log when there is one.
@@ -191,7 +211,15 @@ impl XdpRedirect {
         // map_type, key_size, value_size, max_entries
         let mut a = Attr::new(&[BPF_MAP_TYPE_XSKMAP, 4, 4, queues.max(1)]);
         let map = bpf_fd(BPF_MAP_CREATE, &mut a).map_err(fail("BPF_MAP_CREATE"))?;
-        let prog = load(map.as_raw_fd())?;
+        // The stamping program first; where the kernel refuses it, the plain redirect (its
+        // error is the one reported when both fail: it names what the emulator wanted).
+        let (prog, stamped) = match load(&redirect_program(map.as_raw_fd())) {
+            Ok(p) => (p, true),
+            Err(e) => (
+                load(&plain_redirect_program(map.as_raw_fd())).map_err(|_| e)?,
+                false,
+            ),
+        };
         // prog_fd, target_ifindex, attach_type, flags
         let mut a = Attr::new(&[
             prog.as_raw_fd() as u32,
@@ -204,6 +232,7 @@ impl XdpRedirect {
             link,
             _prog: prog,
             map,
+            stamped,
         })
     }
 
@@ -217,6 +246,11 @@ impl XdpRedirect {
         bpf(BPF_MAP_UPDATE_ELEM, &mut a).map(drop)
     }
 
+    /// Whether frames carry the kernel's arrival stamp (false where the kernel refused it).
+    pub fn stamped(&self) -> bool {
+        self.stamped
+    }
+
     /// The link's fd (kept for diagnostics; closing it detaches the program).
     pub fn link_fd(&self) -> BorrowedFd<'_> {
         use std::os::fd::AsFd;
@@ -224,9 +258,8 @@ impl XdpRedirect {
     }
 }
 
-/// `BPF_PROG_LOAD` of [`redirect_program`]; on failure returns the verifier's log.
-fn load(map_fd: i32) -> Result<OwnedFd, AttachError> {
-    let prog = redirect_program(map_fd);
+/// `BPF_PROG_LOAD` of an XDP program; on failure returns the verifier's log.
+fn load(prog: &[Insn]) -> Result<OwnedFd, AttachError> {
     let license = c"GPL";
     let mut log = vec![0_u8; 16 * 1024];
     let (insns, lic, buf) = (
@@ -297,6 +330,16 @@ mod tests {
             calls,
             [FN_KTIME_GET_NS, FN_XDP_ADJUST_META, FN_REDIRECT_MAP]
         );
+    }
+
+    #[test]
+    fn the_plain_redirect_reads_the_queue_before_r1_holds_the_map() {
+        let p = plain_redirect_program(42);
+        assert_eq!(p[0], insn(LDX_W, 2, 1, MD_RX_QUEUE_INDEX, 0));
+        assert_eq!((p[1].code, p[1].regs, p[1].imm), (LD_IMM64, 0x11, 42));
+        let calls: Vec<i32> = p.iter().filter(|i| i.code == CALL).map(|i| i.imm).collect();
+        assert_eq!(calls, [FN_REDIRECT_MAP]);
+        assert_eq!(p.last().map(|i| i.code), Some(EXIT));
     }
 
     #[test]

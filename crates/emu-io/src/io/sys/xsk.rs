@@ -370,7 +370,12 @@ impl XskSocket {
             self.umem_mem(),
             self.spec.frame_size,
             self.spec.rx_frames,
-            META_LEN,
+            // Frames carry a stamp only where the kernel took the stamping program.
+            if self.xdp.as_ref().is_some_and(XdpRedirect::stamped) {
+                META_LEN
+            } else {
+                0
+            },
         ))
     }
 
