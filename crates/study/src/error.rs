@@ -90,6 +90,17 @@ pub enum StoreError {
         /// The database path.
         path: PathBuf,
     },
+    /// The new study, written beside its path, could not be put in place.
+    #[error(
+        "{path}: cannot put the new study in place ({source}); check that the directory is writable, or choose another --db path"
+    )]
+    Create {
+        /// The database path.
+        path: PathBuf,
+        /// The file system's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The file is not a SQLite database, or one that tcplab did not write.
     #[error(
         "{path}: not a tcplab study database ({}); point --db at a study file or a new path",

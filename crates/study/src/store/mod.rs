@@ -134,9 +134,36 @@ impl Store {
         if path.exists() {
             return Err(StoreError::Exists { path: path.into() });
         }
-        let store = Store::connect(path)?;
-        store.init(plan)?;
-        Ok(store)
+        // Written whole beside its path, then linked into place: a sweep killed while it
+        // creates its study leaves no file at `path` that `--resume` would find without its
+        // identity or schema, only a hidden `.NAME.creating-PID` it can be started again over.
+        let name = path
+            .file_name()
+            .map_or_else(|| "study.db".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = path.with_file_name(format!(".{name}.creating-{}", std::process::id()));
+        remove_database_files(&tmp);
+        let created = (|| {
+            let store = Store::connect(&tmp)?;
+            store.init(plan)?;
+            store.checkpoint()
+        })();
+        let placed = created.and_then(|()| {
+            // A link never replaces a study that appeared meanwhile; a file system without
+            // links gets a rename (the path was checked free above).
+            match std::fs::hard_link(&tmp, path) {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    Err(StoreError::Exists { path: path.into() })
+                }
+                Err(_) => std::fs::rename(&tmp, path).map_err(|source| StoreError::Create {
+                    path: path.into(),
+                    source,
+                }),
+                Ok(()) => Ok(()),
+            }
+        });
+        remove_database_files(&tmp);
+        placed?;
+        Store::connect(path)
     }
 
     /// Reopens a study for `plan`: refuses a foreign file or a changed scenario/seed/quick,
@@ -741,4 +768,12 @@ fn decompress_lz4(blob: &[u8], raw_len: usize) -> Result<Vec<u8>, String> {
         ));
     }
     lz4_flex::decompress_size_prepended(blob).map_err(|e| e.to_string())
+}
+/// Removes a database file and its WAL and shared-memory files, where they exist.
+fn remove_database_files(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(std::path::PathBuf::from(p));
+    }
 }
