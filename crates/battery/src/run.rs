@@ -12,9 +12,9 @@ use std::time::Duration;
 use tcplab_doctor::plan::{self, Part, PartKind, Request};
 use tcplab_doctor::{Battery, EmulatorFidelity, Ends, PathInfo, Role};
 use tcplab_lab::Lab;
-use tcplab_load::http::run::{LabServer, ServerKind};
-use tcplab_load::{Report, crr, msgs, rr, rrul, stream};
+use tcplab_load::Report;
 use tcplab_results::emulator::RunFidelity;
+use tcplab_results::spec::{HttpSpec, WorkloadSpec};
 
 use crate::error::{BatteryError, Result};
 
@@ -142,7 +142,7 @@ fn ends(addr: SocketAddr) -> Result<Ends> {
             unanswered: None,
         }),
         Err(
-            e @ (tcplab_load::LoadError::Refused(_)
+            e @ (tcplab_load::LoadError::Refused { .. }
             | tcplab_load::LoadError::Auth(_)
             | tcplab_load::LoadError::Key { .. }
             | tcplab_load::LoadError::Connect { .. }),
@@ -195,9 +195,9 @@ fn step(
     };
     let emulator_before = status(target);
     let before = client_counters(target);
-    let report = match part {
-        Part::Http(cfg) => http(target, cfg),
-        _ => workload(target, part),
+    let report = match part.spec() {
+        WorkloadSpec::Http(spec) => http(target, spec),
+        spec => workload(target, spec),
     };
     let after = client_counters(target);
     let mut sides = BTreeMap::new();
@@ -224,19 +224,9 @@ fn step(
 
 /// A workload's client against tcplab's own server: in a lab, a server entered into its
 /// server host; else the remote agent.
-fn workload(target: &Target<'_>, part: &Part) -> tcplab_load::Result<Report> {
-    let client = |addr: SocketAddr, facts: serde_json::Value| match part {
-        Part::Stream(cfg) => stream::run_client(cfg, addr, facts, None).map(Report::Stream),
-        Part::Train(cfg) | Part::Msgs(cfg) | Part::MsgsTrap(cfg) | Part::MsgsSweep(cfg) => {
-            msgs::run_client(cfg, addr, facts).map(Report::Msgs)
-        }
-        Part::Rrul(cfg) => rrul::run_client(cfg, addr, facts).map(Report::Rrul),
-        Part::Rr(cfg) => rr::run_client(cfg, addr, facts).map(Report::Rr),
-        Part::Crr(cfg) => crr::run_client(cfg, addr, facts).map(Report::Crr),
-        Part::Http(_) => Err(tcplab_load::LoadError::Lab(
-            "the HTTP part runs against a lab's web server, not tcplab's own".into(),
-        )),
-    };
+fn workload(target: &Target<'_>, spec: &WorkloadSpec) -> tcplab_load::Result<Report> {
+    let client =
+        |addr: SocketAddr, facts: serde_json::Value| tcplab_load::client::run(spec, addr, facts);
     match target {
         Target::Lab {
             lab,
@@ -250,12 +240,9 @@ fn workload(target: &Target<'_>, part: &Part) -> tcplab_load::Result<Report> {
     }
 }
 
-/// The HTTP part: the built-in web server in the lab's server host (it records the server's
-/// side itself).
-fn http(
-    target: &Target<'_>,
-    cfg: &tcplab_results::http::config::HttpConfig,
-) -> tcplab_load::Result<Report> {
+/// The HTTP part: the plan's web server in the lab's server host (it records the server's side
+/// itself).
+fn http(target: &Target<'_>, spec: &HttpSpec) -> tcplab_load::Result<Report> {
     let Target::Lab {
         lab,
         client,
@@ -266,17 +253,12 @@ fn http(
             "the HTTP part needs a lab: give --lab NAME or --topology".into(),
         ));
     };
-    let server_kind = LabServer {
-        kind: ServerKind::Builtin,
-        dirs: tcplab_doctor::limits::HTTP_DIRS,
-        workers: None,
-    };
     tcplab_load::http::run::run_in_lab(
         lab,
         client,
         server,
-        &server_kind,
-        cfg,
+        &spec.server,
+        &spec.config,
         tcplab_doctor::limits::HTTP_INTERVAL_MS,
         None,
     )
@@ -364,7 +346,7 @@ fn held_by_the_rate(report: &Report, link: &tcplab_emu::LinkConfig) -> bool {
 }
 
 /// The number of stalled receives of a msgs result (all sizes).
-fn worst_gap(m: &msgs::MsgsResult) -> f64 {
+fn worst_gap(m: &tcplab_load::msgs::MsgsResult) -> f64 {
     m.runs.iter().map(|r| r.stalls as f64).sum()
 }
 

@@ -12,12 +12,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tcplab_results::crr::CrrConfig;
-use tcplab_results::http::config::HttpConfig;
+use tcplab_results::http::config::{HttpConfig, LabServer, ServerKind};
 use tcplab_results::http::mix::Mix;
 use tcplab_results::msgs::{MsgsConfig, Pattern};
 use tcplab_results::rr::RrConfig;
 use tcplab_results::rrul::{LoadDirection, RrulConfig};
 use tcplab_results::sockopt::SockOpts;
+use tcplab_results::spec::{HttpSpec, WorkloadSpec};
 use tcplab_results::stream::StreamConfig;
 
 use crate::battery::Battery;
@@ -96,43 +97,28 @@ impl std::fmt::Display for PartKind {
     }
 }
 
-/// One part of the battery: the workload and its configuration.
+/// One part of the battery: its role and the workload it runs, as any other run of tcplab
+/// describes one ([`WorkloadSpec`]). Built only here, so the workload is always the one its
+/// role runs (a train is msgs, the HTTP part http on the lab's built-in server).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Part {
-    /// [`PartKind::Stream`].
-    Stream(StreamConfig),
-    /// [`PartKind::Train`].
-    Train(MsgsConfig),
-    /// [`PartKind::Msgs`].
-    Msgs(MsgsConfig),
-    /// [`PartKind::MsgsTrap`].
-    MsgsTrap(MsgsConfig),
-    /// [`PartKind::MsgsSweep`].
-    MsgsSweep(MsgsConfig),
-    /// [`PartKind::Rrul`].
-    Rrul(RrulConfig),
-    /// [`PartKind::Rr`].
-    Rr(RrConfig),
-    /// [`PartKind::Crr`].
-    Crr(CrrConfig),
-    /// [`PartKind::Http`].
-    Http(HttpConfig),
+pub struct Part {
+    kind: PartKind,
+    spec: WorkloadSpec,
 }
 
 impl Part {
+    fn new(kind: PartKind, spec: WorkloadSpec) -> Self {
+        Self { kind, spec }
+    }
+
     /// Which part this is.
     pub fn kind(&self) -> PartKind {
-        match self {
-            Self::Stream(_) => PartKind::Stream,
-            Self::Train(_) => PartKind::Train,
-            Self::Msgs(_) => PartKind::Msgs,
-            Self::MsgsTrap(_) => PartKind::MsgsTrap,
-            Self::MsgsSweep(_) => PartKind::MsgsSweep,
-            Self::Rrul(_) => PartKind::Rrul,
-            Self::Rr(_) => PartKind::Rr,
-            Self::Crr(_) => PartKind::Crr,
-            Self::Http(_) => PartKind::Http,
-        }
+        self.kind
+    }
+
+    /// The workload it runs.
+    pub fn spec(&self) -> &WorkloadSpec {
+        &self.spec
     }
 }
 
@@ -225,42 +211,51 @@ pub mod share {
 /// The parts of the battery for `req`, in the order they run. Parts whose size depends on the
 /// path are sized from `req.rate_bps` here and sized again by [`refine`] just before they run.
 pub fn plan(req: &Request) -> Vec<Part> {
-    let mut parts = vec![Part::Stream(stream(req))];
     let empty = Battery::default();
-    let mut train = Part::Train(MsgsConfig::default());
-    refine(&mut train, req, &empty);
-    parts.push(train);
-    let mut msgs = Part::Msgs(MsgsConfig::default());
-    refine(&mut msgs, req, &empty);
-    parts.push(msgs);
+    let sized = |kind: PartKind, spec: WorkloadSpec| {
+        let mut part = Part::new(kind, spec);
+        refine(&mut part, req, &empty);
+        part
+    };
+    let msgs = || WorkloadSpec::Msgs(MsgsConfig::default());
+    let mut parts = vec![
+        Part::new(PartKind::Stream, WorkloadSpec::Stream(stream(req))),
+        sized(PartKind::Train, msgs()),
+        sized(PartKind::Msgs, msgs()),
+    ];
     if req.trap_count > 0 {
-        parts.push(Part::MsgsTrap(MsgsConfig {
+        let trap = MsgsConfig {
             count: req.trap_count,
             size: 64,
             pattern: Pattern::WriteWriteRead,
             ..MsgsConfig::default()
-        }));
+        };
+        parts.push(Part::new(PartKind::MsgsTrap, WorkloadSpec::Msgs(trap)));
     }
-    let mut sweep = Part::MsgsSweep(MsgsConfig::default());
-    refine(&mut sweep, req, &empty);
-    parts.push(sweep);
-    parts.push(Part::Rrul(rrul(req)));
-    let mut rr = Part::Rr(RrConfig {
+    parts.push(sized(PartKind::MsgsSweep, msgs()));
+    parts.push(Part::new(PartKind::Rrul, WorkloadSpec::Rrul(rrul(req))));
+    let rr = RrConfig {
         req: 64,
         resp: 64,
         ..RrConfig::default()
-    });
-    refine(&mut rr, req, &empty);
-    parts.push(rr);
-    let mut crr = Part::Crr(CrrConfig {
+    };
+    parts.push(sized(PartKind::Rr, WorkloadSpec::Rr(rr)));
+    let crr = CrrConfig {
         concurrency: req.knobs.crr_concurrency.unwrap_or(CRR_CONCURRENCY),
         server_threads: req.knobs.crr_server_threads,
         ..CrrConfig::default()
-    });
-    refine(&mut crr, req, &empty);
-    parts.push(crr);
+    };
+    parts.push(sized(PartKind::Crr, WorkloadSpec::Crr(crr)));
     if req.http {
-        parts.push(Part::Http(http_config(req.share(share::CRR))));
+        let http = HttpSpec {
+            config: http_config(req.share(share::CRR)),
+            server: LabServer {
+                kind: ServerKind::Builtin,
+                dirs: HTTP_DIRS,
+                workers: None,
+            },
+        };
+        parts.push(Part::new(PartKind::Http, WorkloadSpec::Http(http)));
     }
     parts
 }
@@ -354,8 +349,8 @@ fn rtt_s(so_far: &Battery) -> Option<f64> {
 /// and the battery's parts say how long each ran). Parts that do not depend on the path are
 /// left as they are.
 pub fn refine(part: &mut Part, req: &Request, so_far: &Battery) {
-    match part {
-        Part::Train(cfg) => {
+    match (part.kind, &mut part.spec) {
+        (PartKind::Train, WorkloadSpec::Msgs(cfg)) => {
             let rate = pacing_rate(req, so_far);
             let secs = req
                 .share(share::TRAIN)
@@ -376,7 +371,7 @@ pub fn refine(part: &mut Part, req: &Request, so_far: &Battery) {
                 ..MsgsConfig::default()
             };
         }
-        Part::Msgs(cfg) => {
+        (PartKind::Msgs, WorkloadSpec::Msgs(cfg)) => {
             // Nagle off and paced below the path's rate: the plain runs look for what the
             // path and the kernel do to small messages (seed 004's timer stalls); Nagle's own
             // waits for ACKs are the trap run's business.
@@ -393,7 +388,7 @@ pub fn refine(part: &mut Part, req: &Request, so_far: &Battery) {
                 ..MsgsConfig::default()
             };
         }
-        Part::MsgsSweep(cfg) => {
+        (PartKind::MsgsSweep, WorkloadSpec::Msgs(cfg)) => {
             let rate = pacing_rate(req, so_far);
             let gap_us = msgs_gap_us(SWEEP_SIZES[SWEEP_SIZES.len() - 1], rate);
             let per_size = ms(req.share(share::SWEEP)) * 1_000 / SWEEP_SIZES.len() as u64;
@@ -406,18 +401,18 @@ pub fn refine(part: &mut Part, req: &Request, so_far: &Battery) {
                 ..MsgsConfig::default()
             };
         }
-        Part::Rr(cfg) => {
+        (PartKind::Rr, WorkloadSpec::Rr(cfg)) => {
             // One transaction in flight: a round trip each.
             let need = rtt_s(so_far).map_or(0.0, |rtt| MIN_TRANSACTIONS as f64 * rtt);
             cfg.duration_ms = Some(ms(req.share(share::RR).max(secs(RTT_SIZING_SLACK * need))));
         }
-        Part::Crr(cfg) => {
+        (PartKind::Crr, WorkloadSpec::Crr(cfg)) => {
             // Each loop's connection takes a round trip to connect and one for its request.
             let loops = f64::from(cfg.concurrency.max(1));
             let need = rtt_s(so_far).map_or(0.0, |rtt| MIN_TRANSACTIONS as f64 * 2.0 * rtt / loops);
             cfg.duration_ms = Some(ms(req.share(share::CRR).max(secs(RTT_SIZING_SLACK * need))));
         }
-        Part::Stream(_) | Part::MsgsTrap(_) | Part::Rrul(_) | Part::Http(_) => {}
+        _ => {}
     }
 }
 

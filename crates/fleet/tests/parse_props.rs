@@ -298,11 +298,15 @@ fn store_config() -> ProptestConfig {
 proptest! {
     #![proptest_config(props::config())]
 
-    /// An agent's result, damaged or of any shape: figures, or an error on one line that says
-    /// what to check; figures that are read write and read back.
+    /// An agent's result, damaged or of any shape: it decodes as a report or not at all (the
+    /// protocol's one-line error, below), and a report gives figures or an error on one line
+    /// that says what to check; figures that are read write and read back.
     #[test]
     fn figures_of_any_result(v in damaged_result()) {
-        let result = bounded("figures", move || figures(&v))?;
+        let Ok(report) = serde_json::from_value::<tcplab_load::Report>(v) else {
+            return Ok(());
+        };
+        let result = bounded("figures", move || figures(&report))?;
         match result {
             Ok(f) => {
                 let text = serde_json::to_string(&f).unwrap();
@@ -480,10 +484,17 @@ fn damaged_json_in_the_mesh_database_is_reported() {
 #[test]
 fn a_result_of_an_unknown_workload_is_one_short_line() {
     let name = format!("a\n{}", "b".repeat(3_000));
-    let e = figures(&serde_json::json!({ "workload": name })).unwrap_err();
+    let frame = serde_json::json!({
+        "type": "answer",
+        "answer": "run",
+        "result": { "workload": name },
+    });
+    let e = tcplab_load::proto::decode(frame.to_string().as_bytes())
+        .unwrap_err()
+        .to_string();
     assert!(!e.contains('\n') && e.chars().count() < 600, "{e}");
     assert!(
-        e.contains("check that the agent runs this tcplab version"),
+        e.contains("check that the peer is a tcplab of protocol version"),
         "{e}"
     );
 }

@@ -10,10 +10,11 @@
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
+use tcplab_results::spec::WorkloadSpec;
 
 use tcplab_load::auth::args::ClientKeys;
 use tcplab_load::auth::noise::Initiator;
-use tcplab_load::proto::{self, Ctrl, TestSpec};
+use tcplab_load::proto::{self, Ctrl};
 use tcplab_load::rr::RrConfig;
 use tcplab_load::session::Session;
 
@@ -113,7 +114,7 @@ fn main() -> anyhow::Result<()> {
         handshake.push(t0.elapsed().as_secs_f64() * 1e6);
         drop(s);
         // 3. A whole session open, then the test is ended at once (not timed).
-        let test = TestSpec::Rr(RrConfig {
+        let test = WorkloadSpec::Rr(RrConfig {
             count: Some(1),
             duration_ms: None,
             ..RrConfig::default()

@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
+use tcplab_results::spec::WorkloadSpec;
 
 use hdrhistogram::Histogram;
 
@@ -24,7 +25,7 @@ use crate::clock::{ThreadTimes, now_ns};
 use crate::error::Result;
 use crate::live::{OnLive, Span, with_reporter};
 use crate::net::{self, ConnectError};
-use crate::proto::{Ctrl, ServerReport, TestSpec};
+use crate::proto::{Ctrl, ServerReport};
 use crate::server::ServerCtx;
 use crate::session::FoldIn;
 use crate::session::{RunMeta, Session};
@@ -80,7 +81,7 @@ pub fn run_client_live(
     cfg.validate()?;
     let timeout = Duration::from_millis(cfg.timeout_ms);
     let mut meta = crate::session::new_meta(target, facts);
-    let mut session = Session::open(target, TestSpec::Crr(cfg.clone()), timeout)?;
+    let mut session = Session::open(target, WorkloadSpec::Crr(cfg.clone()), timeout)?;
     // One probe connection checks the options and records those in force.
     let probe = session.connect_data(&cfg.opts)?;
     meta.options = Some(read_back(probe.as_raw_fd(), &cfg.opts));

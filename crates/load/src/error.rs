@@ -58,9 +58,14 @@ pub enum LoadError {
     /// The control connection carried something unexpected.
     #[error("control connection: {0}")]
     Protocol(String),
-    /// The server refused the test and said why.
-    #[error("server refused the test: {0}")]
-    Refused(String),
+    /// The server refused (or stopped) the test or ask and said why.
+    #[error("server refused the test: {message}")]
+    Refused {
+        /// Why, as a kind: usage, a limit, a busy server, a failure.
+        cause: crate::proto::Cause,
+        /// The server's reason, made safe to print.
+        message: String,
+    },
     /// A key or key file given with a flag (or its environment variable) is unusable.
     #[error("--{flag}: {source}")]
     Key {
@@ -112,6 +117,16 @@ impl LoadError {
         Self::Io { context, source }
     }
 
+    /// The error a peer's refusal means: a refused key is an authentication error, anything
+    /// else the refusal with its cause; the peer's words are made safe to print.
+    pub(crate) fn refused(cause: crate::proto::Cause, message: &str) -> Self {
+        let message = crate::proto::peer_text(message);
+        match cause {
+            crate::proto::Cause::Auth => Self::Auth(message),
+            cause => Self::Refused { cause, message },
+        }
+    }
+
     /// True for errors caused by what the user asked for (exit code 2), false for run failures.
     pub fn is_usage(&self) -> bool {
         matches!(
@@ -122,6 +137,10 @@ impl LoadError {
                 | Self::Listen { .. }
                 | Self::Key { .. }
                 | Self::Auth(_)
+                | Self::Refused {
+                    cause: crate::proto::Cause::Invalid,
+                    ..
+                }
         )
     }
 }

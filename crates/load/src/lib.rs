@@ -50,6 +50,7 @@
 pub mod agent;
 pub mod auth;
 pub mod bulk;
+pub mod client;
 pub mod clock;
 pub mod crr;
 pub mod error;

@@ -19,12 +19,13 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
+use tcplab_results::spec::WorkloadSpec;
 
 use crate::clock::{ThreadTimes, now_ns, pace_until_ns};
 use crate::error::{LoadError, Result};
 use crate::live::{OnLive, Published, Span, with_reporter};
 use crate::net::reason;
-use crate::proto::{ServerReport, TestSpec};
+use crate::proto::ServerReport;
 use crate::server::ServerCtx;
 use crate::session::FoldIn;
 use crate::session::{RunMeta, Session};
@@ -97,7 +98,7 @@ fn run_one(
 ) -> Result<MsgsRun> {
     let timeout = Duration::from_millis(cfg.timeout_ms);
     let t_setup = now_ns();
-    let mut session = Session::open(target, TestSpec::Msgs(cfg.clone()), timeout)?;
+    let mut session = Session::open(target, WorkloadSpec::Msgs(cfg.clone()), timeout)?;
     let mut data = session.connect_data(&cfg.opts)?;
     if meta.options.is_none() {
         meta.options = Some(read_back(data.as_raw_fd(), &cfg.opts));

@@ -12,7 +12,7 @@
 //! client                              server
 //!   handshake (3 frames) ◄──────────►  both keys proven; refusals before it are JSON in clear
 //!   Hello{version, test}  ───────────►  validates, checks limits, binds a data listener
-//!                         ◄───────────  Ready{data_port} | Error{message} | Denied{message}
+//!                         ◄───────────  Ready{data_port} | Error{message, cause}
 //!   data connections      ───────────►  (stream: accepted in connect order)
 //!   Start (stream only)   ───────────►
 //!   ... workload ...
@@ -34,7 +34,8 @@
 //!   Release               ───────────►   closes: the agent restores on its own)
 //!                         ◄───────────  Answer(Released)
 //! ```
-//! Refusals are `Error{message}` or `Denied{message}`, naming the flag or field to fix.
+//! Refusals are `Error{message, cause}`: the message names the flag or field to fix, the
+//! [`Cause`] says whether it is the client's usage, a limit, a busy server or a failure.
 //!
 //! The version travels in clear in the handshake's first frame, and again in `Hello`: a server
 //! answers a client of another version (even a version-2 client, which sends a JSON `Hello` in
@@ -55,7 +56,7 @@ use crate::error::{LoadError, Result};
 use crate::sockopt::AppliedOpts;
 use crate::stamplog::StampLog;
 use crate::stream::IntervalSample;
-use crate::{crr::CrrConfig, msgs::MsgsConfig, rr::RrConfig, stream::StreamConfig};
+use tcplab_results::spec::WorkloadSpec;
 use tcplab_results::stamps::Stamps;
 
 /// Protocol version; a server refuses other versions with a clear message. Version 2: the
@@ -63,8 +64,10 @@ use tcplab_results::stamps::Stamps;
 /// connection opens with a Noise handshake and every frame after it is sealed. Version 4: the
 /// stamps travel in bulk frames of at most [`BULK_CHUNK`], ended by an empty one. Version 5:
 /// every report carries the server's own view of the test ([`ServerReport::view`]: its
-/// counters, its end of the data connection), and the facts answer the agent's host.
-pub const VERSION: u32 = 5;
+/// counters, its end of the data connection), and the facts answer the agent's host. Version 6:
+/// the test is a [`WorkloadSpec`] (tagged `kind`, values with units, as a scenario writes it)
+/// and refusals carry their cause.
+pub const VERSION: u32 = 6;
 /// Stamps per bulk frame (at most ~640 KB of varints).
 pub const BULK_CHUNK: usize = 1 << 16;
 /// Socket buffer of both ends of a control connection, bytes (the kernel caps it at
@@ -81,18 +84,46 @@ const MAX_FRAME: usize = 256 << 20;
 /// Bytes set aside for a plain frame's body before any arrives; more as they do.
 const FIRST_READ: usize = 64 << 10;
 
-/// One test's parameters, as sent in [`Ctrl::Hello`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "workload", rename_all = "lowercase")]
-pub enum TestSpec {
-    /// Bulk throughput.
-    Stream(StreamConfig),
-    /// Timed stream of small messages.
-    Msgs(MsgsConfig),
-    /// Request/response.
-    Rr(RrConfig),
-    /// Connect/request/response/close.
-    Crr(CrrConfig),
+/// Why a peer refused or stopped a test or an ask.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// The request is wrong (a parameter out of range, a kind the server does not run): the
+    /// client's usage to fix, exit code 2, the same on every retry.
+    Invalid,
+    /// The client's key was refused: usage to fix, exit code 2.
+    Auth,
+    /// The peers speak different protocol versions, or one sent what the other did not expect.
+    Protocol,
+    /// A limit of the server's (`--max-duration`, `--max-bytes`) refused the test or stopped
+    /// it; the message names the flag. The same test is refused again.
+    Limit,
+    /// The server is busy (`--max-concurrent`, `--max-threads`, the connection and handshake
+    /// rates) or stopping: the same request may run later.
+    Busy,
+    /// The server tried and failed (it could not open a data port, a socket option).
+    #[default]
+    Failed,
+}
+
+impl Cause {
+    /// True when the same request would be refused again whenever it is sent.
+    pub fn is_permanent(self) -> bool {
+        matches!(
+            self,
+            Self::Invalid | Self::Auth | Self::Protocol | Self::Limit
+        )
+    }
+}
+
+impl Ctrl {
+    /// A refusal with its cause.
+    pub fn refusal(cause: Cause, message: impl Into<String>) -> Self {
+        Self::Error {
+            message: message.into(),
+            cause,
+        }
+    }
 }
 
 /// A control frame.
@@ -104,7 +135,7 @@ pub enum Ctrl {
         /// Must equal [`VERSION`].
         version: u32,
         /// The test.
-        test: Box<TestSpec>,
+        test: Box<WorkloadSpec>,
     },
     /// Server → client: data connections go to this port on the same IP.
     Ready {
@@ -117,19 +148,15 @@ pub enum Ctrl {
     Done,
     /// Server → client: the server side's figures.
     Report(Box<ServerReport>),
-    /// Either way: the test cannot run; the message is the reason.
+    /// Either way: the test or ask cannot run (or was stopped); the message is the reason,
+    /// naming the flag or field to fix, and the cause is what the other end acts on (its exit
+    /// code, whether a study tries again), never the message's words.
     Error {
         /// One-line reason.
         message: String,
-    },
-    /// Server → client: refused by a limit of the server or by its authentication; the
-    /// message names the limit's flag or the key.
-    Denied {
-        /// One-line reason.
-        message: String,
-        /// True when the client's key was refused (the client's usage to fix, exit code 2).
+        /// Why, as a kind (a peer of version 5 or older sends none: [`Cause::Failed`]).
         #[serde(default)]
-        auth: bool,
+        cause: Cause,
     },
     /// Client → agent, instead of `Hello`: a request other than a test ([`Ask`]).
     Ask {
@@ -180,7 +207,7 @@ pub enum Ask {
         /// The other agent's public key line (`tcplab-x25519 BASE64`).
         server_key: Option<String>,
         /// The test.
-        test: Box<TestSpec>,
+        test: Box<WorkloadSpec>,
     },
     /// Set these `net.` sysctls in the agent's network namespace and hold them while the
     /// client renews within `lease_ms` (needs `--allow-sysctl`).
@@ -203,8 +230,8 @@ pub enum Answer {
     Facts(AgentFacts),
     /// To `Ask::Run`: the JSON `tcplab <workload> --json` prints for that test.
     Run {
-        /// The result ([`crate::Report`] as JSON).
-        result: serde_json::Value,
+        /// The result, as `tcplab <workload> --json` prints it.
+        result: Box<crate::Report>,
     },
     /// To `Ask::Sysctl`: the values held now replaced, in the order asked.
     Sysctl {
@@ -243,6 +270,10 @@ pub struct ServerReport {
     pub complete: bool,
     /// Why the server side was cut short.
     pub incomplete_reason: Option<String>,
+    /// Set when the server stopped the test itself (a limit, its own shutdown): then that is
+    /// the run's cause, and whatever the client saw next (a connection shut) only its symptom.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Cause>,
     /// CPU time of the server's data threads, ns.
     pub cpu_ns: u64,
     /// Time the server's data threads were runnable but waited for a CPU, ns (schedstat run
@@ -467,6 +498,7 @@ fn read_body(stream: &mut TcpStream) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{msgs::MsgsConfig, rr::RrConfig};
 
     #[test]
     fn frames_round_trip_over_a_socket() {
@@ -475,14 +507,14 @@ mod tests {
         let (mut s, _) = l.accept().expect("accept");
         let hello = Ctrl::Hello {
             version: VERSION,
-            test: Box::new(TestSpec::Rr(RrConfig::default())),
+            test: Box::new(WorkloadSpec::Rr(RrConfig::default())),
         };
         write_frame(&mut c, &hello).expect("write");
         write_frame(&mut c, &Ctrl::Ready { data_port: 4242 }).expect("write");
         match read_frame(&mut s).expect("read") {
             Ctrl::Hello { version, test } => {
                 assert_eq!(version, VERSION);
-                assert!(matches!(*test, TestSpec::Rr(_)));
+                assert!(matches!(*test, WorkloadSpec::Rr(_)));
             }
             other => panic!("got {other:?}"),
         }
@@ -504,21 +536,21 @@ mod tests {
         let json = String::from_utf8(encode(&ask).expect("json")).expect("utf-8");
         assert_eq!(
             json,
-            r#"{"type":"ask","version":5,"ask":{"ask":"sysctl","set":[["net.core.somaxconn","512"]],"lease_ms":3000}}"#
+            r#"{"type":"ask","version":6,"ask":{"ask":"sysctl","set":[["net.core.somaxconn","512"]],"lease_ms":3000}}"#
         );
         let run = Ctrl::Ask {
             version: VERSION,
             ask: Box::new(Ask::Run {
                 target: "198.18.0.2:5301".parse().expect("addr"),
                 server_key: None,
-                test: Box::new(TestSpec::Msgs(MsgsConfig::default())),
+                test: Box::new(WorkloadSpec::Msgs(MsgsConfig::default())),
             }),
         };
         match decode(&encode(&run).expect("json")).expect("decode") {
             Ctrl::Ask { ask, .. } => match *ask {
                 Ask::Run { target, test, .. } => {
                     assert_eq!(target.port(), 5301);
-                    assert!(matches!(*test, TestSpec::Msgs(_)));
+                    assert!(matches!(*test, WorkloadSpec::Msgs(_)));
                 }
                 other => panic!("got {other:?}"),
             },

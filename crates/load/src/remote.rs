@@ -13,6 +13,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use tcplab_results::spec::WorkloadSpec;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +22,7 @@ pub use crate::proto::AgentFacts;
 use crate::agent::limits::Needs;
 use crate::auth::{Channel, ClientAuth, PublicKey};
 use crate::error::{LoadError, Result};
-use crate::proto::{self, Answer, Ask, Ctrl, MAX_PROBES, TestSpec};
+use crate::proto::{self, Answer, Ask, Cause, Ctrl, MAX_PROBES};
 
 /// How long [`SysctlHold`] waits to connect, for the agent's answer, and for its release.
 const HOLD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -113,16 +114,15 @@ fn answer(ctrl: &mut Channel, auth: &ClientAuth) -> Result<Answer> {
 /// The error an agent's frame other than the one expected means.
 fn refusal(msg: Ctrl, auth: &ClientAuth) -> LoadError {
     match msg {
-        Ctrl::Error { message }
-        | Ctrl::Denied {
+        Ctrl::Error {
             message,
-            auth: false,
-        } => LoadError::Agent(proto::peer_text(&message)),
-        Ctrl::Denied { message, .. } => LoadError::Auth(format!(
+            cause: Cause::Auth,
+        } => LoadError::Auth(format!(
             "{} (this client's key is from {})",
             proto::peer_text(&message),
             auth.key_source()
         )),
+        Ctrl::Error { message, .. } => LoadError::Agent(proto::peer_text(&message)),
         other => LoadError::Protocol(format!(
             "expected the agent's answer, got {}; check that it is a tcplab agent of this \
              version",
@@ -214,10 +214,12 @@ pub fn run_from(
     auth: &ClientAuth,
     target: SocketAddr,
     target_key: Option<PublicKey>,
-    test: TestSpec,
+    test: WorkloadSpec,
     timeout: Duration,
-) -> Result<serde_json::Value> {
-    let length = Needs::of(&test).duration.unwrap_or_default();
+) -> Result<crate::Report> {
+    let length = Needs::of(&test)
+        .and_then(|n| n.duration)
+        .unwrap_or_default();
     let ask = Ask::Run {
         target,
         server_key: target_key.map(|k| k.to_string()),
@@ -227,7 +229,7 @@ pub fn run_from(
     ctrl.set_read_timeout(Some(timeout + length))
         .map_err(|e| LoadError::io("setting the control timeout", e))?;
     match answer(&mut ctrl, auth)? {
-        Answer::Run { result } => Ok(result),
+        Answer::Run { result } => Ok(*result),
         other => Err(unexpected("a run", &other)),
     }
 }

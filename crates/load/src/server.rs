@@ -12,6 +12,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+use tcplab_results::spec::{WorkloadKind, WorkloadSpec};
 
 use crate::agent::admit::Admission;
 use crate::agent::ask::{self, AskCtx};
@@ -25,7 +26,7 @@ use crate::auth::{Channel, PublicKey};
 use crate::error::{LoadError, Result};
 use crate::net::reason;
 use crate::net::{self, ConnectError};
-use crate::proto::{self, Ask, Ctrl, ServerReport, TestSpec};
+use crate::proto::{self, Ask, Cause, Ctrl, ServerReport};
 use crate::sockopt::Apply;
 use crate::sockopt::{SockOpts, read_back, set_timeouts};
 use crate::{crr, msgs, rr, stream};
@@ -334,28 +335,25 @@ impl Agent {
              --max-concurrent {limit} asks (facts, clock, sysctl holds) at once; release a \
              sysctl hold or retry later"
         );
-        let _ = refuse(
-            ctrl,
-            Ctrl::Denied {
-                message,
-                auth: false,
-            },
-        );
+        let _ = refuse(ctrl, Ctrl::refusal(Cause::Busy, message));
         None
     }
 
     /// Validates a test and takes its place under the limits, or tells the client why not.
-    fn start_test(&self, ctrl: &mut Channel, test: &TestSpec, ip: IpAddr) -> Option<TestSlot<'_>> {
+    fn start_test(
+        &self,
+        ctrl: &mut Channel,
+        test: &WorkloadSpec,
+        ip: IpAddr,
+    ) -> Option<TestSlot<'_>> {
         if let Err(e) = test.validate() {
-            let _ = refuse(
-                ctrl,
-                Ctrl::Error {
-                    message: e.to_string(),
-                },
-            );
+            let _ = refuse(ctrl, Ctrl::refusal(Cause::Invalid, e.to_string()));
             return None;
         }
-        let needs = Needs::of(test);
+        let Some(needs) = Needs::of(test) else {
+            let _ = refuse(ctrl, Ctrl::refusal(Cause::Invalid, not_served(test.kind())));
+            return None;
+        };
         let started = self
             .config
             .limits
@@ -412,20 +410,34 @@ impl Drop for TestSlot<'_> {
 }
 
 fn deny(r: &Refusal) -> Ctrl {
-    Ctrl::Denied {
-        message: r.to_string(),
-        auth: false,
-    }
+    Ctrl::refusal(r.cause(), r.to_string())
+}
+
+/// Why a test of `kind` is not served over one data listener: rrul is a stream and an rr test
+/// that its client opens side by side, http a web server's.
+fn not_served(kind: WorkloadKind) -> String {
+    format!(
+        "this server runs stream, msgs, rr and crr tests, not {}: rrul's client opens its rr \
+         and stream tests itself (run `tcplab rrul --to`), and http is measured against a web \
+         server (`tcplab http --to ADDR[:PORT]`)",
+        kind.name()
+    )
 }
 
 /// Runs an admitted test: its data listener (taking only `client`), Ready, the workload, the
 /// report (marked stopped if the watch stopped it).
-fn run_test(agent: &Agent, mut ctrl: Channel, test: TestSpec, client: IpAddr) -> Result<()> {
+fn run_test(agent: &Agent, mut ctrl: Channel, test: WorkloadSpec, client: IpAddr) -> Result<()> {
     let ip = ctrl
         .local_addr()
         .map_err(|e| LoadError::io("reading the control address", e))?
         .ip();
-    let opts = test.opts().clone();
+    let Some(serve) = routine(&test) else {
+        return refuse(
+            &mut ctrl,
+            Ctrl::refusal(Cause::Invalid, not_served(test.kind())),
+        );
+    };
+    let opts = test.socket().clone();
     let only_client = bpf::only_from(client);
     let listener = match net::listen_with(SocketAddr::new(ip, 0), &opts, 4096, |fd| {
         bpf::attach(fd, &only_client)
@@ -434,17 +446,16 @@ fn run_test(agent: &Agent, mut ctrl: Channel, test: TestSpec, client: IpAddr) ->
         Err(ConnectError::Option(e)) => {
             return refuse(
                 &mut ctrl,
-                Ctrl::Error {
-                    message: format!("server: {e}"),
-                },
+                Ctrl::refusal(Cause::Invalid, format!("server: {e}")),
             );
         }
         Err(ConnectError::Io(e)) => {
             return refuse(
                 &mut ctrl,
-                Ctrl::Error {
-                    message: format!("server cannot open a data port: {e}"),
-                },
+                Ctrl::refusal(
+                    Cause::Failed,
+                    format!("server cannot open a data port: {e}"),
+                ),
             );
         }
     };
@@ -469,12 +480,7 @@ fn run_test(agent: &Agent, mut ctrl: Channel, test: TestSpec, client: IpAddr) ->
         client,
         watch: watched.test().clone(),
     };
-    let mut report: ServerReport = match &test {
-        TestSpec::Stream(c) => stream::serve(&mut ctx, c),
-        TestSpec::Msgs(c) => msgs::serve(&mut ctx, c),
-        TestSpec::Rr(c) => rr::serve(&mut ctx, c),
-        TestSpec::Crr(c) => crr::serve(&mut ctx, c),
-    };
+    let mut report = serve(&mut ctx);
     report.view.counters =
         tcplab_results::peer::moved(&counters_before, &crate::sysinfo::all_counters());
     // A listening socket's tcp_info holds its accept-queue limit in `tcpi_sacked`.
@@ -482,11 +488,27 @@ fn run_test(agent: &Agent, mut ctrl: Channel, test: TestSpec, client: IpAddr) ->
     if let Some(why) = ctx.watch.stopped() {
         report.complete = false;
         report.incomplete_reason = Some(why.to_string());
+        report.stopped = Some(why.cause());
         agent.admission().count_refusal(why.flag());
     }
     drop(watched);
     let _ = ctx.ctrl.set_write_timeout(Some(ctx.timeout));
     proto::write_frame(&mut ctx.ctrl, &Ctrl::Report(Box::new(report)))
+}
+
+/// A test's server routine, bound to its configuration.
+type Routine<'a> = Box<dyn FnOnce(&mut ServerCtx) -> ServerReport + 'a>;
+
+/// The server routine of a test served over one data listener; None for the kinds the server
+/// does not run ([`not_served`]).
+fn routine(test: &WorkloadSpec) -> Option<Routine<'_>> {
+    Some(match test {
+        WorkloadSpec::Stream(c) => Box::new(move |ctx| stream::serve(ctx, c)),
+        WorkloadSpec::Msgs(c) => Box::new(move |ctx| msgs::serve(ctx, c)),
+        WorkloadSpec::Rr(c) => Box::new(move |ctx| rr::serve(ctx, c)),
+        WorkloadSpec::Crr(c) => Box::new(move |ctx| crr::serve(ctx, c)),
+        WorkloadSpec::Rrul(_) | WorkloadSpec::Http(_) => return None,
+    })
 }
 
 /// What a workload's server routine gets: the control connection, its data listener and the
@@ -568,41 +590,8 @@ impl ServerCtx {
 
 fn refuse(ctrl: &mut Channel, msg: Ctrl) -> Result<()> {
     proto::write_frame(ctrl, &msg)?;
-    Err(LoadError::Refused(match msg {
-        Ctrl::Error { message } | Ctrl::Denied { message, .. } => message,
-        _ => String::new(),
-    }))
-}
-
-impl TestSpec {
-    /// Validates the test's configuration (the server re-checks what the client sent).
-    pub fn validate(&self) -> Result<()> {
-        Ok(match self {
-            Self::Stream(c) => c.validate(),
-            Self::Msgs(c) => c.validate(),
-            Self::Rr(c) => c.validate(),
-            Self::Crr(c) => c.validate(),
-        }?)
-    }
-
-    /// The socket options of the test's data connections.
-    pub fn opts(&self) -> &SockOpts {
-        match self {
-            Self::Stream(c) => &c.opts,
-            Self::Msgs(c) => &c.opts,
-            Self::Rr(c) => &c.opts,
-            Self::Crr(c) => &c.opts,
-        }
-    }
-
-    /// The idle timeout: how long any single wait may last.
-    pub fn timeout(&self) -> Duration {
-        let ms = match self {
-            Self::Stream(c) => c.timeout_ms,
-            Self::Msgs(c) => c.timeout_ms,
-            Self::Rr(c) => c.timeout_ms,
-            Self::Crr(c) => c.timeout_ms,
-        };
-        Duration::from_millis(ms.max(1))
-    }
+    Err(match msg {
+        Ctrl::Error { message, cause } => LoadError::Refused { cause, message },
+        _ => LoadError::Protocol("a refusal that is not an Error frame (a server bug)".into()),
+    })
 }

@@ -3,12 +3,13 @@
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
+use tcplab_results::spec::WorkloadSpec;
 
 use crate::auth::{Channel, ClientAuth};
 use crate::clock::ThreadTimes;
 use crate::error::{LoadError, Result};
 use crate::net::{self, ConnectError};
-use crate::proto::{self, Ctrl, ServerReport, TestSpec};
+use crate::proto::{self, Cause, Ctrl, ServerReport};
 use crate::sockopt::SockOpts;
 pub use tcplab_results::session::RunMeta;
 
@@ -42,7 +43,7 @@ impl FoldIn for RunMeta {
         self.server_view = Some(report.view.clone());
         if !report.complete {
             let why = report.incomplete_reason.as_deref().unwrap_or("cut short");
-            if why.starts_with(crate::agent::limits::STOPPED) {
+            if report.stopped.is_some() {
                 // The server stopped the test on a limit: that is the cause, and whatever this
                 // side saw first (a connection shut under it) only its symptom.
                 self.complete = true;
@@ -87,14 +88,14 @@ pub struct Session {
 impl Session {
     /// Connects the control connection, authenticates both ends with the process's
     /// credentials ([`ClientAuth::current`]), sends the test, and waits for the data port.
-    pub fn open(target: SocketAddr, test: TestSpec, timeout: Duration) -> Result<Self> {
+    pub fn open(target: SocketAddr, test: WorkloadSpec, timeout: Duration) -> Result<Self> {
         Self::open_with(target, test, timeout, &*ClientAuth::current()?)
     }
 
     /// [`Session::open`] with these credentials.
     pub fn open_with(
         target: SocketAddr,
-        test: TestSpec,
+        test: WorkloadSpec,
         timeout: Duration,
         auth: &ClientAuth,
     ) -> Result<Self> {
@@ -116,16 +117,15 @@ impl Session {
                     timeout,
                 })
             }
-            Ctrl::Error { message } => Err(LoadError::Refused(proto::peer_text(&message))),
-            Ctrl::Denied {
+            Ctrl::Error {
                 message,
-                auth: true,
+                cause: Cause::Auth,
             } => Err(LoadError::Auth(format!(
                 "{} (this client's key is from {})",
                 proto::peer_text(&message),
                 auth.key_source()
             ))),
-            Ctrl::Denied { message, .. } => Err(LoadError::Refused(proto::peer_text(&message))),
+            Ctrl::Error { message, cause } => Err(LoadError::refused(cause, &message)),
             other => Err(out_of_step("Ready", &other)),
         }
     }
@@ -166,9 +166,7 @@ impl Session {
             .map_err(|e| LoadError::io("setting the control timeout", e))?;
         match proto::read_frame(&mut self.ctrl)? {
             Ctrl::Report(r) => Ok(*r),
-            Ctrl::Error { message } | Ctrl::Denied { message, .. } => {
-                Err(LoadError::Refused(proto::peer_text(&message)))
-            }
+            Ctrl::Error { message, cause } => Err(LoadError::refused(cause, &message)),
             other => Err(out_of_step("Report", &other)),
         }
     }

@@ -13,11 +13,12 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
+use tcplab_results::spec::WorkloadSpec;
 
 use crate::clock::{ThreadTimes, now_ns};
 use crate::error::Result;
 use crate::net::reason;
-use crate::proto::{Ctrl, ServerReport, TestSpec};
+use crate::proto::{Ctrl, ServerReport};
 use crate::server::ServerCtx;
 use crate::session::FoldIn;
 use crate::session::Session;
@@ -308,7 +309,7 @@ pub fn run_client(
     cfg.validate()?;
     let timeout = Duration::from_millis(cfg.timeout_ms);
     let mut meta = crate::session::new_meta(target, facts);
-    let mut session = Session::open(target, TestSpec::Stream(cfg.clone()), timeout)?;
+    let mut session = Session::open(target, WorkloadSpec::Stream(cfg.clone()), timeout)?;
     let mut flows = Vec::new();
     for sending in cfg.client_roles() {
         flows.push((session.connect_data(&cfg.opts)?, sending));

@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tcplab_results::spec::WorkloadSpec;
 
 use tcplab_load::agent::{AgentConfig, Limits};
 use tcplab_load::auth::noise::Initiator;
 use tcplab_load::auth::{Channel, ClientAuth, KeyList, KeyPair, PublicKey};
-use tcplab_load::proto::{self, Answer, Ask, Ctrl, TestSpec};
+use tcplab_load::proto::{self, Answer, Ask, Ctrl};
 use tcplab_load::remote::{self, SysctlHold};
 use tcplab_load::{LoadError, Report, Server, msgs};
 
@@ -204,8 +205,8 @@ fn assert_root() {
     );
 }
 
-fn msgs_test(count: u64) -> TestSpec {
-    TestSpec::Msgs(msgs::MsgsConfig {
+fn msgs_test(count: u64) -> WorkloadSpec {
+    WorkloadSpec::Msgs(msgs::MsgsConfig {
         count,
         size: 1,
         timeout_ms: 5_000,
@@ -283,13 +284,73 @@ fn run_from_one_agent_toward_another() {
         Duration::from_secs(20),
     )
     .expect("run from X toward Y");
-    assert_eq!(result["workload"], "msgs", "{result}");
-    assert_eq!(result["complete"], true, "{result}");
-    assert_eq!(result["config"]["count"], 2_000, "{result}");
-    assert_eq!(result["target"], y.addr.to_string(), "{result}");
-    assert!(result["summary"]["per_message_us"].is_object(), "{result}");
-    let report: Report = serde_json::from_value(result).expect("a Report");
-    assert!(matches!(report, Report::Msgs(_)));
+    let Report::Msgs(m) = &result else {
+        panic!("a msgs result: {result:?}")
+    };
+    assert!(m.meta.complete, "{:?}", m.meta.incomplete_reason);
+    assert_eq!(m.config.count, 2_000);
+    assert_eq!(m.meta.target, y.addr.to_string());
+    assert_eq!(m.runs.first().map(|r| r.received), Some(2_000));
+}
+
+/// rrul is a client's two tests side by side: an agent asked to Run it runs both toward the
+/// other agent, and a Hello of rrul itself (which no single server routine runs) is refused
+/// as the client's usage, naming what to run instead.
+#[test]
+fn run_from_runs_rrul_and_a_hello_of_rrul_is_refused_as_invalid() {
+    let me = KeyPair::generate("coordinator").expect("key");
+    let x_key = KeyPair::generate("x").expect("key");
+    let y = TestAgent::start(Setup::keyed(&[x_key.public(), me.public()]));
+    let x = TestAgent::start(Setup {
+        key: x_key,
+        ..Setup::keyed(&[me.public()])
+    });
+    let rrul = tcplab_results::rrul::RrulConfig {
+        flows: 1,
+        before_ms: 200,
+        during_ms: 300,
+        after_ms: 200,
+        drain_ms: 200,
+        interval_ms: 100,
+        ..Default::default()
+    };
+    let result = remote::run_from(
+        x.addr,
+        &client(&x, &me),
+        y.addr,
+        Some(y.key),
+        WorkloadSpec::Rrul(rrul.clone()),
+        Duration::from_secs(20),
+    )
+    .expect("rrul from X toward Y");
+    let Report::Rrul(r) = &result else {
+        panic!("an rrul result: {result:?}")
+    };
+    assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
+    assert!(
+        r.summary.inflation.during_p99_us.is_some(),
+        "{:?}",
+        r.summary
+    );
+
+    let e = tcplab_load::session::Session::open_with(
+        y.addr,
+        WorkloadSpec::Rrul(rrul),
+        WAIT,
+        &client(&y, &me),
+    )
+    .expect_err("a single rrul test is not served");
+    assert!(
+        matches!(
+            e,
+            LoadError::Refused {
+                cause: proto::Cause::Invalid,
+                ..
+            }
+        ) && e.to_string().contains("tcplab rrul --to"),
+        "{e}"
+    );
+    assert!(e.is_usage(), "{e}");
 }
 
 #[test]

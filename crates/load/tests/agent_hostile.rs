@@ -12,6 +12,7 @@ mod support;
 use std::io::Write;
 use std::net::{Ipv4Addr, Shutdown, TcpStream};
 use std::time::{Duration, Instant};
+use tcplab_results::spec::WorkloadSpec;
 
 use support::{
     Agent, Peak, closed_by_peer, connect_from, figures, legit, read_frame, report, send_frame,
@@ -19,7 +20,7 @@ use support::{
 };
 use tcplab_load::auth::noise::{Initiator, Intro, parse_intro};
 use tcplab_load::auth::{ClientAuth, KeyList, KeyPair};
-use tcplab_load::proto::{self, Ctrl, TestSpec};
+use tcplab_load::proto::{self, Ctrl};
 use tcplab_load::session::Session;
 use tcplab_load::{LoadError, rr, stream};
 
@@ -273,7 +274,7 @@ fn a_wrong_key_is_refused_by_name_both_ways() {
     let _one = serial();
     let agent = Agent::start(test_limits());
     let before = settled(0);
-    let test = || TestSpec::Rr(rr::RrConfig::default());
+    let test = || WorkloadSpec::Rr(rr::RrConfig::default());
     let t = Duration::from_secs(3);
     let server_pin = KeyList::of([support::keys().server.public()]);
     // A client whose key is not in --keys.
@@ -355,7 +356,7 @@ fn a_replayed_handshake_is_refused() {
     let before = settled(0);
     let hello = proto::encode(&Ctrl::Hello {
         version: proto::VERSION,
-        test: Box::new(TestSpec::Rr(rr::RrConfig::default())),
+        test: Box::new(WorkloadSpec::Rr(rr::RrConfig::default())),
     })
     .expect("hello");
     // A legitimate handshake, recorded by someone on the path.
@@ -409,7 +410,7 @@ fn a_client_vanishing_mid_test_gives_its_slot_back() {
     let t = Duration::from_secs(3);
     // 1. It starts a stream, sends for a while, and is gone at once (a reset, no Done).
     let mut session =
-        Session::open_with(agent.addr, TestSpec::Stream(cfg.clone()), t, &auth).expect("open");
+        Session::open_with(agent.addr, WorkloadSpec::Stream(cfg.clone()), t, &auth).expect("open");
     let mut data = session.connect_data(&cfg.opts).expect("data");
     session.send(&Ctrl::Start).expect("start");
     let end = Instant::now() + Duration::from_millis(300);
@@ -440,7 +441,7 @@ fn a_client_vanishing_mid_test_gives_its_slot_back() {
     );
     // 2. It opens a test and then says nothing, holding its connection: the idle timeout.
     let silent =
-        Session::open_with(agent.addr, TestSpec::Stream(cfg.clone()), t, &auth).expect("open");
+        Session::open_with(agent.addr, WorkloadSpec::Stream(cfg.clone()), t, &auth).expect("open");
     peak.sample();
     legit(agent.addr);
     let t0 = Instant::now();
@@ -478,7 +479,7 @@ fn a_stranger_cannot_reach_a_tests_data_port() {
     );
     let mut session = Session::open_with(
         agent.addr,
-        TestSpec::Rr(cfg.clone()),
+        WorkloadSpec::Rr(cfg.clone()),
         Duration::from_secs(3),
         &auth,
     )

@@ -5,6 +5,7 @@ mod common;
 
 use std::net::{SocketAddr, TcpListener};
 use std::time::{Duration, Instant};
+use tcplab_results::spec::WorkloadSpec;
 
 use common::LoopServer;
 use tcplab_load::agent::handshake::{self, Keys};
@@ -133,16 +134,19 @@ fn a_client_of_another_protocol_version_is_refused_by_name() {
         .expect("timeout");
     let hello = Ctrl::Hello {
         version: 1,
-        test: Box::new(proto::TestSpec::Msgs(msgs::MsgsConfig::default())),
+        test: Box::new(WorkloadSpec::Msgs(msgs::MsgsConfig::default())),
     };
     proto::write_frame(&mut ctrl, &hello).expect("hello");
     match proto::read_frame(&mut ctrl).expect("answer") {
-        Ctrl::Error { message } => assert_eq!(
-            message,
-            format!(
-                "protocol version 1 not supported (server speaks {}); run the same tcplab \
+        Ctrl::Error { message, cause } => assert_eq!(
+            (cause, message),
+            (
+                proto::Cause::Protocol,
+                format!(
+                    "protocol version 1 not supported (server speaks {}); run the same tcplab \
                  version on both ends",
-                proto::VERSION
+                    proto::VERSION
+                )
             )
         ),
         other => panic!("expected Error, got {other:?}"),

@@ -23,6 +23,7 @@ use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
+use tcplab_results::spec::WorkloadSpec;
 
 use props::{bounded, check_error};
 use proptest::prelude::*;
@@ -32,7 +33,7 @@ use tcplab_load::auth::noise::{Initiator, Intro, Responder, parse_intro};
 use tcplab_load::auth::{Channel, ClientAuth, KeyPair};
 use tcplab_load::http::parse::{Expect, Progress, ResponseReader};
 use tcplab_load::proto::{
-    self, AgentFacts, Answer, Ask, Ctrl, ServerReport, TestSpec, VERSION, decode, encode,
+    self, AgentFacts, Answer, Ask, Cause, Ctrl, ServerReport, VERSION, decode, encode,
 };
 use tcplab_load::{bulk, units};
 
@@ -123,12 +124,17 @@ fn flip(b: &mut [u8], at: Index, x: u8) {
 /// A control message of every kind, with values drawn from `n` and `text`.
 fn ctrl() -> impl Strategy<Value = Ctrl> {
     (0..15u8, any::<u64>(), "\\PC{0,20}", any::<bool>()).prop_map(|(kind, n, text, flag)| {
-        let test = || match n % 4 {
-            0 => TestSpec::Msgs(Default::default()),
-            1 => TestSpec::Rr(Default::default()),
-            2 => TestSpec::Crr(Default::default()),
-            _ => TestSpec::Stream(Default::default()),
-        };
+        let kinds = tcplab_results::spec::WorkloadKind::ALL;
+        let test = || WorkloadSpec::default_of(kinds[n as usize % kinds.len()]);
+        let causes = [
+            Cause::Invalid,
+            Cause::Auth,
+            Cause::Protocol,
+            Cause::Limit,
+            Cause::Busy,
+            Cause::Failed,
+        ];
+        let cause = causes[(n / 7) as usize % causes.len()];
         match kind {
             0 => Ctrl::Hello {
                 version: VERSION,
@@ -142,17 +148,14 @@ fn ctrl() -> impl Strategy<Value = Ctrl> {
             4 => Ctrl::Report(Box::new(ServerReport {
                 complete: flag,
                 incomplete_reason: flag.then(|| text.clone()),
+                stopped: flag.then_some(cause),
                 cpu_ns: n,
                 cpu_wait_ns: Some(n / 3),
                 bytes_received: n / 7,
                 transactions: n % 1000,
                 ..ServerReport::default()
             })),
-            5 => Ctrl::Error { message: text },
-            6 => Ctrl::Denied {
-                message: text,
-                auth: flag,
-            },
+            5 | 6 => Ctrl::refusal(cause, text),
             7 => Ctrl::Ask {
                 version: VERSION,
                 ask: Box::new(Ask::Facts),
@@ -185,7 +188,10 @@ fn ctrl() -> impl Strategy<Value = Ctrl> {
                 host: None,
             }))),
             12 => Ctrl::Answer(Box::new(Answer::Run {
-                result: serde_json::json!({"workload": "rr", "n": n}),
+                result: Box::new(tcplab_load::Report::Rr(tcplab_load::rr::RrResult {
+                    mode: text.clone(),
+                    ..Default::default()
+                })),
             })),
             13 => Ctrl::Ping { t1_ns: n as i64 },
             _ => Ctrl::Pong {
@@ -361,7 +367,7 @@ fn approach() -> impl Strategy<Value = Approach> {
     let old_hello = (0u32..10).prop_map(|v| {
         let hello = Ctrl::Hello {
             version: v,
-            test: Box::new(TestSpec::Msgs(Default::default())),
+            test: Box::new(WorkloadSpec::Msgs(Default::default())),
         };
         framed(&encode(&hello).unwrap())
     });
@@ -398,7 +404,7 @@ fn approach_agent(mut s: TcpStream, me: &KeyPair, how: Approach) -> Vec<Vec<u8>>
             let (mut sealer, mut opener) = transport.split();
             let hello = encode(&Ctrl::Hello {
                 version: VERSION,
-                test: Box::new(TestSpec::Rr(Default::default())),
+                test: Box::new(WorkloadSpec::Rr(Default::default())),
             })
             .unwrap();
             let mut out = Vec::new();
@@ -455,8 +461,8 @@ enum Reply {
 fn reply() -> impl Strategy<Value = Reply> {
     let refusal = ("\\PC{0,40}|.{0,2000}", any::<bool>(), 0..3u8).prop_map(|(message, auth, k)| {
         let m = match k {
-            0 => Ctrl::Error { message },
-            1 => Ctrl::Denied { message, auth },
+            0 => Ctrl::refusal(Cause::Failed, message),
+            1 => Ctrl::refusal(if auth { Cause::Auth } else { Cause::Busy }, message),
             _ => Ctrl::Ready { data_port: 1 },
         };
         framed(&encode(&m).unwrap())
@@ -469,7 +475,8 @@ fn reply() -> impl Strategy<Value = Reply> {
         facts: serde_json::json!({}),
         host: None,
     })));
-    let long_refusal = ".{0,3000}".prop_map(|message| encode(&Ctrl::Error { message }).unwrap());
+    let long_refusal =
+        ".{0,3000}".prop_map(|message| encode(&Ctrl::refusal(Cause::Failed, message)).unwrap());
     prop_oneof![
         2 => prop_oneof![wire(), refusal].prop_map(Reply::Bytes),
         2 => prop_oneof![ctrl_body(), damaged(encode(&facts).unwrap()), long_refusal]
@@ -846,7 +853,7 @@ proptest! {
         }
         for a in answers {
             match decode(&a) {
-                Ok(Ctrl::Error { message }) | Ok(Ctrl::Denied { message, .. }) => check_error(&message, &[])?,
+                Ok(Ctrl::Error { message, .. }) => check_error(&message, &[])?,
                 // Frame 2 of the handshake (e, s, payload tag) to a frame 1 that is one.
                 Err(_) if a.len() == NOISE_FRAME2 => {}
                 other => prop_assert!(false, "the agent answered {:?}", other.map(|m| encode(&m).unwrap().len())),
@@ -968,7 +975,7 @@ fn a_peers_refusal_is_relayed_on_one_line() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let message = format!("no\nsuch {}", "x".repeat(5_000));
-    let body = framed(&encode(&Ctrl::Error { message }).unwrap());
+    let body = framed(&encode(&Ctrl::refusal(Cause::Failed, message)).unwrap());
     let server = std::thread::spawn(move || {
         serve_once(l, KeyPair::generate("s").unwrap(), Reply::Bytes(body))
     });

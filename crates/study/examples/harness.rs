@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let facts_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let report = client
-            .run(|| tcplab_study::executor::run_workload(w, session.addr(), facts))?
+            .run(|| tcplab_load::client::run(&w.spec, session.addr(), facts))?
             .map_err(|e| e.to_string())?;
         let client_ms = t.elapsed().as_secs_f64() * 1e3;
         let own_ms = tcplab_study::executor::own_time(&report) * 1e3;

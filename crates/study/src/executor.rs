@@ -7,7 +7,6 @@
 //! split into the workloads' own, the lab's, the harness's and the packing's ([`RunTiming`]).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use tcplab_lab::{Lab, LabError, Ownership, StateDir};
@@ -149,10 +148,14 @@ fn load_error(e: tcplab_load::LoadError) -> RunError {
     match e {
         // The server refuses a test when the kernel rejects its socket options: a property of
         // the configuration, not of this run.
-        LoadError::Config { .. }
-        | LoadError::Unsupported { .. }
-        | LoadError::SockOpt { .. }
-        | LoadError::Refused(_) => RunError::Rejected(e.to_string()),
+        LoadError::Config { .. } | LoadError::Unsupported { .. } | LoadError::SockOpt { .. } => {
+            RunError::Rejected(e.to_string())
+        }
+        // A refusal the server would repeat (the test's parameters, a limit it is over) is the
+        // configuration's; a busy or failing server only this run's.
+        LoadError::Refused { cause, .. } if cause.is_permanent() => {
+            RunError::Rejected(e.to_string())
+        }
         other => RunError::Failed(other.to_string()),
     }
 }
@@ -189,7 +192,7 @@ impl Executor for LabExecutor {
                 _ => {
                     let (w, facts) = (w.clone(), facts.clone());
                     client
-                        .run(move || run_workload(&w, addr, facts))
+                        .run(move || tcplab_load::client::run(&w.spec, addr, facts))
                         .map_err(|e| tcplab_load::LoadError::Lab(e.to_string()))??
                 }
             };
@@ -339,33 +342,6 @@ pub fn harness_split(report: &Report) -> RunTiming {
     t
 }
 
-/// Runs one workload from the client thread against `target` (a `tcplab serve` address); an
-/// http workload needs the lab itself and is refused here ([`HTTP_NEEDS_LAB`]).
-pub fn run_workload(
-    w: &Workload,
-    target: SocketAddr,
-    facts: serde_json::Value,
-) -> tcplab_load::Result<Report> {
-    match &w.spec {
-        WorkloadSpec::Msgs(c) => tcplab_load::msgs::run_client(c, target, facts).map(Report::Msgs),
-        WorkloadSpec::Rr(c) => tcplab_load::rr::run_client(c, target, facts).map(Report::Rr),
-        WorkloadSpec::Crr(c) => tcplab_load::crr::run_client(c, target, facts).map(Report::Crr),
-        WorkloadSpec::Stream(c) => {
-            tcplab_load::stream::run_client(c, target, facts, None).map(Report::Stream)
-        }
-        WorkloadSpec::Rrul(c) => tcplab_load::rrul::run_client(c, target, facts).map(Report::Rrul),
-        WorkloadSpec::Http(_) => Err(tcplab_load::LoadError::Config {
-            flag: "to",
-            reason: HTTP_NEEDS_LAB.into(),
-        }),
-    }
-}
-
-/// Why an http workload cannot run against a `tcplab serve` address: the web server is
-/// started in the lab's server host for each run, and `tcplab serve` serves tcplab's own
-/// protocol, not HTTP, to a study.
-pub const HTTP_NEEDS_LAB: &str = "an http workload runs in a lab, which starts the web server in its server host for each run; a study against `tcplab serve` cannot run it (drop --to/--hosts), and a remote web server is measured with `tcplab http --to ADDR[:PORT]`";
-
 /// The server host's kernel counters an http run's metrics always carry (0 when they did not
 /// move): an accept queue that overflowed and SYN cookies sent instead of queueing, what seed
 /// 003's somaxconn and syncookies factors act on, and the TIME_WAIT sockets the server entered
@@ -502,8 +478,8 @@ mod tests {
     #[test]
     fn an_http_workload_against_a_tcplab_server_is_refused_as_a_configuration() {
         let w = Workload::from_table(toml::from_str("kind = 'http'\n").unwrap()).unwrap();
-        let addr: SocketAddr = "198.18.0.1:9".parse().unwrap();
-        let e = run_workload(&w, addr, serde_json::Value::Null).unwrap_err();
+        let addr: std::net::SocketAddr = "198.18.0.1:9".parse().unwrap();
+        let e = tcplab_load::client::run(&w.spec, addr, serde_json::Value::Null).unwrap_err();
         assert!(e.to_string().contains("tcplab http --to"), "{e}");
         assert!(matches!(load_error(e), RunError::Rejected(_)));
     }

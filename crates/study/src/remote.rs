@@ -15,10 +15,11 @@ use std::time::{Duration, Instant};
 use tcplab_load::auth::ClientAuth;
 use tcplab_load::remote::SysctlHold;
 
-use crate::executor::{HTTP_NEEDS_LAB, run_workload, run_workloads};
+use crate::executor::run_workloads;
 use crate::plan::PlannedRun;
 use crate::runner::{Executor, Fidelity, RunError, RunOutcome};
 use crate::scenario::LabSection;
+use tcplab_load::client::HTTP_NEEDS_LAB;
 use tcplab_results::spec::WorkloadKind;
 
 use crate::workload::Workload;
@@ -126,7 +127,7 @@ impl Executor for RemoteExecutor {
         let facts = serde_json::to_value(tcplab_lab::facts::machine()).unwrap_or_default();
         let target = self.target;
         let collected = run_workloads(&run.config.settings.workloads, |w| {
-            run_workload(w, target, facts.clone())
+            tcplab_load::client::run(&w.spec, target, facts.clone())
         })?;
         Ok(RunOutcome {
             metrics: collected.metrics,

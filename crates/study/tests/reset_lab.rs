@@ -158,7 +158,7 @@ fn a_reset_flushes_the_tcp_metrics_cache_and_restores_fresh_values() {
     let addr = session.addr();
     let client = session.lab().host(session.client()).unwrap();
     client
-        .run(|| tcplab_study::executor::run_workload(w, addr, serde_json::Value::Null))
+        .run(|| tcplab_load::client::run(&w.spec, addr, serde_json::Value::Null))
         .unwrap()
         .unwrap();
     let ns = client.netns_name().to_string();

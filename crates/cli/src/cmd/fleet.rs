@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use tcplab_results::spec::WorkloadSpec;
 
 use anyhow::Context;
 use clap::Args;
@@ -18,7 +19,6 @@ use tcplab_fleet::mesh::run::{AgentPairs, MeshHost, MeshTiming, run_mesh};
 use tcplab_fleet::mesh::schedule::{Pair, Step, concurrent, tournament, without};
 use tcplab_fleet::mesh::store::{MeshIdentity, MeshStore};
 use tcplab_fleet::mesh::{grid, html};
-use tcplab_load::proto::TestSpec;
 
 use crate::output;
 
@@ -305,7 +305,7 @@ impl MeshArgs {
         output::finish(json, self.run_inner())
     }
 
-    fn test(&self) -> anyhow::Result<TestSpec> {
+    fn test(&self) -> anyhow::Result<WorkloadSpec> {
         let ms = (self.duration * 1e3).round() as u64;
         if !(self.duration > 0.0 && self.duration <= 3600.0) {
             anyhow::bail!("--duration {}: give 0 < SECS <= 3600", self.duration);
@@ -316,7 +316,7 @@ impl MeshArgs {
                 c.count = self.count.unwrap_or(c.count);
                 c.size = self.size.unwrap_or(c.size);
                 c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
-                TestSpec::Msgs(c)
+                WorkloadSpec::Msgs(c)
             }
             WorkloadKind::Rr => {
                 let mut c = tcplab_load::rr::RrConfig::default();
@@ -325,14 +325,14 @@ impl MeshArgs {
                 c.count = self.count;
                 c.duration_ms = self.count.is_none().then_some(ms);
                 c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
-                TestSpec::Rr(c)
+                WorkloadSpec::Rr(c)
             }
             WorkloadKind::Stream => {
                 let c = tcplab_load::stream::StreamConfig {
                     duration_ms: Some(ms),
                     ..Default::default()
                 };
-                TestSpec::Stream(c)
+                WorkloadSpec::Stream(c)
             }
             WorkloadKind::Crr => {
                 let mut c = tcplab_load::crr::CrrConfig::default();
@@ -340,7 +340,7 @@ impl MeshArgs {
                 (c.req, c.resp) = (size, size);
                 c.count = self.count;
                 c.duration_ms = self.count.is_none().then_some(ms);
-                TestSpec::Crr(c)
+                WorkloadSpec::Crr(c)
             }
             other @ (WorkloadKind::Rrul | WorkloadKind::Http) => {
                 anyhow::bail!("--workload {other}: a mesh runs msgs, rr, stream or crr")

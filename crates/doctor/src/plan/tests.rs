@@ -56,23 +56,26 @@ fn every_part_is_sized_so_its_rules_can_judge_it() {
             let mut r = req(secs);
             r.rate_bps = rate;
             for part in plan(&r) {
-                match part {
-                    Part::Msgs(c) => assert!(c.count >= limits::MIN_MESSAGES, "{secs} {rate:?}"),
-                    Part::MsgsSweep(c) => {
+                match (part.kind(), part.spec()) {
+                    (PartKind::Msgs, WorkloadSpec::Msgs(c)) => {
+                        assert!(c.count >= limits::MIN_MESSAGES, "{secs} {rate:?}")
+                    }
+                    (PartKind::MsgsSweep, WorkloadSpec::Msgs(c)) => {
                         assert!(c.count >= limits::MIN_SWEEP_MESSAGES, "{secs} {rate:?}");
                         assert_eq!(c.sizes, limits::SWEEP_SIZES);
                     }
-                    Part::Train(c) => {
+                    (PartKind::Train, WorkloadSpec::Msgs(c)) => {
                         assert!(c.count >= limits::TRAIN_MIN_COUNT);
                         assert_eq!(c.gap_us, 0, "back to back");
                         assert_eq!(c.opts.congestion.as_deref(), Some(limits::TRAIN_CONGESTION));
                     }
-                    Part::Stream(c) => {
+                    (PartKind::Stream, WorkloadSpec::Stream(c)) => {
                         assert_eq!(c.interval_ms, limits::STREAM_INTERVAL_MS);
                         let intervals = (c.duration_ms.unwrap_or(0) - c.omit_ms) / c.interval_ms;
                         assert!(intervals as usize >= limits::MIN_STREAM_INTERVALS, "{secs}");
                     }
-                    _ => {}
+                    (PartKind::MsgsTrap | PartKind::Rrul | PartKind::Rr | PartKind::Crr, _) => {}
+                    (kind, spec) => panic!("{kind} runs {:?}", spec.kind()),
                 }
             }
         }
@@ -98,24 +101,31 @@ fn rr_and_crr_last_long_enough_for_their_transactions_on_a_long_path() {
     // 120 ms round trips: 100 transactions need 12 s, whatever the budget's share.
     let r = req(40);
     let so_far = after_stream(120.0, 10e6);
-    let mut rr = Part::Rr(RrConfig::default());
+    let mut rr = Part::new(PartKind::Rr, WorkloadSpec::Rr(RrConfig::default()));
     refine(&mut rr, &r, &so_far);
-    let Part::Rr(c) = rr else { unreachable!() };
+    let WorkloadSpec::Rr(c) = rr.spec else {
+        unreachable!()
+    };
     let d = c.duration_ms.expect("bounded") as f64 / 1e3;
     assert!(d >= 100.0 * 0.120, "{d}");
-    let mut crr = Part::Crr(CrrConfig {
+    let crr = CrrConfig {
         concurrency: 2,
         ..CrrConfig::default()
-    });
+    };
+    let mut crr = Part::new(PartKind::Crr, WorkloadSpec::Crr(crr));
     refine(&mut crr, &r, &so_far);
-    let Part::Crr(c) = crr else { unreachable!() };
+    let WorkloadSpec::Crr(c) = crr.spec else {
+        unreachable!()
+    };
     let d = c.duration_ms.expect("bounded") as f64 / 1e3;
     assert!(d >= 100.0 * 2.0 * 0.120 / 2.0, "{d}");
     // A short path keeps the budget's share.
     let so_far = after_stream(1.0, 10e6);
-    let mut rr = Part::Rr(RrConfig::default());
+    let mut rr = Part::new(PartKind::Rr, WorkloadSpec::Rr(RrConfig::default()));
     refine(&mut rr, &r, &so_far);
-    let Part::Rr(c) = rr else { unreachable!() };
+    let WorkloadSpec::Rr(c) = rr.spec else {
+        unreachable!()
+    };
     assert_eq!(c.duration_ms, Some(4_000));
 }
 
@@ -129,9 +139,11 @@ fn messages_are_paced_at_half_the_path_rate() {
     assert_eq!(msgs_gap_us(1, Some(1e9)), MSGS_MIN_GAP_US);
     assert_eq!(msgs_gap_us(1448, None), MSGS_MIN_GAP_US);
     // Without a configured rate, from what the stream carried.
-    let mut msgs = Part::Msgs(MsgsConfig::default());
+    let mut msgs = Part::new(PartKind::Msgs, WorkloadSpec::Msgs(MsgsConfig::default()));
     refine(&mut msgs, &req(40), &after_stream(20.0, 10e6));
-    let Part::Msgs(c) = msgs else { unreachable!() };
+    let WorkloadSpec::Msgs(c) = msgs.spec else {
+        unreachable!()
+    };
     assert_eq!(c.gap_us, 146);
 }
 
@@ -142,9 +154,11 @@ fn the_http_part_takes_crr_s_slice_on_top() {
     r.http = true;
     let with = plan(&r);
     assert_eq!(&with[..without.len()], &without[..], "nothing else moves");
-    let Some(Part::Http(cfg)) = with.last() else {
+    let Some(WorkloadSpec::Http(http)) = with.last().map(Part::spec) else {
         panic!("http last")
     };
+    assert_eq!(http.server.kind, ServerKind::Builtin);
+    let cfg = &http.config;
     assert!(cfg.per_request());
     assert_eq!(cfg.duration_ms, Some(6_000));
     cfg.validate().expect("the battery's HTTP run is valid");

@@ -81,15 +81,9 @@ fn number_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
-/// Reads a pair's result (the JSON `tcplab <workload> --json` prints) into [`Figures`].
-pub fn figures(result: &serde_json::Value) -> Result<Figures, String> {
-    let report: Report = serde_json::from_value(result.clone()).map_err(|e| {
-        format!(
-            "the agent's result is not a tcplab result ({}); check that the agent runs this \
-             tcplab version",
-            tcplab_emu::error::one_line(&e.to_string())
-        )
-    })?;
+/// Reduces a pair's result to its [`Figures`]; a result of a kind a mesh does not run is an
+/// error naming the kinds it does.
+pub fn figures(report: &Report) -> Result<Figures, String> {
     let meta = report.meta();
     let mut f = Figures {
         value: None,
@@ -99,7 +93,7 @@ pub fn figures(result: &serde_json::Value) -> Result<Figures, String> {
         incomplete_reason: meta.incomplete_reason.clone(),
         detail: String::new(),
     };
-    match &report {
+    match report {
         Report::Msgs(r) => {
             if let Some(run) = r.runs.first() {
                 f.value = Some(run.stalls as f64);
@@ -203,7 +197,7 @@ mod tests {
             }],
             ..MsgsResult::default()
         });
-        let f = figures(&serde_json::to_value(&r).unwrap()).unwrap();
+        let f = figures(&r).unwrap();
         assert_eq!(f.value, Some(3.0));
         assert_eq!(
             f.stalls,
@@ -214,12 +208,6 @@ mod tests {
         );
         assert_eq!(f.workload_s, 0.5);
         assert!(f.detail.contains("3 stalls"), "{}", f.detail);
-    }
-
-    #[test]
-    fn something_else_is_an_error_not_a_panic() {
-        assert!(figures(&serde_json::json!({"workload": "nope"})).is_err());
-        assert!(figures(&serde_json::json!([1, 2])).is_err());
     }
 
     #[test]

@@ -7,9 +7,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tcplab_results::spec::WorkloadSpec;
 
+use tcplab_load::Report;
 use tcplab_load::auth::{ClientAuth, PublicKey};
-use tcplab_load::proto::TestSpec;
 
 use super::outcome::figures;
 use super::schedule::Step;
@@ -26,10 +27,10 @@ pub struct MeshHost {
     pub key: Option<PublicKey>,
 }
 
-/// Runs one pair's test: the result JSON, or why there is none.
+/// Runs one pair's test: its result, or why there is none.
 pub trait PairRunner: Sync {
     /// `src`'s agent runs the client side toward `dst`'s agent.
-    fn run(&self, src: &MeshHost, dst: &MeshHost) -> Result<serde_json::Value, String>;
+    fn run(&self, src: &MeshHost, dst: &MeshHost) -> Result<Report, String>;
 }
 
 /// The real runner: asks the source agent to run `test` toward the destination.
@@ -39,13 +40,13 @@ pub struct AgentPairs {
     /// fleet may mix pinned agents with unpinned lab ones).
     pub auth: std::collections::BTreeMap<String, ClientAuth>,
     /// The test every pair runs.
-    pub test: TestSpec,
+    pub test: WorkloadSpec,
     /// How long the coordinator waits for an agent's answer beyond the test's own bound.
     pub timeout: Duration,
 }
 
 impl PairRunner for AgentPairs {
-    fn run(&self, src: &MeshHost, dst: &MeshHost) -> Result<serde_json::Value, String> {
+    fn run(&self, src: &MeshHost, dst: &MeshHost) -> Result<Report, String> {
         let auth = self
             .auth
             .get(&src.name)
@@ -179,12 +180,14 @@ fn one(
         emulator: None,
     };
     match outcome {
-        Ok(result) => match figures(&result) {
-            Ok(f) => {
+        // The database keeps the result as `tcplab <workload> --json` prints it.
+        Ok(report) => match (figures(&report), serde_json::to_value(&report)) {
+            (Ok(f), Ok(json)) => {
                 row.figures = Some(f);
-                return (row, Some(result));
+                return (row, Some(json));
             }
-            Err(why) => row.failure = Some(why),
+            (Err(why), _) => row.failure = Some(why),
+            (_, Err(e)) => row.failure = Some(format!("the result cannot be stored: {e}")),
         },
         Err(why) => row.failure = Some(why),
     }
@@ -220,7 +223,7 @@ mod tests {
     }
 
     impl PairRunner for Mock {
-        fn run(&self, src: &MeshHost, dst: &MeshHost) -> Result<serde_json::Value, String> {
+        fn run(&self, src: &MeshHost, dst: &MeshHost) -> Result<Report, String> {
             if self.down.as_deref() == Some(&src.name) || self.down.as_deref() == Some(&dst.name) {
                 return Err(format!("agent {}: connection refused", src.name));
             }
@@ -246,7 +249,7 @@ mod tests {
                 }],
                 ..MsgsResult::default()
             });
-            Ok(serde_json::to_value(&r).unwrap())
+            Ok(r)
         }
     }
 

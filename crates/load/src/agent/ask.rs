@@ -12,6 +12,7 @@ use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use tcplab_results::spec::WorkloadSpec;
 
 use super::AgentConfig;
 use super::handshake::kind;
@@ -19,9 +20,7 @@ use super::hold::{self, Event, Holds, Lease, Step};
 use crate::auth::scope::{LAB_RANGES, is_lab_or_loopback};
 use crate::auth::{Channel, ClientAuth, KeyList, PublicKey};
 use crate::error::{LoadError, Result};
-use crate::proto::{self, AgentFacts, Answer, Ask, Ctrl, MAX_PROBES, TestSpec};
-use crate::report::Report;
-use crate::{crr, msgs, rr, stream};
+use crate::proto::{self, AgentFacts, Answer, Ask, Cause, Ctrl, MAX_PROBES};
 
 /// How often a held connection looks at the agent's stop flag.
 const POLL: Duration = Duration::from_millis(100);
@@ -51,9 +50,7 @@ pub(crate) fn serve(ctx: &AskCtx<'_>, mut ctrl: Channel, ask: Ask) -> Result<()>
         Ask::Sysctl { set, lease_ms } => sysctl(ctx, &mut ctrl, &set, lease_ms),
         Ask::Run { .. } => refuse(
             &mut ctrl,
-            Ctrl::Error {
-                message: "Run must be admitted as a test first (an agent bug)".into(),
-            },
+            failed("Run must be admitted as a test first (an agent bug)"),
         ),
     }
 }
@@ -66,22 +63,24 @@ fn answer(ctrl: &mut Channel, a: Answer) -> Result<()> {
 fn refuse(ctrl: &mut Channel, msg: Ctrl) -> Result<()> {
     proto::write_frame(ctrl, &msg)?;
     Err(LoadError::Agent(match msg {
-        Ctrl::Error { message } | Ctrl::Denied { message, .. } => message,
+        Ctrl::Error { message, .. } => message,
         _ => String::new(),
     }))
 }
 
-fn error(message: impl Into<String>) -> Ctrl {
-    Ctrl::Error {
-        message: message.into(),
-    }
+/// The ask is wrong as sent: the client's usage to fix.
+fn invalid(message: impl Into<String>) -> Ctrl {
+    Ctrl::refusal(Cause::Invalid, message)
 }
 
-fn denied(message: impl Into<String>) -> Ctrl {
-    Ctrl::Denied {
-        message: message.into(),
-        auth: false,
-    }
+/// The agent tried and could not.
+fn failed(message: impl Into<String>) -> Ctrl {
+    Ctrl::refusal(Cause::Failed, message)
+}
+
+/// The agent's configuration does not allow it (a flag it was not started with).
+fn not_allowed(message: impl Into<String>) -> Ctrl {
+    Ctrl::refusal(Cause::Limit, message)
 }
 
 /// What this agent is and the machine it sees from its network namespace.
@@ -102,7 +101,7 @@ fn clock(ctx: &AskCtx<'_>, ctrl: &mut Channel, probes: u32) -> Result<()> {
     if !(1..=MAX_PROBES).contains(&probes) {
         return refuse(
             ctrl,
-            error(format!(
+            invalid(format!(
                 "Clock probes {probes} is out of range: ask for 1-{MAX_PROBES}"
             )),
         );
@@ -124,9 +123,15 @@ fn clock(ctx: &AskCtx<'_>, ctrl: &mut Channel, probes: u32) -> Result<()> {
                 )?;
             }
             Ok(other) => {
-                return refuse(ctrl, error(format!("expected Ping, got {}", kind(&other))));
+                return refuse(
+                    ctrl,
+                    Ctrl::refusal(
+                        Cause::Protocol,
+                        format!("expected Ping, got {}", kind(&other)),
+                    ),
+                );
             }
-            Err(e) => return refuse(ctrl, error(e.to_string())),
+            Err(e) => return refuse(ctrl, failed(e.to_string())),
         }
     }
     Ok(())
@@ -140,20 +145,23 @@ pub(crate) fn run(
     mut ctrl: Channel,
     target: SocketAddr,
     server_key: Option<&str>,
-    test: TestSpec,
+    test: WorkloadSpec,
 ) -> Result<()> {
     let auth = match run_auth(config, target, server_key) {
         Ok(a) => Arc::new(a),
-        Err(why) => return refuse(&mut ctrl, denied(why)),
+        Err(why) => return refuse(&mut ctrl, invalid(why)),
     };
     let _ = ctrl.set_write_timeout(Some(config.limits.idle_timeout));
-    let workload = workload(&test);
-    let outcome = auth.scoped(|| run_client(test, target));
-    let msg = match outcome.and_then(|r| {
-        serde_json::to_value(&r).map_err(|e| LoadError::Protocol(format!("encoding: {e}")))
-    }) {
-        Ok(result) => Ctrl::Answer(Box::new(Answer::Run { result })),
-        Err(e) => error(format!("running {workload} toward {target}: {e}")),
+    let workload = test.kind().name();
+    let outcome = auth.scoped(|| crate::client::run(&test, target, serde_json::json!({})));
+    let msg = match outcome {
+        Ok(result) => Ctrl::Answer(Box::new(Answer::Run {
+            result: Box::new(result),
+        })),
+        Err(e) => Ctrl::refusal(
+            run_cause(&e),
+            format!("running {workload} toward {target}: {e}"),
+        ),
     };
     proto::write_frame(&mut ctrl, &msg)
 }
@@ -187,24 +195,17 @@ fn run_auth(
     }
 }
 
-fn workload(test: &TestSpec) -> &'static str {
-    match test {
-        TestSpec::Stream(_) => "stream",
-        TestSpec::Msgs(_) => "msgs",
-        TestSpec::Rr(_) => "rr",
-        TestSpec::Crr(_) => "crr",
+/// The cause a failed Run passes on: the target's own refusal as it said it, a usage error
+/// of the test as the client's, anything else as the agent's failure. The agent failing to
+/// authenticate the target (or being refused by it) is the ask's to fix (its `server_key`, the
+/// target's `--keys`), not the coordinator's key, which this agent accepted.
+fn run_cause(e: &LoadError) -> Cause {
+    match e {
+        LoadError::Refused { cause, .. } => *cause,
+        LoadError::Auth(_) => Cause::Invalid,
+        e if e.is_usage() => Cause::Invalid,
+        _ => Cause::Failed,
     }
-}
-
-/// The workload's own client, as `tcplab <workload> --to` runs it (facts `{}`).
-fn run_client(test: TestSpec, target: SocketAddr) -> Result<Report> {
-    let facts = serde_json::json!({});
-    Ok(match test {
-        TestSpec::Stream(c) => Report::Stream(stream::run_client(&c, target, facts, None)?),
-        TestSpec::Msgs(c) => Report::Msgs(msgs::run_client(&c, target, facts)?),
-        TestSpec::Rr(c) => Report::Rr(rr::run_client(&c, target, facts)?),
-        TestSpec::Crr(c) => Report::Crr(crr::run_client(&c, target, facts)?),
-    })
 }
 
 /// Holds `set` for the client: journal and apply, answer the old values, then keep them while
@@ -220,7 +221,7 @@ fn sysctl(
         _ => {
             return refuse(
                 ctrl,
-                denied(
+                not_allowed(
                     "this agent does not allow sysctl changes: start it with --allow-sysctl \
                      (and --keys FILE listing this client's key)",
                 ),
@@ -229,12 +230,12 @@ fn sysctl(
     };
     let lease = match hold::check_ask(set, lease_ms) {
         Ok(l) => l,
-        Err(why) => return refuse(ctrl, error(format!("Sysctl: {why}"))),
+        Err(why) => return refuse(ctrl, invalid(format!("Sysctl: {why}"))),
     };
     let owner = holds.new_owner();
     let previous = match holds.acquire(owner, set) {
         Ok(p) => p,
-        Err(why) => return refuse(ctrl, error(format!("Sysctl: {why}"))),
+        Err(why) => return refuse(ctrl, failed(format!("Sysctl: {why}"))),
     };
     let guard = Restore { holds, owner };
     answer(ctrl, Answer::Sysctl { previous })?;
@@ -242,7 +243,7 @@ fn sysctl(
     let problems = guard.now();
     match step {
         Step::Release if problems.is_empty() => answer(ctrl, Answer::Released),
-        Step::Release => refuse(ctrl, error(problems.join("; "))),
+        Step::Release => refuse(ctrl, failed(problems.join("; "))),
         Step::Restore(why) => {
             if ctx.config.log {
                 eprintln!(

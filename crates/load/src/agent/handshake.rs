@@ -6,12 +6,13 @@
 use std::io::Write;
 use std::net::TcpStream;
 use std::time::Instant;
+use tcplab_results::spec::WorkloadSpec;
 
 use crate::auth::Channel;
 use crate::auth::channel::{push_frame, read_body};
 use crate::auth::keys::{KeyList, KeyPair, PublicKey};
 use crate::auth::noise::{Intro, Responder, parse_intro};
-use crate::proto::{self, Ask, Ctrl, TestSpec};
+use crate::proto::{self, Ask, Cause, Ctrl};
 
 /// Largest frame 1 (a version-2 client's Hello in clear fits, to be answered by name).
 const MAX_INTRO: usize = 16 << 10;
@@ -77,7 +78,7 @@ pub struct Keys<'a> {
 #[derive(Debug, Clone)]
 pub enum Request {
     /// `Hello`: run the server side of this test.
-    Test(TestSpec),
+    Test(WorkloadSpec),
     /// `Ask`: something else (facts, clock, run from here, sysctl); see [`crate::agent::ask`].
     Ask(Ask),
 }
@@ -97,12 +98,7 @@ pub fn accept(
                 "not a tcplab client: {e}; use a tcplab client of protocol {}",
                 proto::VERSION
             );
-            answer_clear(
-                &mut stream,
-                &Ctrl::Error {
-                    message: why.clone(),
-                },
-            );
+            answer_clear(&mut stream, &Ctrl::refusal(Cause::Protocol, why.clone()));
             return Err(Rejected::Protocol(why));
         }
         Err(e) => return Err(silent("waiting for the handshake", e)),
@@ -122,12 +118,7 @@ pub fn accept(
                 ),
                 Err(e) => e.to_string(),
             };
-            answer_clear(
-                &mut stream,
-                &Ctrl::Error {
-                    message: why.clone(),
-                },
-            );
+            answer_clear(&mut stream, &Ctrl::refusal(Cause::Protocol, why.clone()));
             return Err(Rejected::Protocol(why));
         }
         Intro::Foreign => {
@@ -136,12 +127,7 @@ pub fn accept(
                  TCPLAB); use a tcplab client of that protocol",
                 proto::VERSION
             );
-            answer_clear(
-                &mut stream,
-                &Ctrl::Error {
-                    message: why.clone(),
-                },
-            );
+            answer_clear(&mut stream, &Ctrl::refusal(Cause::Protocol, why.clone()));
             return Err(Rejected::Protocol(why));
         }
     };
@@ -165,13 +151,7 @@ pub fn accept(
             "this server does not accept the client's key {client}: add the key's line (`tcplab \
              key show FILE` prints it) to the server's --keys file, or use a --key that is in it"
         );
-        let _ = proto::write_frame(
-            &mut channel,
-            &Ctrl::Denied {
-                message,
-                auth: true,
-            },
-        );
+        let _ = proto::write_frame(&mut channel, &Ctrl::refusal(Cause::Auth, message));
         return Err(Rejected::Unauthorized(client));
     }
     let hello = channel
@@ -182,12 +162,7 @@ pub fn accept(
         Ok(Ctrl::Ask { version, ask }) if version == proto::VERSION => Request::Ask(*ask),
         Ok(Ctrl::Hello { version, .. } | Ctrl::Ask { version, .. }) => {
             let why = version_message(version);
-            let _ = proto::write_frame(
-                &mut channel,
-                &Ctrl::Error {
-                    message: why.clone(),
-                },
-            );
+            let _ = proto::write_frame(&mut channel, &Ctrl::refusal(Cause::Protocol, why.clone()));
             return Err(Rejected::Protocol(why));
         }
         other => {
@@ -198,12 +173,7 @@ pub fn accept(
                 ),
                 Err(e) => e.to_string(),
             };
-            let _ = proto::write_frame(
-                &mut channel,
-                &Ctrl::Error {
-                    message: why.clone(),
-                },
-            );
+            let _ = proto::write_frame(&mut channel, &Ctrl::refusal(Cause::Protocol, why.clone()));
             return Err(Rejected::Protocol(why));
         }
     };
@@ -221,12 +191,7 @@ fn version_message(version: u32) -> String {
 
 fn refuse_version(stream: &mut TcpStream, version: u32) -> Rejected {
     let message = version_message(version);
-    answer_clear(
-        stream,
-        &Ctrl::Error {
-            message: message.clone(),
-        },
-    );
+    answer_clear(stream, &Ctrl::refusal(Cause::Protocol, message.clone()));
     Rejected::Protocol(message)
 }
 
@@ -239,7 +204,6 @@ pub(crate) fn kind(msg: &Ctrl) -> &'static str {
         Ctrl::Done => "Done",
         Ctrl::Report(_) => "Report",
         Ctrl::Error { .. } => "Error",
-        Ctrl::Denied { .. } => "Denied",
         Ctrl::Ask { .. } => "Ask",
         Ctrl::Answer(_) => "Answer",
         Ctrl::Ping { .. } => "Ping",

@@ -5,8 +5,10 @@
 
 use std::fmt;
 use std::time::Duration;
+use tcplab_results::spec::WorkloadSpec;
 
-use crate::proto::TestSpec;
+use crate::proto::Cause;
+
 use crate::stream::Direction;
 
 /// The agent's limits. The defaults are for an agent on a real network: generous for any
@@ -141,11 +143,13 @@ pub struct Needs {
 }
 
 impl Needs {
-    /// Reads a test's needs from its parameters.
-    pub fn of(test: &TestSpec) -> Self {
+    /// Reads a test's needs from its parameters: rrul's are its probes' and its load's
+    /// together (the two tests its client opens side by side); None for http, whose server is
+    /// a web server.
+    pub fn of(test: &WorkloadSpec) -> Option<Self> {
         let ms = |d: Option<u64>| d.map(Duration::from_millis);
-        match test {
-            TestSpec::Stream(c) => {
+        Some(match test {
+            WorkloadSpec::Stream(c) => {
                 let ways = if c.direction == Direction::Bidir {
                     2
                 } else {
@@ -157,7 +161,7 @@ impl Needs {
                     threads: c.flows.saturating_mul(ways as u32).saturating_add(1),
                 }
             }
-            TestSpec::Msgs(c) => {
+            WorkloadSpec::Msgs(c) => {
                 let sizes: &[u32] = if c.sizes.is_empty() {
                     std::slice::from_ref(&c.size)
                 } else {
@@ -170,7 +174,7 @@ impl Needs {
                     threads: 1,
                 }
             }
-            TestSpec::Rr(c) => {
+            WorkloadSpec::Rr(c) => {
                 let pair = u64::from(c.req) + u64::from(c.resp);
                 Self {
                     duration: ms(c.duration_ms),
@@ -178,7 +182,7 @@ impl Needs {
                     threads: 1,
                 }
             }
-            TestSpec::Crr(c) => {
+            WorkloadSpec::Crr(c) => {
                 let pair = u64::from(c.req) + u64::from(c.resp);
                 let threads = c
                     .server_threads
@@ -190,7 +194,17 @@ impl Needs {
                     threads,
                 }
             }
-        }
+            WorkloadSpec::Rrul(c) => {
+                let probes = Self::of(&WorkloadSpec::Rr(c.probe_config()))?;
+                let load = Self::of(&WorkloadSpec::Stream(c.bulk_config()))?;
+                Self {
+                    duration: probes.duration.max(load.duration),
+                    bytes: None,
+                    threads: probes.threads.saturating_add(load.threads),
+                }
+            }
+            WorkloadSpec::Http(_) => return None,
+        })
     }
 }
 
@@ -267,6 +281,22 @@ impl Refusal {
             Self::Duration { .. } | Self::RanTooLong { .. } => "max-duration",
             Self::Bytes { .. } | Self::MovedTooMuch { .. } => "max-bytes",
             Self::AgentStopping => "stopping",
+        }
+    }
+
+    /// Its cause as the client reads it: a limit the test itself is over (asked or run past)
+    /// is refused again whenever it is sent; the others pass once the agent is less busy.
+    pub fn cause(&self) -> Cause {
+        match self {
+            Self::Duration { .. }
+            | Self::Bytes { .. }
+            | Self::RanTooLong { .. }
+            | Self::MovedTooMuch { .. } => Cause::Limit,
+            Self::Rate { .. }
+            | Self::Handshakes { .. }
+            | Self::Tests { .. }
+            | Self::Threads { .. }
+            | Self::AgentStopping => Cause::Busy,
         }
     }
 }
@@ -359,10 +389,11 @@ impl fmt::Display for Refusal {
 mod tests {
     use super::*;
     use crate::{crr::CrrConfig, msgs::MsgsConfig, stream::StreamConfig};
+    use tcplab_results::spec::WorkloadKind;
 
     #[test]
     fn needs_come_from_the_parameters() {
-        let s = TestSpec::Stream(StreamConfig {
+        let s = WorkloadSpec::Stream(StreamConfig {
             flows: 4,
             direction: Direction::Bidir,
             duration_ms: Some(20_000),
@@ -371,23 +402,47 @@ mod tests {
         });
         assert_eq!(
             Needs::of(&s),
-            Needs {
+            Some(Needs {
                 duration: Some(Duration::from_secs(20)),
                 bytes: Some(2_000),
                 threads: 9
-            }
+            })
         );
-        let m = TestSpec::Msgs(MsgsConfig {
+        let m = WorkloadSpec::Msgs(MsgsConfig {
             count: 1_000,
             sizes: vec![1, 10, 100],
             ..MsgsConfig::default()
         });
-        assert_eq!(Needs::of(&m).bytes, Some(111_000));
-        let c = TestSpec::Crr(CrrConfig {
+        assert_eq!(Needs::of(&m).and_then(|n| n.bytes), Some(111_000));
+        let c = WorkloadSpec::Crr(CrrConfig {
             concurrency: 1_000,
             ..CrrConfig::default()
         });
-        assert_eq!(Needs::of(&c).threads, 257);
+        assert_eq!(Needs::of(&c).map(|n| n.threads), Some(257));
+        let rrul = tcplab_results::rrul::RrulConfig {
+            flows: 4,
+            ..Default::default()
+        };
+        let probes = Needs::of(&WorkloadSpec::Rr(rrul.probe_config())).expect("rr");
+        let load = Needs::of(&WorkloadSpec::Stream(rrul.bulk_config())).expect("stream");
+        let both = Needs::of(&WorkloadSpec::Rrul(rrul)).expect("rrul is served");
+        assert_eq!(both.threads, probes.threads + load.threads);
+        assert!(both.duration >= load.duration && both.duration.is_some());
+        assert_eq!(
+            Needs::of(&WorkloadSpec::default_of(WorkloadKind::Http)),
+            None
+        );
+    }
+
+    #[test]
+    fn a_limit_the_test_is_over_is_permanent_and_a_busy_agent_is_not() {
+        let over = Refusal::Duration {
+            asked: Duration::from_secs(20),
+            limit: Duration::from_secs(10),
+        };
+        assert!(over.cause().is_permanent());
+        assert!(!Refusal::Tests { limit: 4 }.cause().is_permanent());
+        assert!(!Refusal::AgentStopping.cause().is_permanent());
     }
 
     #[test]

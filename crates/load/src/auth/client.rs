@@ -258,12 +258,7 @@ fn clear_refusal(f2: &[u8]) -> Option<LoadError> {
         return None;
     }
     match serde_json::from_slice::<Ctrl>(f2).ok()? {
-        Ctrl::Error { message } => Some(LoadError::Refused(proto::peer_text(&message))),
-        Ctrl::Denied {
-            message,
-            auth: true,
-        } => Some(LoadError::Auth(proto::peer_text(&message))),
-        Ctrl::Denied { message, .. } => Some(LoadError::Refused(proto::peer_text(&message))),
+        Ctrl::Error { message, cause } => Some(LoadError::refused(cause, &message)),
         _ => None,
     }
 }
@@ -316,9 +311,10 @@ mod tests {
 
     #[test]
     fn a_refusal_in_clear_is_read_as_one() {
-        let refusal = serde_json::to_vec(&Ctrl::Error {
-            message: "too many sessions".into(),
-        })
+        let refusal = serde_json::to_vec(&Ctrl::refusal(
+            crate::proto::Cause::Busy,
+            "too many sessions",
+        ))
         .expect("json");
         let e = clear_refusal(&refusal).expect("a refusal");
         assert!(e.to_string().contains("too many sessions"), "{e}");

@@ -19,13 +19,14 @@ mod serve;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
+use tcplab_results::spec::WorkloadSpec;
 
 use hdrhistogram::Histogram;
 
 use crate::clock::{ThreadTimes, now_ns};
 use crate::error::Result;
 use crate::live::{OnLive, Span, with_reporter};
-use crate::proto::{ServerReport, TestSpec};
+use crate::proto::ServerReport;
 use crate::session::FoldIn;
 use crate::session::{RunMeta, Session};
 use crate::sockopt::read_back;
@@ -116,7 +117,7 @@ fn run_point(
     (interval_ms, on_interval): (u64, OnLive<'_, RrInterval>),
 ) -> Result<RrPoint> {
     let timeout = Duration::from_millis(cfg.timeout_ms);
-    let mut session = Session::open(target, TestSpec::Rr(cfg.clone()), timeout)?;
+    let mut session = Session::open(target, WorkloadSpec::Rr(cfg.clone()), timeout)?;
     let data = session.connect_data(&cfg.opts)?;
     if meta.options.is_none() {
         meta.options = Some(read_back(data.as_raw_fd(), &cfg.opts));

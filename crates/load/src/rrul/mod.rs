@@ -73,16 +73,21 @@ fn run_tests(cfg: &RrulConfig, target: SocketAddr) -> Result<(RrResult, StreamRe
             waiter.unpark();
         }
     };
+    // The probes open their session on a thread of their own: with this thread's credentials
+    // (an agent's Run ask scopes its own key to the thread that runs the test).
+    let auth = crate::auth::ClientAuth::current()?;
     std::thread::scope(|s| {
         let prober = s.spawn(|| {
             let on: &(dyn Fn(&RrInterval) + Sync) = &on_tick;
-            rr::run_client_live(
-                &probe_cfg,
-                target,
-                serde_json::json!({}),
-                PROBE_TICK_MS,
-                Some(on),
-            )
+            auth.scoped(|| {
+                rr::run_client_live(
+                    &probe_cfg,
+                    target,
+                    serde_json::json!({}),
+                    PROBE_TICK_MS,
+                    Some(on),
+                )
+            })
         });
         let timeout = Duration::from_millis(cfg.timeout_ms);
         let load = wait_started(&started, &prober, timeout).map(|t0| {

@@ -197,6 +197,19 @@ impl WorkloadSpec {
         }
     }
 
+    /// The idle timeout: how long any single wait of a run may last (at least 1 ms).
+    pub fn timeout(&self) -> std::time::Duration {
+        let ms = match self {
+            WorkloadSpec::Stream(c) => c.timeout_ms,
+            WorkloadSpec::Msgs(c) => c.timeout_ms,
+            WorkloadSpec::Rr(c) => c.timeout_ms,
+            WorkloadSpec::Crr(c) => c.timeout_ms,
+            WorkloadSpec::Rrul(c) => c.timeout_ms,
+            WorkloadSpec::Http(s) => s.config.timeout_ms,
+        };
+        std::time::Duration::from_millis(ms.max(1))
+    }
+
     /// Checks every parameter; the error names the flag (`--flows`), which is the scenario
     /// key with `_` for `-`.
     pub fn validate(&self) -> Result<(), ConfigError> {
