@@ -137,7 +137,7 @@ fn ends(addr: SocketAddr) -> Result<Ends> {
         Ok(facts) => Ok(Ends {
             client,
             server: facts.host,
-            server_machine: serde_json::from_value(facts.facts).ok(),
+            server_machine: facts.facts,
             agent_version: Some(facts.tcplab),
             unanswered: None,
         }),
@@ -225,18 +225,16 @@ fn step(
 /// A workload's client against tcplab's own server: in a lab, a server entered into its
 /// server host; else the remote agent.
 fn workload(target: &Target<'_>, spec: &WorkloadSpec) -> tcplab_load::Result<Report> {
-    let client =
-        |addr: SocketAddr, facts: serde_json::Value| tcplab_load::client::run(spec, addr, facts);
+    let client = |addr: SocketAddr, facts: Option<tcplab_lab::facts::Facts>| {
+        tcplab_load::client::run(spec, addr, facts)
+    };
     match target {
         Target::Lab {
             lab,
             client: c,
             server: s,
         } => tcplab_load::lab::run_on(lab, c, s, client),
-        Target::Remote(addr) => {
-            let facts = serde_json::to_value(tcplab_lab::facts::machine()).unwrap_or_default();
-            client(*addr, facts)
-        }
+        Target::Remote(addr) => client(*addr, Some(tcplab_lab::facts::machine())),
     }
 }
 

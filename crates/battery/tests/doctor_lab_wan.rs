@@ -153,7 +153,17 @@ fn seed002_small_receive_buffer_and_the_four_lines() {
     // The run's own account of the link: every packet got exactly the 15 ms (no jitter), and
     // the data went through the 100 Mbit/s queue (its stay is at least one 1500-B frame's
     // serialisation, 120 µs, reported whatever the flow made of the queue).
-    let realised = &after.meta.facts["emulator"]["realised"]["forward"];
+    // As the result's JSON gives it (`facts.emulator.realised.forward`).
+    let realised = serde_json::to_value(
+        after
+            .meta
+            .facts
+            .emulator
+            .as_ref()
+            .and_then(|e| e.realised.as_ref())
+            .and_then(|a| a.forward.as_ref()),
+    )
+    .unwrap();
     eprintln!("realised over the run after the fix: {realised}");
     assert_eq!(realised["delay_mean_ns"], 15e6, "{realised}");
     assert_eq!(realised["delay_sd_ns"], 0.0, "{realised}");

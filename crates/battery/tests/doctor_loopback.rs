@@ -61,7 +61,7 @@ fn write_write_read(srv: &LoopServer, nodelay: bool) -> Battery {
         },
         ..MsgsConfig::default()
     };
-    let r = tcplab_load::msgs::run_client(&cfg, srv.addr, serde_json::json!({})).unwrap();
+    let r = tcplab_load::msgs::run_client(&cfg, srv.addr, None).unwrap();
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     Battery {
         msgs: Some(r),
@@ -119,7 +119,7 @@ fn real_sfperf_stream_has_no_stall_findings() {
         },
         ..MsgsConfig::default()
     };
-    let r = tcplab_load::msgs::run_client(&cfg, srv.addr, serde_json::json!({})).unwrap();
+    let r = tcplab_load::msgs::run_client(&cfg, srv.addr, None).unwrap();
     let run = &r.runs[0];
     eprintln!(
         "20,000 x 1 byte: {:.1} µs/message, receive gap max {:?} µs",

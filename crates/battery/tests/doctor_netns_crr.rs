@@ -15,7 +15,7 @@ use tcplab_load::crr::{CrrConfig, CrrResult};
 const PORT_KEYS: &[&str] = &["net.ipv4.ip_local_port_range", "net.ipv4.tcp_tw_reuse"];
 
 fn crr(cfg: &CrrConfig) -> CrrResult {
-    serve(|addr| tcplab_load::crr::run_client(cfg, addr, serde_json::json!({}))).unwrap()
+    serve(|addr| tcplab_load::crr::run_client(cfg, addr, None)).unwrap()
 }
 
 #[test]

@@ -20,7 +20,7 @@ fn stream() -> StreamResult {
         interval_ms: 250,
         ..StreamConfig::default()
     };
-    serve(|addr| tcplab_load::stream::run_client(&cfg, addr, serde_json::json!({}), None)).unwrap()
+    serve(|addr| tcplab_load::stream::run_client(&cfg, addr, None, None)).unwrap()
 }
 
 fn battery(r: StreamResult, facts: tcplab_lab::Facts) -> Battery {

@@ -71,8 +71,8 @@ fn a_remote_battery_sees_the_far_end_and_estimates_the_path() {
     assert!(b.fidelity.is_none() && b.facts.as_ref().unwrap().hosts.is_empty());
     let stream = b.stream.as_ref().unwrap();
     assert!(
-        stream.meta.facts.get("emulator").is_none(),
-        "{}",
+        stream.meta.facts.emulator.is_none(),
+        "{:?}",
         stream.meta.facts
     );
     // The far end said what it is and what its host is.

@@ -355,7 +355,7 @@ fn srun_coordinator() {
         timeout_ms: 10_000,
         ..Default::default()
     };
-    let r = tcplab_load::msgs::run_client(&cfg, agent.addr, serde_json::json!({})).unwrap();
+    let r = tcplab_load::msgs::run_client(&cfg, agent.addr, None).unwrap();
     assert_eq!(r.runs[0].received, 2_000);
     let pid = fleet.remote_pid("localhost").unwrap();
     assert!(alive(pid));

@@ -145,7 +145,7 @@ fn msgs_to_each(fleet: &Fleet) {
             timeout_ms: 10_000,
             ..Default::default()
         };
-        let r = tcplab_load::msgs::run_client(&cfg, a.addr, serde_json::json!({}))
+        let r = tcplab_load::msgs::run_client(&cfg, a.addr, None)
             .unwrap_or_else(|e| panic!("msgs to {} at {}: {e}", a.name, a.addr));
         assert!(
             r.meta.complete,

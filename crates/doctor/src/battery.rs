@@ -175,32 +175,6 @@ impl Battery {
     }
 }
 
-/// What tcplab's emulator recorded about one workload's run, from the result's facts
-/// (`facts.emulator`, docs/results.md): the impairments in force, its verdict over the run and
-/// the link model's account of what it did to the run's packets (queue stay, drops by cause).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct EmulatedRun {
-    /// The impairments in force.
-    pub link: Option<tcplab_emu::LinkConfig>,
-    /// Whether the emulator kept its schedule over the run.
-    pub fidelity: Option<tcplab_results::emulator::RunFidelity>,
-    /// The model's account of the run.
-    pub account: Option<tcplab_results::emulator::RunAccount>,
-}
-
-impl EmulatedRun {
-    /// The record of the run described by `meta`; `None` when it did not cross the emulator.
-    pub fn of(meta: &RunMeta) -> Option<Self> {
-        let e = meta.facts.get("emulator")?;
-        let part = |k: &str| e.get(k).filter(|v| !v.is_null()).cloned();
-        Some(Self {
-            link: part("link").and_then(|v| serde_json::from_value(v).ok()),
-            fidelity: part("fidelity").and_then(|v| serde_json::from_value(v).ok()),
-            account: part("realised").and_then(|v| serde_json::from_value(v).ok()),
-        })
-    }
-}
-
 /// Which side of a workload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -288,7 +262,7 @@ impl<'a> Context<'a> {
             battery
                 .metas()
                 .into_iter()
-                .find_map(|(_, m)| serde_json::from_value::<Facts>(m.facts.clone()).ok())
+                .find_map(|(_, m)| m.facts.machine.clone())
         });
         let measured = facts.as_ref().and_then(|f| {
             [Some(f.hz.hz), f.hz.configured]
@@ -351,7 +325,7 @@ impl<'a> Context<'a> {
             .battery
             .stream
             .as_ref()
-            .is_some_and(|s| EmulatedRun::of(&s.meta).is_some());
+            .is_some_and(|s| s.meta.facts.emulator.is_some());
         lab && !emulated && self.battery.path.rate_bps.is_none()
     }
 

@@ -119,7 +119,7 @@ pub fn meta(nodelay: bool, congestion: &str) -> RunMeta {
         tool: "tcplab".into(),
         target: "198.18.0.2:5301".into(),
         complete: true,
-        facts: serde_json::json!({}),
+        facts: Default::default(),
         options: Some(opts.clone()),
         server_options: Some(opts),
         ..RunMeta::default()
@@ -523,4 +523,23 @@ pub fn http_with_addrnotavail(mut r: HttpResult, seconds: &[u64], per_second: u6
     r.errors_total.addrnotavail = r.errors_total.connect;
     r.summary.errors = r.errors_total.total();
     r
+}
+
+/// The record of a run through tcplab's emulator on `link` whose model gave `account`, and
+/// which kept its schedule.
+pub fn emulated(
+    link: tcplab_emu::LinkConfig,
+    account: tcplab_results::emulator::RunAccount,
+) -> tcplab_results::run_facts::EmulatorRecord {
+    tcplab_results::run_facts::EmulatorRecord {
+        seed: 1,
+        link,
+        fidelity: tcplab_results::emulator::RunFidelity {
+            trustworthy: true,
+            reasons: Vec::new(),
+            need: None,
+        },
+        realised: Some(account),
+        workloads: Vec::new(),
+    }
 }

@@ -189,7 +189,7 @@ fn facts_are_read_from_the_results_when_not_given() {
         .map(|i| if i < 10 { 30_100_000 } else { 100_600_000 })
         .collect();
     let mut rr = synth::rr(100, &wwr, false);
-    rr.meta.facts = serde_json::to_value(&facts).unwrap();
+    rr.meta.facts.machine = facts;
     b.rr = Some(rr);
     let f = diagnose(&b);
     assert_eq!(f[0].id, "delayed_ack_stall");

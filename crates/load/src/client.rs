@@ -4,6 +4,7 @@
 //! the compiler.
 
 use std::net::SocketAddr;
+use tcplab_results::facts::Facts;
 
 use tcplab_results::spec::{WorkloadKind, WorkloadSpec};
 
@@ -27,7 +28,7 @@ pub const HTTP_NEEDS_LAB: &str = "an http workload runs in a lab, which starts t
 
 /// Runs `spec`'s client against the `tcplab serve` at `target`, its result carrying `facts`.
 /// An http spec is refused ([`HTTP_NEEDS_LAB`]), naming `--to`.
-pub fn run(spec: &WorkloadSpec, target: SocketAddr, facts: serde_json::Value) -> Result<Report> {
+pub fn run(spec: &WorkloadSpec, target: SocketAddr, facts: Option<Facts>) -> Result<Report> {
     match spec {
         WorkloadSpec::Stream(c) => stream::run_client(c, target, facts, None).map(Report::Stream),
         WorkloadSpec::Msgs(c) => msgs::run_client(c, target, facts).map(Report::Msgs),
@@ -55,12 +56,8 @@ mod tests {
             );
         }
         let addr: SocketAddr = "127.0.0.1:9".parse().expect("addr");
-        let e = run(
-            &WorkloadSpec::default_of(WorkloadKind::Http),
-            addr,
-            serde_json::json!({}),
-        )
-        .expect_err("http needs a lab");
+        let e = run(&WorkloadSpec::default_of(WorkloadKind::Http), addr, None)
+            .expect_err("http needs a lab");
         let text = e.to_string();
         assert!(text.starts_with("invalid --to:"), "{text}");
         assert!(text.contains("tcplab http --to"), "{text}");

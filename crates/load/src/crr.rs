@@ -17,6 +17,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
+use tcplab_results::facts::Facts;
 use tcplab_results::spec::WorkloadSpec;
 
 use hdrhistogram::Histogram;
@@ -62,11 +63,7 @@ struct Plan<'a> {
 
 /// Runs crr against `target`. Must be called on a thread in the client's namespace: the
 /// kernel counters and TIME_WAIT are read from there.
-pub fn run_client(
-    cfg: &CrrConfig,
-    target: SocketAddr,
-    facts: serde_json::Value,
-) -> Result<CrrResult> {
+pub fn run_client(cfg: &CrrConfig, target: SocketAddr, facts: Option<Facts>) -> Result<CrrResult> {
     run_client_live(cfg, target, facts, 1_000, None)
 }
 
@@ -74,7 +71,7 @@ pub fn run_client(
 pub fn run_client_live(
     cfg: &CrrConfig,
     target: SocketAddr,
-    facts: serde_json::Value,
+    facts: Option<Facts>,
     interval_ms: u64,
     on_interval: OnLive<'_, CrrInterval>,
 ) -> Result<CrrResult> {

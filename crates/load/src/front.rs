@@ -9,6 +9,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Mutex;
+use tcplab_results::facts::Facts;
+use tcplab_results::run_facts::{Sched, SchedPolicy};
 
 use crate::agent::args::AgentOptions;
 use crate::auth::args::ClientKeys;
@@ -269,7 +271,7 @@ fn write_line(out: &Out<'_, '_>, line: &str) {
 /// Places the run, executes `client`, prints; maps errors to exit codes.
 fn execute<F>(args: &ClientOptions, out: &Out<'_, '_>, client: F) -> ExitCode
 where
-    F: FnOnce(SocketAddr, serde_json::Value) -> Result<Report, LoadError> + Send,
+    F: FnOnce(SocketAddr, Option<Facts>) -> Result<Report, LoadError> + Send,
 {
     let placement = match (&args.to, &args.lab) {
         (Some(to), _) => parse_target(to).map(Placement::Remote),
@@ -315,12 +317,10 @@ fn record_sched(report: &mut Report, rt_priority: Option<u8>) {
     let Some(priority) = rt_priority else {
         return;
     };
-    if let Some(facts) = report.meta_mut().facts.as_object_mut() {
-        facts.insert(
-            "sched".into(),
-            serde_json::json!({ "policy": "fifo", "priority": priority }),
-        );
-    }
+    report.meta_mut().facts.sched = Some(Sched {
+        policy: SchedPolicy::Fifo,
+        priority,
+    });
 }
 
 /// Prints a result as asked and writes its raw samples.

@@ -5,6 +5,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
+use tcplab_results::facts::Facts;
+use tcplab_results::run_facts::EmulatorRecord;
 
 use tcplab_emu::LinkConfig;
 use tcplab_lab::Lab;
@@ -21,7 +23,7 @@ fn lab_err(e: tcplab_lab::LabError) -> LoadError {
 /// Opens lab `lab` (by name, from the default state directory) and runs there.
 pub fn run_in_lab<F>(lab: &str, client_host: &str, server_host: &str, client: F) -> Result<Report>
 where
-    F: FnOnce(SocketAddr, serde_json::Value) -> Result<Report> + Send,
+    F: FnOnce(SocketAddr, Option<Facts>) -> Result<Report> + Send,
 {
     let lab = Lab::open(lab).map_err(lab_err)?;
     run_on(&lab, client_host, server_host, client)
@@ -30,16 +32,12 @@ where
 /// Runs `client` in `client_host` of `lab` against a server in `server_host`.
 pub fn run_on<F>(lab: &Lab, client_host: &str, server_host: &str, client: F) -> Result<Report>
 where
-    F: FnOnce(SocketAddr, serde_json::Value) -> Result<Report> + Send,
+    F: FnOnce(SocketAddr, Option<Facts>) -> Result<Report> + Send,
 {
     let chost = lab.host(client_host).map_err(lab_err)?;
     let shost = lab.host(server_host).map_err(lab_err)?;
     let ip = host_ip(shost, server_host)?;
-    let facts = tcplab_lab::facts::collect(lab)
-        .map_err(lab_err)
-        .and_then(|f| {
-            serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
-        })?;
+    let facts = Some(tcplab_lab::facts::collect(lab).map_err(lab_err)?);
     // An emulated lab: its counters before the run, to judge the emulator over exactly this run.
     let emulator_before = lab.emulator_status().ok();
     let server = shost
@@ -119,18 +117,13 @@ pub(crate) fn attach_emulator(lab: &Lab, before: &emulation::EmulatorStatus, rep
         .as_ref()
         .and_then(|a| emulation::account(&before.counters, &a.counters));
     let fidelity = judge_workload(report, before, after.as_ref());
-    let meta = report.meta_mut();
-    if let Some(facts) = meta.facts.as_object_mut() {
-        facts.insert(
-            "emulator".into(),
-            serde_json::json!({
-                "seed": before.seed,
-                "link": before.link,
-                "fidelity": fidelity,
-                "realised": account,
-            }),
-        );
-    }
+    report.meta_mut().facts.emulator = Some(EmulatorRecord {
+        seed: before.seed,
+        link: before.link.clone(),
+        fidelity,
+        realised: account,
+        workloads: Vec::new(),
+    });
 }
 
 /// Sets the flag when dropped, including during unwinding: a server thread in a scope stops

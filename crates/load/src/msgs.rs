@@ -19,6 +19,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
+use tcplab_results::facts::Facts;
 use tcplab_results::spec::WorkloadSpec;
 
 use crate::clock::{ThreadTimes, now_ns, pace_until_ns};
@@ -40,7 +41,7 @@ use tcplab_results::stamps::Stamps;
 pub fn run_client(
     cfg: &MsgsConfig,
     target: SocketAddr,
-    facts: serde_json::Value,
+    facts: Option<Facts>,
 ) -> Result<MsgsResult> {
     run_client_live(cfg, target, facts, 1_000, None)
 }
@@ -49,7 +50,7 @@ pub fn run_client(
 pub fn run_client_live(
     cfg: &MsgsConfig,
     target: SocketAddr,
-    facts: serde_json::Value,
+    facts: Option<Facts>,
     interval_ms: u64,
     on_interval: OnLive<'_, MsgsInterval>,
 ) -> Result<MsgsResult> {

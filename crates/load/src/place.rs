@@ -4,6 +4,7 @@
 //! names).
 
 use std::net::SocketAddr;
+use tcplab_results::facts::Facts;
 
 use crate::error::{LoadError, Result};
 use crate::proto::DEFAULT_PORT;
@@ -29,10 +30,10 @@ impl Placement {
     /// Runs `client` against a server placed as described; returns its report.
     pub fn run<F>(self, client: F) -> Result<Report>
     where
-        F: FnOnce(SocketAddr, serde_json::Value) -> Result<Report> + Send,
+        F: FnOnce(SocketAddr, Option<Facts>) -> Result<Report> + Send,
     {
         match self {
-            Self::Remote(addr) => client(addr, serde_json::json!({})),
+            Self::Remote(addr) => client(addr, None),
             Self::Lab {
                 lab,
                 client: c,

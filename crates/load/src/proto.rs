@@ -46,6 +46,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use tcplab_results::facts::Facts;
 
 use serde::{Deserialize, Serialize};
 
@@ -227,8 +228,8 @@ pub const MAX_PROBES: u32 = 64;
 #[serde(tag = "answer", rename_all = "snake_case")]
 pub enum Answer {
     /// To `Ask::Facts`.
-    Facts(AgentFacts),
-    /// To `Ask::Run`: the JSON `tcplab <workload> --json` prints for that test.
+    Facts(Box<AgentFacts>),
+    /// To `Ask::Run`: the test's result.
     Run {
         /// The result, as `tcplab <workload> --json` prints it.
         result: Box<crate::Report>,
@@ -255,7 +256,7 @@ pub struct AgentFacts {
     pub allow_sysctl: bool,
     /// The machine as the agent sees it (`tcplab_lab::facts::machine()`: kernel, HZ, CPUs,
     /// congestion control, buffers), in its own network namespace.
-    pub facts: serde_json::Value,
+    pub facts: Option<Facts>,
     /// The agent's own network namespace as a host (its per-namespace sysctls such as
     /// `net.ipv4.tcp_rmem`, its interfaces): what a doctor needs to name the far end's limits.
     /// `None` from an agent before protocol 5.

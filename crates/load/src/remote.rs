@@ -150,7 +150,7 @@ fn unexpected(what: &str, got: &Answer) -> LoadError {
 pub fn facts(agent: SocketAddr, auth: &ClientAuth, timeout: Duration) -> Result<AgentFacts> {
     let mut ctrl = open(agent, auth, Ask::Facts, timeout)?;
     match answer(&mut ctrl, auth)? {
-        Answer::Facts(f) => Ok(f),
+        Answer::Facts(f) => Ok(*f),
         other => Err(unexpected("facts", &other)),
     }
 }

@@ -3,6 +3,7 @@
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
+use tcplab_results::facts::Facts;
 use tcplab_results::spec::WorkloadSpec;
 
 use crate::auth::{Channel, ClientAuth};
@@ -15,7 +16,7 @@ pub use tcplab_results::session::RunMeta;
 
 /// A complete-so-far record for a run against `target` that starts now (wall clock, for the
 /// record; never used to measure).
-pub fn new_meta(target: SocketAddr, facts: serde_json::Value) -> RunMeta {
+pub fn new_meta(target: SocketAddr, facts: Option<Facts>) -> RunMeta {
     let started_unix_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

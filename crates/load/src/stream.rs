@@ -13,6 +13,7 @@ use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
+use tcplab_results::facts::Facts;
 use tcplab_results::spec::WorkloadSpec;
 
 use crate::clock::{ThreadTimes, now_ns};
@@ -303,7 +304,7 @@ fn retransmits(intervals: &[IntervalSample]) -> u64 {
 pub fn run_client(
     cfg: &StreamConfig,
     target: SocketAddr,
-    facts: serde_json::Value,
+    facts: Option<Facts>,
     on_interval: OnInterval<'_>,
 ) -> Result<StreamResult> {
     cfg.validate()?;

@@ -514,7 +514,7 @@ fn limits_refuse_and_stop_tests_naming_the_flag() {
         duration_ms: Some(5_000),
         ..rr::RrConfig::default()
     };
-    let e = rr::run_client(&long, agent.addr, serde_json::json!({})).expect_err("refused");
+    let e = rr::run_client(&long, agent.addr, None).expect_err("refused");
     assert!(e.to_string().contains("--max-duration 1 s"), "{e}");
     // A count-bounded test that runs longer than the limit is stopped, and says why.
     let endless = rr::RrConfig {
@@ -525,9 +525,9 @@ fn limits_refuse_and_stop_tests_naming_the_flag() {
     };
     let t0 = Instant::now();
     let (stopped, busy) = std::thread::scope(|s| {
-        let h = s.spawn(|| rr::run_client(&endless, agent.addr, serde_json::json!({})));
+        let h = s.spawn(|| rr::run_client(&endless, agent.addr, None));
         std::thread::sleep(Duration::from_millis(300));
-        let busy = rr::run_client(&endless, agent.addr, serde_json::json!({})).expect_err("busy");
+        let busy = rr::run_client(&endless, agent.addr, None).expect_err("busy");
         (h.join().expect("join").expect("a partial result"), busy)
     });
     assert!(busy.to_string().contains("--max-concurrent 1"), "{busy}");

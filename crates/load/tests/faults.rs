@@ -48,8 +48,7 @@ fn peer_closing_mid_msgs_gives_a_partial_result() {
         ..msgs::MsgsConfig::default()
     };
     let start = Instant::now();
-    let r =
-        msgs::run_client(&cfg, addr, serde_json::json!({})).expect("partial result, not an error");
+    let r = msgs::run_client(&cfg, addr, None).expect("partial result, not an error");
     t.join().expect("fake server");
     assert!(start.elapsed() < Duration::from_secs(5));
     assert!(!r.meta.complete);
@@ -74,7 +73,7 @@ fn peer_closing_mid_rr_gives_a_partial_result() {
         timeout_ms: 3_000,
         ..rr::RrConfig::default()
     };
-    let r = rr::run_client(&cfg, addr, serde_json::json!({})).expect("partial result");
+    let r = rr::run_client(&cfg, addr, None).expect("partial result");
     t.join().expect("fake server");
     assert!(!r.meta.complete);
     assert_eq!(r.summary.transactions, 0);
@@ -100,8 +99,7 @@ fn silent_server_times_out() {
         ..rr::RrConfig::default()
     };
     let start = Instant::now();
-    let e = rr::run_client(&cfg, l.local_addr().expect("addr"), serde_json::json!({}))
-        .expect_err("times out");
+    let e = rr::run_client(&cfg, l.local_addr().expect("addr"), None).expect_err("times out");
     assert!(
         start.elapsed() < Duration::from_secs(3),
         "took {:?}",

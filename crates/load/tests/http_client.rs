@@ -72,7 +72,7 @@ fn ok(_: u64, s: &mut TcpStream) -> bool {
 }
 
 fn run(addr: SocketAddr, cfg: HttpConfig) -> HttpResult {
-    run_client_live(&cfg, addr, serde_json::json!({}), 1000, None).expect("run")
+    run_client_live(&cfg, addr, None, 1000, None).expect("run")
 }
 
 fn cfg(count: u64) -> HttpConfig {

@@ -77,9 +77,9 @@ fn a_deep_queue_inflates_latency_under_load_and_it_recovers_after() {
         "the bulk flow ran reno"
     );
     assert!(
-        r.meta.facts["emulator"]["fidelity"].is_object(),
-        "the emulator's verdict is attached: {}",
-        r.meta.facts["emulator"]
+        r.meta.facts.emulator.is_some(),
+        "the emulator's verdict is attached: {:?}",
+        r.meta.facts
     );
 
     let (before, during, after) = (

@@ -19,7 +19,7 @@ fn hundred_thousand_one_byte_messages_with_nodelay() {
         link_rate_bps: Some(100_000_000),
         ..MsgsConfig::default()
     };
-    let r = run_client(&cfg, srv.addr, serde_json::json!({})).expect("msgs");
+    let r = run_client(&cfg, srv.addr, None).expect("msgs");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     let run = &r.runs[0];
     assert_eq!((run.sent, run.received), (100_000, 100_000));
@@ -69,7 +69,7 @@ fn write_write_read(nodelay: bool) -> tcplab_load::msgs::MsgsRun {
         },
         ..MsgsConfig::default()
     };
-    let r = run_client(&cfg, srv.addr, serde_json::json!({})).expect("msgs");
+    let r = run_client(&cfg, srv.addr, None).expect("msgs");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     r.runs.into_iter().next().expect("one run")
 }
@@ -117,7 +117,8 @@ fn size_sweep_runs_every_size_and_timestamps_can_be_turned_off() {
         timestamps: false,
         ..MsgsConfig::default()
     };
-    let r = run_client(&cfg, srv.addr, serde_json::json!({"k": 1})).expect("msgs");
+    let machine = tcplab_lab::facts::machine();
+    let r = run_client(&cfg, srv.addr, Some(machine.clone())).expect("msgs");
     assert_eq!(
         r.runs.iter().map(|x| x.size).collect::<Vec<_>>(),
         vec![1, 100, 1000]
@@ -128,7 +129,11 @@ fn size_sweep_runs_every_size_and_timestamps_can_be_turned_off() {
             .iter()
             .all(|x| x.one_way_us.is_none() && x.per_message_us.sd.is_none())
     );
-    assert_eq!(r.meta.facts, serde_json::json!({"k": 1}));
+    assert_eq!(
+        r.meta.facts.machine,
+        Some(machine),
+        "the facts given, as given"
+    );
 }
 
 #[test]
@@ -145,7 +150,7 @@ fn delack_max_us_shortens_the_delayed_ack_stall() {
         },
         ..MsgsConfig::default()
     };
-    let r = run_client(&cfg, srv.addr, serde_json::json!({})).expect("msgs");
+    let r = run_client(&cfg, srv.addr, None).expect("msgs");
     let o = r.meta.server_options.as_ref().expect("server options");
     // The kernel keeps both in jiffies and rounds up (HZ=250 here: 8,000 and 52,000 µs), which
     // is why the result records the read-back values, not the request.
@@ -180,7 +185,7 @@ fn paced_messages_follow_the_gap() {
         },
         ..MsgsConfig::default()
     };
-    let r = run_client(&cfg, srv.addr, serde_json::json!({})).expect("msgs");
+    let r = run_client(&cfg, srv.addr, None).expect("msgs");
     let run = &r.runs[0];
     // Writes start on an absolute schedule: message 49 at 98 ms.
     assert!(

@@ -25,7 +25,7 @@ fn closed_loop_counts_exactly_and_p50_is_sane() {
         opts: nodelay(),
         ..RrConfig::default()
     };
-    let r = rr::run_client(&cfg, srv.addr, serde_json::json!({})).expect("rr");
+    let r = rr::run_client(&cfg, srv.addr, None).expect("rr");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     let p = &r.points[0];
     assert_eq!(p.transactions, 5_000);
@@ -53,7 +53,7 @@ fn pipelined_depth_keeps_requests_in_flight() {
         opts: nodelay(),
         ..RrConfig::default()
     };
-    let r = rr::run_client(&cfg, srv.addr, serde_json::json!({})).expect("rr");
+    let r = rr::run_client(&cfg, srv.addr, None).expect("rr");
     assert_eq!(r.points[0].transactions, 2_000);
     assert_eq!(r.points[0].server_transactions, 2_000);
 }
@@ -69,7 +69,7 @@ fn open_loop_follows_the_rate_and_corrects_for_coordinated_omission() {
         poisson: true,
         ..RrConfig::default()
     };
-    let r = rr::run_client(&cfg, srv.addr, serde_json::json!({})).expect("rr");
+    let r = rr::run_client(&cfg, srv.addr, None).expect("rr");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     assert_eq!(r.mode, "open");
     assert!(r.meta.seed.is_some(), "Poisson schedule records its seed");
@@ -103,7 +103,7 @@ fn netpipe_sweep_probes_plus_minus_three() {
         opts: nodelay(),
         ..RrConfig::default()
     };
-    let r = rr::run_client(&cfg, srv.addr, serde_json::json!({})).expect("rr");
+    let r = rr::run_client(&cfg, srv.addr, None).expect("rr");
     let sizes: Vec<u32> = r.points.iter().map(|p| p.req).collect();
     assert_eq!(sizes, vec![1, 4, 61, 64, 67]);
     assert_eq!(r.summary.transactions, 1_000);
@@ -119,7 +119,7 @@ fn crr_counts_connections_exactly() {
         duration_ms: Some(20_000),
         ..CrrConfig::default()
     };
-    let r = crr::run_client(&cfg, srv.addr, serde_json::json!({})).expect("crr");
+    let r = crr::run_client(&cfg, srv.addr, None).expect("crr");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     assert_eq!(r.summary.transactions, 400);
     assert_eq!(r.server_transactions, 400);
@@ -150,7 +150,7 @@ fn ipv6_loopback_works_too() {
             opts: nodelay(),
             ..RrConfig::default()
         };
-        let r = rr::run_client(&cfg, addr, serde_json::json!({}));
+        let r = rr::run_client(&cfg, addr, None);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         let r = r.expect("rr over ::1");
         assert_eq!(r.points[0].server_transactions, 100);

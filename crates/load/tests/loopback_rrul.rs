@@ -51,7 +51,7 @@ fn assert_windows(r: &RrulResult) {
 #[test]
 fn a_short_rrul_fills_every_phase_and_moves_bytes_both_ways() {
     let srv = LoopServer::start();
-    let r = rrul::run_client(&short(), srv.addr, serde_json::json!({})).expect("rrul");
+    let r = rrul::run_client(&short(), srv.addr, None).expect("rrul");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     assert_windows(&r);
     // One probe per 10 ms: ~50 before, ~100+ during, ~50 after.
@@ -160,7 +160,7 @@ fn a_refused_bulk_option_fails_at_once_naming_its_flag() {
         ..RrulConfig::default()
     };
     let t = std::time::Instant::now();
-    let e = rrul::run_client(&cfg, srv.addr, serde_json::json!({})).expect_err("refused");
+    let e = rrul::run_client(&cfg, srv.addr, None).expect_err("refused");
     assert!(e.is_usage(), "{e}");
     assert!(e.to_string().starts_with("--cc:"), "{e}");
     assert!(

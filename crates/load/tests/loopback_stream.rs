@@ -17,7 +17,7 @@ fn upload_over_loopback_exceeds_a_gigabit() {
     };
     let seen = Mutex::new(Vec::new());
     let cb = |iv: &IntervalReport| seen.lock().expect("lock").push(iv.index);
-    let r = run_client(&cfg, srv.addr, serde_json::json!({}), Some(&cb)).expect("stream");
+    let r = run_client(&cfg, srv.addr, None, Some(&cb)).expect("stream");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     let bps = r.summary.throughput_bps.expect("throughput");
     assert!(bps > 1e9, "loopback throughput {bps} bit/s");
@@ -50,7 +50,7 @@ fn byte_bounded_bidirectional_moves_exactly_the_bytes() {
         interval_ms: 100,
         ..StreamConfig::default()
     };
-    let r = run_client(&cfg, srv.addr, serde_json::json!({}), None).expect("stream");
+    let r = run_client(&cfg, srv.addr, None, None).expect("stream");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     assert_eq!(r.client_bytes_sent, 50_000_001);
     assert_eq!(r.server_bytes_received, 50_000_001);
@@ -69,7 +69,7 @@ fn omitted_intervals_are_marked() {
         interval_ms: 100,
         ..StreamConfig::default()
     };
-    let r = run_client(&cfg, srv.addr, serde_json::json!({}), None).expect("stream");
+    let r = run_client(&cfg, srv.addr, None, None).expect("stream");
     assert!(r.intervals.iter().filter(|i| i.omitted).count() >= 2);
     assert!(r.intervals.iter().any(|i| !i.omitted));
     assert!(r.summary.down_bps.expect("down") > 0.0);

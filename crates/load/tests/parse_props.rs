@@ -179,14 +179,14 @@ fn ctrl() -> impl Strategy<Value = Ctrl> {
                     lease_ms: n,
                 }),
             },
-            11 => Ctrl::Answer(Box::new(Answer::Facts(AgentFacts {
+            11 => Ctrl::Answer(Box::new(Answer::Facts(Box::new(AgentFacts {
                 tcplab: text,
                 protocol: VERSION,
                 authenticated: flag,
                 allow_sysctl: !flag,
-                facts: serde_json::json!({"kernel": "6.1", "hz": n % 1000}),
+                facts: flag.then(tcplab_lab::facts::machine),
                 host: None,
-            }))),
+            })))),
             12 => Ctrl::Answer(Box::new(Answer::Run {
                 result: Box::new(tcplab_load::Report::Rr(tcplab_load::rr::RrResult {
                     mode: text.clone(),
@@ -467,14 +467,14 @@ fn reply() -> impl Strategy<Value = Reply> {
         };
         framed(&encode(&m).unwrap())
     });
-    let facts = Ctrl::Answer(Box::new(Answer::Facts(AgentFacts {
+    let facts = Ctrl::Answer(Box::new(Answer::Facts(Box::new(AgentFacts {
         tcplab: "0.1.0".into(),
         protocol: VERSION,
         authenticated: false,
         allow_sysctl: false,
-        facts: serde_json::json!({}),
+        facts: None,
         host: None,
-    })));
+    }))));
     let long_refusal =
         ".{0,3000}".prop_map(|message| encode(&Ctrl::refusal(Cause::Failed, message)).unwrap());
     prop_oneof![

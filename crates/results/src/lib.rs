@@ -36,6 +36,7 @@ pub mod peer;
 pub mod report;
 pub mod rr;
 pub mod rrul;
+pub mod run_facts;
 pub mod samples;
 pub mod session;
 pub mod sockopt;

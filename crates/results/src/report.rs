@@ -12,6 +12,7 @@ use crate::http::result::HttpResult;
 use crate::msgs::MsgsResult;
 use crate::rr::RrResult;
 use crate::rrul::RrulResult;
+use crate::run_facts::EmulatorRecord;
 use crate::session::RunMeta;
 use crate::stats::{Percentiles, Summary};
 use crate::stream::StreamResult;
@@ -167,8 +168,12 @@ pub(crate) fn header(f: &mut fmt::Formatter<'_>, name: &str, m: &RunMeta) -> fmt
             o.nodelay, o.cork, o.quickack_rearmed, o.congestion, o.sndbuf, o.rcvbuf, o.mss
         )?;
     }
-    if let Some(p) = m.facts["sched"]["priority"].as_u64() {
-        writeln!(f, "  threads       SCHED_FIFO {p} (--rt-priority)")?;
+    if let Some(s) = &m.facts.sched {
+        writeln!(
+            f,
+            "  threads       SCHED_FIFO {} (--rt-priority)",
+            s.priority
+        )?;
     }
     Ok(())
 }
@@ -181,17 +186,22 @@ pub(crate) fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
             m.incomplete_reason.as_deref().unwrap_or("cut short")
         )?;
     }
-    emulator_verdict(f, &m.facts)?;
-    emulator_account(f, &m.facts)
+    emulator_verdict(f, m.facts.emulator.as_ref())?;
+    emulator_account(f, m.facts.emulator.as_ref())
 }
 
 /// What the emulator's model gave during the run, per direction that has a queue or a delay
 /// line (`facts.emulator.realised`, recorded by `tcplab_load::lab`): the queueing delay the link added
 /// and the jitter it really produced, which may be far from the configured one.
-fn emulator_account(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fmt::Result {
-    let realised = &facts["emulator"]["realised"];
-    for (key, name) in [("forward", "client→server"), ("reverse", "server→client")] {
-        if let Ok(run) = serde_json::from_value::<tcplab_emu::RunRealised>(realised[key].clone()) {
+fn emulator_account(f: &mut fmt::Formatter<'_>, emulator: Option<&EmulatorRecord>) -> fmt::Result {
+    let Some(realised) = emulator.and_then(|e| e.realised.as_ref()) else {
+        return Ok(());
+    };
+    for (run, name) in [
+        (&realised.forward, "client→server"),
+        (&realised.reverse, "server→client"),
+    ] {
+        if let Some(run) = run {
             writeln!(f, "  emulator      {name}: {run}")?;
         }
     }
@@ -201,18 +211,11 @@ fn emulator_account(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fm
 /// The verdict of the emulator the run crossed, if it crossed one (`facts.emulator.fidelity`,
 /// recorded by `tcplab_load::lab`): a result that crossed an emulator that fell behind says so where
 /// it is read, not only in its JSON.
-fn emulator_verdict(f: &mut fmt::Formatter<'_>, facts: &serde_json::Value) -> fmt::Result {
-    let fidelity = &facts["emulator"]["fidelity"];
-    match fidelity["trustworthy"].as_bool() {
+fn emulator_verdict(f: &mut fmt::Formatter<'_>, emulator: Option<&EmulatorRecord>) -> fmt::Result {
+    match emulator.map(|e| &e.fidelity) {
         None => Ok(()),
-        Some(true) => writeln!(f, "  emulator      kept its schedule (trustworthy)"),
-        Some(false) => {
-            let reasons: Vec<&str> = fidelity["reasons"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|r| r.as_str()).collect())
-                .unwrap_or_default();
-            writeln!(f, "  emulator      UNTRUSTWORTHY: {}", reasons.join("; "))
-        }
+        Some(v) if v.trustworthy => writeln!(f, "  emulator      kept its schedule (trustworthy)"),
+        Some(v) => writeln!(f, "  emulator      UNTRUSTWORTHY: {}", v.reasons.join("; ")),
     }
 }
 
@@ -409,8 +412,10 @@ impl fmt::Display for Report {
 mod tests {
     use super::*;
 
-    /// The footer of a run with `facts`, as the human form prints it.
+    /// The footer of a run with `facts` (the JSON a result carries), as the human form
+    /// prints it.
     fn footer_of(facts: serde_json::Value) -> String {
+        let facts = serde_json::from_value(facts).expect("facts");
         struct Footer(RunMeta);
         impl fmt::Display for Footer {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -428,13 +433,12 @@ mod tests {
     #[test]
     fn the_human_form_says_whether_the_emulator_kept_its_schedule() {
         assert_eq!(footer_of(serde_json::json!({})), "", "no emulator crossed");
-        let ok =
-            serde_json::json!({"emulator": {"fidelity": {"trustworthy": true, "reasons": []}}});
+        let ok = serde_json::json!({"emulator": {"seed": 1, "link": {}, "fidelity": {"trustworthy": true, "reasons": []}}});
         assert_eq!(
             footer_of(ok),
             "  emulator      kept its schedule (trustworthy)\n"
         );
-        let bad = serde_json::json!({"emulator": {"fidelity": {"trustworthy": false, "reasons": [
+        let bad = serde_json::json!({"emulator": {"seed": 1, "link": {}, "fidelity": {"trustworthy": false, "reasons": [
             "reverse: lone frames' lateness p99 above 100 µs (3 of 200 frames later than that)",
             "the emulator stopped during the run"
         ]}}});
@@ -455,7 +459,7 @@ mod tests {
         }
         let meta = |facts| RunMeta {
             target: "198.18.0.101:5301".into(),
-            facts,
+            facts: serde_json::from_value(facts).expect("facts"),
             ..RunMeta::default()
         };
         let fifo = serde_json::json!({"sched": {"policy": "fifo", "priority": 20}});
@@ -472,6 +476,8 @@ mod tests {
     #[test]
     fn the_human_form_gives_the_queue_stay_and_realised_delay_per_direction() {
         let facts = serde_json::json!({"emulator": {
+            "seed": 1,
+            "link": {},
             "fidelity": {"trustworthy": true, "reasons": []},
             "realised": {
                 "forward": {"queue_accepted": 2, "queue_mean_sojourn_ns": 120000,

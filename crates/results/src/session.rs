@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::facts::Facts;
+use crate::run_facts::RunFacts;
 use crate::sockopt::AppliedOpts;
 
 /// Fields common to every workload's result.
@@ -24,8 +26,10 @@ pub struct RunMeta {
     pub incomplete_reason: Option<String>,
     /// Seed of any randomness in the run (null when there was none).
     pub seed: Option<u64>,
-    /// Lab facts (kernel, HZ, sysctls, emulator settings); filled by the caller, `{}` if none.
-    pub facts: serde_json::Value,
+    /// Where it ran (the machine, the lab's hosts), the emulator it crossed, how its threads
+    /// were scheduled; `{}` when none was recorded.
+    #[serde(default)]
+    pub facts: RunFacts,
     /// Options in force on the client's first data socket.
     pub options: Option<AppliedOpts>,
     /// Options in force on the server's first data socket.
@@ -51,7 +55,7 @@ pub struct RunMeta {
 impl RunMeta {
     /// A complete-so-far record for a run against `target` that started at `started_unix_ms`
     /// (ms since the Unix epoch; the caller reads the wall clock, this crate reads no clock).
-    pub fn new(target: SocketAddr, facts: serde_json::Value, started_unix_ms: u64) -> Self {
+    pub fn new(target: SocketAddr, machine: Option<Facts>, started_unix_ms: u64) -> Self {
         Self {
             tool: "tcplab".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -60,11 +64,7 @@ impl RunMeta {
             complete: true,
             incomplete_reason: None,
             seed: None,
-            facts: if facts.is_null() {
-                serde_json::json!({})
-            } else {
-                facts
-            },
+            facts: RunFacts::of(machine),
             ..Default::default()
         }
     }

@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let w = &config.settings.workloads[0];
     for _ in 0..runs {
         let t = Instant::now();
-        let facts = serde_json::to_value(tcplab_lab::facts::collect(lab)?)?;
+        let facts = Some(tcplab_lab::facts::collect(lab)?);
         let facts_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
         let report = client
@@ -101,8 +101,7 @@ fn untimed_runs(session: &LabSession, runs: usize) {
     };
     for _ in 0..runs {
         let t = Instant::now();
-        let r = client
-            .run(|| tcplab_load::msgs::run_client(&cfg, session.addr(), serde_json::Value::Null));
+        let r = client.run(|| tcplab_load::msgs::run_client(&cfg, session.addr(), None));
         let client_ms = t.elapsed().as_secs_f64() * 1e3;
         if let Ok(Ok(r)) = r {
             let own_ms = r.summary.total_s * 1e3;

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use tcplab_results::run_facts::{EmulatorRecord, RunFacts};
 
 use tcplab_lab::{Lab, LabError, Ownership, StateDir};
 use tcplab_results::Report;
@@ -190,7 +191,7 @@ impl Executor for LabExecutor {
                     None,
                 )?,
                 _ => {
-                    let (w, facts) = (w.clone(), facts.clone());
+                    let (w, facts) = (w.clone(), Some(facts.clone()));
                     client
                         .run(move || tcplab_load::client::run(&w.spec, addr, facts))
                         .map_err(|e| tcplab_load::LoadError::Lab(e.to_string()))??
@@ -204,23 +205,22 @@ impl Executor for LabExecutor {
             Ok(report)
         })?;
         let fidelity = combine(&verdicts);
-        let mut facts = collected.facts;
-        if let (Some(b), Some(obj)) = (&first, facts.as_object_mut()) {
-            let each: Vec<_> = verdicts.iter().map(|(_, v)| v).collect();
-            obj.insert(
-                "emulator".into(),
-                serde_json::json!({
-                    "seed": b.seed,
-                    "link": b.link,
-                    "fidelity": &fidelity,
-                    "workloads": each,
-                }),
-            );
-        }
+        let mut facts = collected.facts.unwrap_or_default();
+        facts.emulator = first.map(|b| EmulatorRecord {
+            seed: b.seed,
+            link: b.link,
+            fidelity: RunFidelity {
+                trustworthy: fidelity.trustworthy,
+                reasons: fidelity.reasons.clone(),
+                need: None,
+            },
+            realised: None,
+            workloads: verdicts.iter().map(|(_, v)| v.clone()).collect(),
+        });
         Ok(RunOutcome {
             metrics: collected.metrics,
             samples: collected.samples,
-            facts,
+            facts: record(&facts)?,
             fidelity,
             wall: start.elapsed(),
             timing: RunTiming {
@@ -249,7 +249,7 @@ pub(crate) struct Collected {
     /// Every workload's raw samples, packed ([`crate::codec`]).
     pub samples: Vec<u8>,
     /// The first workload's facts.
-    pub facts: serde_json::Value,
+    pub facts: Option<RunFacts>,
     /// The workloads' own measured time, s ([`own_time`]).
     pub workload_s: f64,
     /// Time spent packing samples.
@@ -298,11 +298,16 @@ pub(crate) fn run_workloads(
         crate::codec::pack(&report, &mut out.samples)
             .map_err(|e| RunError::Failed(format!("writing samples: {e}")))?;
         out.encode += t.elapsed();
-        if out.facts.is_null() {
-            out.facts = report.meta().facts.clone();
+        if out.facts.is_none() {
+            out.facts = Some(report.meta().facts.clone());
         }
     }
     Ok(out)
+}
+
+/// A run's facts as the store records them.
+pub(crate) fn record(facts: &RunFacts) -> Result<serde_json::Value, RunError> {
+    serde_json::to_value(facts).map_err(|e| RunError::Failed(format!("recording the facts: {e}")))
 }
 
 /// A workload's own measured time, s: msgs from the first write to the later of the last
@@ -479,7 +484,7 @@ mod tests {
     fn an_http_workload_against_a_tcplab_server_is_refused_as_a_configuration() {
         let w = Workload::from_table(toml::from_str("kind = 'http'\n").unwrap()).unwrap();
         let addr: std::net::SocketAddr = "198.18.0.1:9".parse().unwrap();
-        let e = tcplab_load::client::run(&w.spec, addr, serde_json::Value::Null).unwrap_err();
+        let e = tcplab_load::client::run(&w.spec, addr, None).unwrap_err();
         assert!(e.to_string().contains("tcplab http --to"), "{e}");
         assert!(matches!(load_error(e), RunError::Rejected(_)));
     }

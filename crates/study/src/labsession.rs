@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
+use tcplab_lab::facts::Facts;
 
 use tcplab_lab::{Lab, LabSpec, Role, SysctlSetting};
 
@@ -38,7 +39,7 @@ pub struct LabSession {
     applied: BTreeMap<(String, String), String>,
     link: Option<tcplab_emu::LinkConfig>,
     /// The lab's facts as read at the first run (see [`LabSession::facts`]).
-    facts: Option<serde_json::Value>,
+    facts: Option<Facts>,
     /// Each host's TCP metrics flusher, opened inside it at the first reset.
     flushers: Vec<(String, Flusher)>,
     /// A thread kept in each host that needed one (sysctl writes, the client), by host name.
@@ -161,24 +162,19 @@ impl LabSession {
     /// host's interfaces and sysctls) at its first run, and kept, since nothing but a reset
     /// changes them here; every sysctl the last reset wrote (and the lab read back) replaces the
     /// value read before.
-    pub fn facts(&mut self) -> Result<serde_json::Value, RunError> {
+    pub fn facts(&mut self) -> Result<Facts, RunError> {
         let mut facts = match &self.facts {
             Some(f) => f.clone(),
             None => {
                 let f = tcplab_lab::facts::collect(&self.lab)
                     .map_err(|e| RunError::Failed(format!("collecting the facts: {e}")))?;
-                let f = serde_json::to_value(f)
-                    .map_err(|e| RunError::Failed(format!("encoding the facts: {e}")))?;
                 self.facts = Some(f.clone());
                 f
             }
         };
         for ((host, key), value) in &self.applied {
-            if let Some(map) = facts
-                .pointer_mut(&format!("/hosts/{host}/sysctls"))
-                .and_then(|v| v.as_object_mut())
-            {
-                map.insert(key.clone(), serde_json::Value::String(value.clone()));
+            if let Some(h) = facts.hosts.get_mut(host) {
+                h.sysctls.insert(key.clone(), value.clone());
             }
         }
         Ok(facts)

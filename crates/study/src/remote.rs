@@ -124,7 +124,7 @@ impl Executor for RemoteExecutor {
             ),
             _ => None,
         };
-        let facts = serde_json::to_value(tcplab_lab::facts::machine()).unwrap_or_default();
+        let facts = Some(tcplab_lab::facts::machine());
         let target = self.target;
         let collected = run_workloads(&run.config.settings.workloads, |w| {
             tcplab_load::client::run(&w.spec, target, facts.clone())
@@ -132,7 +132,7 @@ impl Executor for RemoteExecutor {
         Ok(RunOutcome {
             metrics: collected.metrics,
             samples: collected.samples,
-            facts: collected.facts,
+            facts: crate::executor::record(&collected.facts.unwrap_or_default())?,
             // No emulator on a real path: the run's own checks (complete, sample counts) stand.
             fidelity: Fidelity {
                 trustworthy: true,

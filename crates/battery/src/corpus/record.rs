@@ -323,9 +323,9 @@ pub(crate) fn as_if_remote(mut b: Battery) -> Battery {
         .flatten()
         .chain(rrul.into_iter().flatten())
     {
-        if let Some(facts) = meta.facts.as_object_mut() {
-            facts.remove("emulator");
-            facts.remove("hosts");
+        meta.facts.emulator = None;
+        if let Some(machine) = meta.facts.machine.as_mut() {
+            machine.hosts.clear();
         }
     }
     b
@@ -370,7 +370,11 @@ mod tests {
             facts.hosts.insert(name.into(), host);
         }
         let mut stream = tcplab_results::stream::StreamResult::default();
-        stream.meta.facts = serde_json::json!({"emulator": {"x": 1}, "hosts": {"client": {}}});
+        stream.meta.facts.machine = Some(facts.clone());
+        stream.meta.facts.emulator = Some(tcplab_doctor::synth::emulated(
+            tcplab_emu::LinkConfig::default(),
+            Default::default(),
+        ));
         let mut b = Battery {
             facts: Some(facts),
             stream: Some(stream),
@@ -390,7 +394,8 @@ mod tests {
         let blind = as_if_remote(b);
         assert!(blind.facts.as_ref().unwrap().hosts.is_empty());
         let meta = &blind.stream.as_ref().unwrap().meta.facts;
-        assert!(meta.get("emulator").is_none() && meta.get("hosts").is_none());
+        assert!(meta.emulator.is_none());
+        assert!(meta.machine.as_ref().is_some_and(|m| m.hosts.is_empty()));
         assert_eq!(blind.path.rate_bps, None);
         assert_eq!(blind.path.measured_rtt_ms, Some(20.0));
         assert!(blind.http.is_none(), "the HTTP part needs a lab");

@@ -184,8 +184,8 @@ fn check_table(checks: &[HostCheck]) -> String {
     for c in checks {
         match (&c.facts, &c.error) {
             (Some(f), None) => {
-                let facts = &f.facts;
-                let s = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+                let facts = f.facts.as_ref();
+                let s = |v: Option<&String>| v.map_or("?", String::as_str).to_string();
                 let clock = c.clock.as_ref().map_or("?".into(), |k| {
                     format!(
                         "{:+.3} ± {:.3} ms",
@@ -200,10 +200,10 @@ fn check_table(checks: &[HostCheck]) -> String {
                     c.address,
                     f.tcplab,
                     if f.authenticated { "keys" } else { "none" },
-                    s(&facts["kernel_release"]),
-                    facts["hz"]["hz"].as_u64().unwrap_or(0),
-                    s(&facts["congestion_control"]["default"]),
-                    s(&facts["machine_sysctls"]["net.core.rmem_max"]),
+                    s(facts.map(|m| &m.kernel_release)),
+                    facts.map_or(0, |m| m.hz.hz),
+                    s(facts.map(|m| &m.congestion_control.default)),
+                    s(facts.and_then(|m| m.machine_sysctls.get("net.core.rmem_max"))),
                     clock
                 );
             }

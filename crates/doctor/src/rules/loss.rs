@@ -76,7 +76,12 @@ pub fn check(ctx: &Context<'_>) -> Vec<Finding> {
     // The path's own loss, on the evidence of something other than the flow: on an emulated
     // path the model's loss process, elsewhere the paced messages, which never queue.
     let probes = ProbeLoss::of(ctx);
-    let account = crate::battery::EmulatedRun::of(&stream.meta).and_then(|e| e.account);
+    let account = stream
+        .meta
+        .facts
+        .emulator
+        .as_ref()
+        .and_then(|e| e.realised.as_ref());
     let path_loss = match &account {
         Some(_) => path_loss_share(stream).filter(|p| *p >= MIN_LOSS_RATE),
         None => probes.filter(|p| p.lossy(MIN_LOSS_RATE)).map(|p| p.rate()),
@@ -201,7 +206,7 @@ pub const MIN_PATH_LOSS_DROPS: u64 = 10;
 /// (not its queue, not the emulator's own faults); `None` off an emulated path or with fewer
 /// than [`MIN_PATH_LOSS_DROPS`].
 fn path_loss_share(stream: &tcplab_results::stream::StreamResult) -> Option<f64> {
-    let account = crate::battery::EmulatedRun::of(&stream.meta)?.account?;
+    let account = stream.meta.facts.emulator.as_ref()?.realised.as_ref()?;
     let d = account.forward_drops;
     (d.loss >= MIN_PATH_LOSS_DROPS && d.frames > 0).then(|| d.loss as f64 / d.frames as f64)
 }
@@ -211,8 +216,12 @@ fn path_loss_share(stream: &tcplab_results::stream::StreamResult) -> Option<f64>
 /// causes itself at the bottleneck (the queue rules judge whether that queue is too short), not
 /// a path that loses packets.
 fn queue_drops_only(stream: &tcplab_results::stream::StreamResult) -> bool {
-    crate::battery::EmulatedRun::of(&stream.meta)
-        .and_then(|e| e.account)
+    stream
+        .meta
+        .facts
+        .emulator
+        .as_ref()
+        .and_then(|e| e.realised.as_ref())
         .is_some_and(|a| a.forward_drops.loss == 0 && a.forward_drops.queue_full > 0)
 }
 
@@ -401,13 +410,13 @@ pub const BURST_SEGMENTS: f64 = 3.0;
 /// recovery on the sender. Pushes the figure it used.
 fn loss_pattern(ctx: &Context<'_>, f: &mut Finding) -> Option<&'static str> {
     let stream = ctx.battery.stream.as_ref()?;
-    let emulated = crate::battery::EmulatedRun::of(&stream.meta);
+    let emulated = stream.meta.facts.emulator.as_ref();
     if let Some(loss) = emulated
         .as_ref()
-        .and_then(|e| e.link.as_ref())
+        .map(|e| &e.link)
         .and_then(|l| l.forward.loss.as_ref())
     {
-        if let Some(a) = emulated.as_ref().and_then(|e| e.account.as_ref()) {
+        if let Some(a) = emulated.as_ref().and_then(|e| e.realised.as_ref()) {
             f.push(
                 "path_loss_drops",
                 a.forward_drops.loss as f64,

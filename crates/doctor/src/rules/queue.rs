@@ -12,10 +12,11 @@
 //!   path's rate. On an emulated path the model says which drops were its full queue; elsewhere
 //!   the losses are not told apart from random ones and `loss_limited` speaks instead.
 
-use crate::battery::{Context, EmulatedRun};
+use crate::battery::Context;
 use crate::finding::{Finding, Fix, Scope, Severity};
 use crate::rules::stream_view::StreamView;
 use tcplab_results::rrul::LoadDirection;
+use tcplab_results::run_facts::EmulatorRecord;
 
 /// Added delay under load below this is not bufferbloat whatever the path: under 30 ms is
 /// grade A of the common bufferbloat tests (Waveform, DSLReports), unnoticed by people.
@@ -115,9 +116,13 @@ fn from_stream(ctx: &Context<'_>) -> Option<Inflation> {
             return None;
         }
     }
-    let stay = EmulatedRun::of(&stream.meta)
-        .and_then(|e| e.account)
-        .and_then(|a| a.forward)
+    let stay = stream
+        .meta
+        .facts
+        .emulator
+        .as_ref()
+        .and_then(|e| e.realised.as_ref())
+        .and_then(|a| a.forward.as_ref())
         .and_then(|r| r.queue_mean_sojourn_ns);
     if stay.is_some_and(|ns| 2.0 * ns as f64 / 1e9 < added) {
         return None;
@@ -250,10 +255,10 @@ pub fn check_bloat(ctx: &Context<'_>) -> Vec<Finding> {
         .battery
         .stream
         .as_ref()
-        .and_then(|s| EmulatedRun::of(&s.meta));
+        .and_then(|s| s.meta.facts.emulator.as_ref());
     if let Some(stay) = emulated
         .as_ref()
-        .and_then(|e| e.account.as_ref())
+        .and_then(|e| e.realised.as_ref())
         .and_then(|a| a.forward.as_ref())
         .and_then(|r| r.queue_mean_sojourn_ns)
     {
@@ -264,7 +269,7 @@ pub fn check_bloat(ctx: &Context<'_>) -> Vec<Finding> {
             "mean time the run's packets waited in the emulated bottleneck queue (client → server)",
         );
     }
-    let queue = queue_limit(emulated.as_ref());
+    let queue = queue_limit(emulated);
     if let Some(q) = &queue {
         f.push(
             "queue_limit",
@@ -316,8 +321,8 @@ fn base_rtt(ctx: &Context<'_>, view: &StreamView) -> Option<(f64, &'static str)>
 }
 
 /// The emulated bottleneck queue's configured limit, client → server, as (value, unit).
-fn queue_limit(e: Option<&EmulatedRun>) -> Option<(f64, &'static str)> {
-    let dir = &e?.link.as_ref()?.forward;
+fn queue_limit(e: Option<&EmulatorRecord>) -> Option<(f64, &'static str)> {
+    let dir = &e?.link.forward;
     dir.rate_bps?;
     Some(match dir.queue {
         Some(tcplab_emu::QueueLimit::Bytes(b)) => (b as f64, "bytes"),
@@ -368,10 +373,10 @@ pub fn check_shallow(ctx: &Context<'_>) -> Vec<Finding> {
     let Some(stream) = &ctx.battery.stream else {
         return Vec::new();
     };
-    let emulated = EmulatedRun::of(&stream.meta);
+    let emulated = stream.meta.facts.emulator.as_ref();
     let Some((emulated, account)) = emulated
         .as_ref()
-        .and_then(|e| e.account.as_ref().map(|a| (e, a)))
+        .and_then(|e| e.realised.as_ref().map(|a| (e, a)))
     else {
         // Without the emulator's account, what the flow and the paced probes show.
         return crate::rules::shallow::from_estimates(ctx, stream);
@@ -615,9 +620,7 @@ mod tests {
             ..Default::default()
         };
         if let Some(s) = b.stream.as_mut() {
-            s.meta.facts = serde_json::json!({
-                "emulator": { "link": link, "realised": account, "fidelity": null }
-            });
+            s.meta.facts.emulator = Some(crate::synth::emulated(link, account));
         }
         b
     }

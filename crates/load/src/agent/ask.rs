@@ -45,7 +45,7 @@ pub(crate) struct AskCtx<'a> {
 pub(crate) fn serve(ctx: &AskCtx<'_>, mut ctrl: Channel, ask: Ask) -> Result<()> {
     let _ = ctrl.set_write_timeout(Some(ctx.config.limits.idle_timeout));
     match ask {
-        Ask::Facts => answer(&mut ctrl, Answer::Facts(facts(ctx.config))),
+        Ask::Facts => answer(&mut ctrl, Answer::Facts(Box::new(facts(ctx.config)))),
         Ask::Clock { probes } => clock(ctx, &mut ctrl, probes),
         Ask::Sysctl { set, lease_ms } => sysctl(ctx, &mut ctrl, &set, lease_ms),
         Ask::Run { .. } => refuse(
@@ -90,8 +90,7 @@ pub fn facts(config: &AgentConfig) -> AgentFacts {
         protocol: proto::VERSION,
         authenticated: config.authorized.is_some(),
         allow_sysctl: config.allow_sysctl,
-        facts: serde_json::to_value(tcplab_lab::facts::machine())
-            .unwrap_or_else(|_| serde_json::json!({})),
+        facts: Some(tcplab_lab::facts::machine()),
         host: tcplab_lab::facts::this_host(&[]).ok(),
     }
 }
@@ -153,7 +152,7 @@ pub(crate) fn run(
     };
     let _ = ctrl.set_write_timeout(Some(config.limits.idle_timeout));
     let workload = test.kind().name();
-    let outcome = auth.scoped(|| crate::client::run(&test, target, serde_json::json!({})));
+    let outcome = auth.scoped(|| crate::client::run(&test, target, None));
     let msg = match outcome {
         Ok(result) => Ctrl::Answer(Box::new(Answer::Run {
             result: Box::new(result),

@@ -59,8 +59,7 @@ fn execute(
     match (&opts.to, &opts.lab) {
         (Some(to), _) => {
             let target = parse_http_target(to)?;
-            let facts = serde_json::json!({});
-            let mut r = run_client_live(cfg, target, facts, opts.interval_ms, cb)?;
+            let mut r = run_client_live(cfg, target, None, opts.interval_ms, cb)?;
             r.server = "remote".into();
             Ok(Report::Http(r))
         }

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tcplab_results::facts::Facts;
 
 use tcplab_lab::Lab;
 
@@ -31,7 +32,7 @@ pub const LAB_PORT: u16 = 8080;
 pub fn run_client_live(
     cfg: &HttpConfig,
     target: SocketAddr,
-    facts: serde_json::Value,
+    facts: Option<Facts>,
     interval_ms: u64,
     on_interval: OnLive<'_, HttpInterval>,
 ) -> Result<HttpResult> {
@@ -164,11 +165,7 @@ pub fn run_in_lab(
     let shost = lab.host(server_host).map_err(lab_err)?;
     let ip = crate::lab::host_ip(shost, server_host)?;
     let set = FileSet::new(server.dirs).map_err(|e| LoadError::config("dirs", e))?;
-    let facts = tcplab_lab::facts::collect(lab)
-        .map_err(lab_err)
-        .and_then(|f| {
-            serde_json::to_value(f).map_err(|e| LoadError::Lab(format!("encoding facts: {e}")))
-        })?;
+    let facts = Some(tcplab_lab::facts::collect(lab).map_err(lab_err)?);
     let emulator_before = lab.emulator_status().ok();
     let listen = SocketAddr::new(ip, LAB_PORT);
     let stop = AtomicBool::new(false);

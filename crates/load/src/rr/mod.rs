@@ -19,6 +19,7 @@ mod serve;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
+use tcplab_results::facts::Facts;
 use tcplab_results::spec::WorkloadSpec;
 
 use hdrhistogram::Histogram;
@@ -36,11 +37,7 @@ pub(crate) use serve::serve;
 pub use tcplab_results::rr::*;
 
 /// Runs rr (or the sweep) against `target`.
-pub fn run_client(
-    cfg: &RrConfig,
-    target: SocketAddr,
-    facts: serde_json::Value,
-) -> Result<RrResult> {
+pub fn run_client(cfg: &RrConfig, target: SocketAddr, facts: Option<Facts>) -> Result<RrResult> {
     run_client_live(cfg, target, facts, 1_000, None)
 }
 
@@ -48,7 +45,7 @@ pub fn run_client(
 pub fn run_client_live(
     cfg: &RrConfig,
     target: SocketAddr,
-    facts: serde_json::Value,
+    facts: Option<Facts>,
     interval_ms: u64,
     on_interval: OnLive<'_, RrInterval>,
 ) -> Result<RrResult> {

@@ -34,6 +34,7 @@ pub use tcplab_results::rrul::phase;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use tcplab_results::facts::Facts;
 
 use crate::clock::{now_ns, sleep_until_ns};
 use crate::error::{LoadError, Result};
@@ -51,7 +52,7 @@ const OPEN_LOOP_LEAD_NS: u64 = 1_000_000;
 pub fn run_client(
     cfg: &RrulConfig,
     target: SocketAddr,
-    facts: serde_json::Value,
+    facts: Option<Facts>,
 ) -> Result<RrulResult> {
     cfg.validate()?;
     crate::net::check_opts(&target, &cfg.opts)?;
@@ -79,15 +80,7 @@ fn run_tests(cfg: &RrulConfig, target: SocketAddr) -> Result<(RrResult, StreamRe
     std::thread::scope(|s| {
         let prober = s.spawn(|| {
             let on: &(dyn Fn(&RrInterval) + Sync) = &on_tick;
-            auth.scoped(|| {
-                rr::run_client_live(
-                    &probe_cfg,
-                    target,
-                    serde_json::json!({}),
-                    PROBE_TICK_MS,
-                    Some(on),
-                )
-            })
+            auth.scoped(|| rr::run_client_live(&probe_cfg, target, None, PROBE_TICK_MS, Some(on)))
         });
         let timeout = Duration::from_millis(cfg.timeout_ms);
         let load = wait_started(&started, &prober, timeout).map(|t0| {
@@ -141,7 +134,7 @@ fn run_load(cfg: &StreamConfig, target: SocketAddr) -> Result<(StreamResult, Loa
         first.fetch_min(t0, Ordering::AcqRel);
     };
     let called = now_ns();
-    let result = stream::run_client(cfg, target, serde_json::json!({}), Some(&on_interval));
+    let result = stream::run_client(cfg, target, None, Some(&on_interval));
     let end_ns = now_ns();
     let start_ns = match first.load(Ordering::Acquire) {
         u64::MAX => called,
@@ -158,7 +151,7 @@ fn secs_to_ns(s: f64) -> u64 {
 fn assemble(
     cfg: &RrulConfig,
     target: SocketAddr,
-    facts: serde_json::Value,
+    facts: Option<Facts>,
     probes: RrResult,
     bulk: StreamResult,
     load: LoadSpan,

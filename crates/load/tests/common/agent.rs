@@ -136,7 +136,7 @@ pub fn legit(addr: SocketAddr) {
         timeout_ms: 5_000,
         ..rr::RrConfig::default()
     };
-    let r = rr::run_client(&cfg, addr, serde_json::json!({})).expect("legitimate client served");
+    let r = rr::run_client(&cfg, addr, None).expect("legitimate client served");
     assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
     assert_eq!(r.summary.transactions, 200);
 }

@@ -9,7 +9,7 @@ use tcplab_results::crr::{CrrResult, SynRetrans, TimeWait};
 use tcplab_results::http::result::HttpResult;
 use tcplab_results::stats::Percentiles;
 
-use crate::battery::{Context, EmulatedRun, Role};
+use crate::battery::{Context, Role};
 use crate::plan::PartKind;
 
 /// The server namespace's accept-queue counters (TcpExt) during a workload, where recorded.
@@ -247,7 +247,7 @@ fn slow(stamps: impl Iterator<Item = (u64, u64)>) -> Vec<usize> {
 /// `meta`, (client → server, server → client); `None` off an emulated lab or when it dropped
 /// none.
 fn path_drops(meta: &tcplab_results::session::RunMeta) -> Option<(u64, u64)> {
-    let account = EmulatedRun::of(meta)?.account?;
+    let account = meta.facts.emulator.as_ref()?.realised.as_ref()?;
     let (f, r) = (account.forward_drops, account.reverse_drops);
     let (to_server, to_client) = (f.loss + f.queue_full, r.loss + r.queue_full);
     (to_server + to_client > 0).then_some((to_server, to_client))

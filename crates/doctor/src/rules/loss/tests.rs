@@ -89,9 +89,10 @@ fn drops_at_the_queue_alone_are_not_path_loss() {
         },
         ..Default::default()
     };
-    b.stream.as_mut().unwrap().meta.facts = serde_json::json!({
-        "emulator": { "link": null, "realised": account, "fidelity": null }
-    });
+    b.stream.as_mut().unwrap().meta.facts.emulator = Some(crate::synth::emulated(
+        tcplab_emu::LinkConfig::default(),
+        account,
+    ));
     assert!(check(&Context::new(&b)).is_empty());
 }
 
@@ -285,9 +286,7 @@ fn emulated(b: &mut Battery, frames: u64, drops: u64) {
         ..Default::default()
     };
     if let Some(s) = b.stream.as_mut() {
-        s.meta.facts = serde_json::json!({
-            "emulator": { "link": link, "realised": account, "fidelity": null }
-        });
+        s.meta.facts.emulator = Some(crate::synth::emulated(link, account));
     }
 }
 
