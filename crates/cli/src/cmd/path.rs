@@ -4,7 +4,7 @@
 use clap::Args;
 use tcplab_lab::{BuiltinOptions, Lab, LabSpec, Offloads, Ownership, SysctlSetting, Topology};
 
-use super::impair::ImpairArgs;
+use tcplab::impair_args::ImpairArgs;
 
 /// Where to run.
 #[derive(Debug, Args, Clone)]
@@ -72,7 +72,7 @@ impl PathArgs {
             .pairs()
             .into_iter()
             .filter(|(k, _)| *k != "rate")
-            .map(|(k, _)| format!("--{}", k.replace('_', "-")))
+            .map(|(k, _)| tcplab_emu::ImpairmentFlags::flag(k))
             .collect();
         if !others.is_empty() {
             anyhow::bail!(
