@@ -233,7 +233,7 @@ fn run_tune(
     }
     let opts = TuneOptions {
         workload,
-        lab_toml: path.lab_toml()?,
+        lab: path.lab_section()?,
         remote,
         budget,
         findings,
