@@ -181,17 +181,8 @@ proptest! {
     fn bad_impairment_values_name_their_flag(i in 0..FLAGS.len(), value in bad_value()) {
         let flag = FLAGS[i];
         let mut f = tcplab_emu::ImpairmentFlags::default();
-        let slot = match flag {
-            "--delay" => &mut f.delay,
-            "--jitter" => &mut f.jitter,
-            "--loss" => &mut f.loss,
-            "--rate" => &mut f.rate,
-            "--queue" => &mut f.queue,
-            "--duplicate" => &mut f.duplicate,
-            "--corrupt" => &mut f.corrupt,
-            _ => &mut f.seed,
-        };
-        *slot = Some(value.clone());
+        let name = flag.trim_start_matches("--").replace('-', "_");
+        *f.field_mut(&name).unwrap() = Some(value.clone());
         if flag == "--queue" {
             f.rate = Some("1gbit".into());
         }

@@ -1,5 +1,7 @@
 //! [`ImpairmentFlags`]: the impairment flags of `tcplab emu` and `tcplab lab up` as the user
-//! typed them, turned into a [`LinkConfig`] with errors that name the flag.
+//! typed them, turned into a [`LinkConfig`] with errors that name the flag. The same type is a
+//! scenario's `[lab.link]` table (its serde form: one key per flag, `jitter_dist` for
+//! `--jitter-dist`), so the command line and the scenario file share one field list.
 //!
 //! Every flag but `--seed` takes the per-direction form `A/B` (client→server/server→client);
 //! a bare value applies to both directions, so `--delay 10ms` gives a 20 ms RTT.
@@ -28,42 +30,146 @@ use crate::spec::{
     split_directions, split_directions_keyed,
 };
 use crate::{
-    DirectionConfig, DistTable, Distribution, Jitter, LinkConfig, Loss, LossPattern, Reorder,
-    limits,
+    DirectionConfig, DistTable, Distribution, Jitter, LinkConfig, Loss, LossPattern, QueueLimit,
+    Reorder, limits,
 };
+use serde::{Deserialize, Serialize};
 
 /// Reads the file at a path for a flag; returns its text or an error message.
 pub type FileReader<'a> = &'a dyn Fn(&str) -> Result<String, String>;
 
-/// The impairment flags as typed (all optional). Field names follow the flags.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ImpairmentFlags {
-    /// `--delay`
-    pub delay: Option<String>,
-    /// `--jitter`
-    pub jitter: Option<String>,
-    /// `--jitter-dist`
-    pub jitter_dist: Option<String>,
-    /// `--correlation`
-    pub correlation: Option<String>,
-    /// `--loss`
-    pub loss: Option<String>,
-    /// `--loss-model`
-    pub loss_model: Option<String>,
-    /// `--rate`
-    pub rate: Option<String>,
-    /// `--queue`
-    pub queue: Option<String>,
-    /// `--overhead`
-    pub overhead: Option<String>,
-    /// `--reorder`
-    pub reorder: Option<String>,
-    /// `--duplicate`
-    pub duplicate: Option<String>,
-    /// `--corrupt`
-    pub corrupt: Option<String>,
-    /// `--seed`
-    pub seed: Option<String>,
+/// Checks one field's value on its own (see [`ImpairmentFlags::check_each`]).
+type CheckValue = fn(&str, FileReader<'_>) -> Result<(), ConfigError>;
+
+/// Declares [`ImpairmentFlags`] from one list of fields, each with the check of its value
+/// alone, so the struct, its serde form, [`ImpairmentFlags::FIELDS`] and the by-name accessors
+/// are written once: the CLI's flags, a scenario's `[lab.link]` and its `link.FIELD` factors
+/// all go through them and cannot drift apart.
+macro_rules! impairment_flags {
+    ($($(#[doc = $doc:literal])* $field:ident => $check:expr,)*) => {
+        /// The impairment flags as typed (all optional), and a scenario's `[lab.link]` table:
+        /// each field is named after its flag (`jitter_dist` is `--jitter-dist`) and holds the
+        /// value as the flag takes it, so one spelling serves the command line and the file.
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct ImpairmentFlags {
+            $(
+                $(#[doc = $doc])*
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                pub $field: Option<String>,
+            )*
+        }
+
+        impl ImpairmentFlags {
+            /// The fields' names in declaration order: the scenario's `[lab.link]` keys and
+            /// the `link.FIELD` factor names ([`Self::flag`] gives the flag).
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// The field named `name` (one of [`Self::FIELDS`]), or `None` for another name.
+            pub fn field(&self, name: &str) -> Option<&Option<String>> {
+                match name {
+                    $(stringify!($field) => Some(&self.$field),)*
+                    _ => None,
+                }
+            }
+
+            /// The field named `name`, to set it (a `link.FIELD` factor), or `None`.
+            pub fn field_mut(&mut self, name: &str) -> Option<&mut Option<String>> {
+                match name {
+                    $(stringify!($field) => Some(&mut self.$field),)*
+                    _ => None,
+                }
+            }
+
+            /// The check of the field named `name`'s value alone.
+            fn check_of(name: &str) -> Option<CheckValue> {
+                match name {
+                    $(stringify!($field) => Some($check),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+impairment_flags! {
+    /// `--delay`: one-way delay, at most 60s.
+    delay => |v, _| each("--delay", v, duration_within_limits),
+    /// `--jitter`: half-width (uniform) or standard deviation (normal).
+    jitter => |v, _| each("--jitter", v, duration_within_limits),
+    /// `--jitter-dist`: `uniform`, `normal`, `pareto`, `paretonormal` or `table:FILE`.
+    jitter_dist => |v, read| distributions(v, read).map(drop),
+    /// `--correlation`: lag-1 correlation of the jitter, below 100%.
+    correlation => |v, _| each("--correlation", v, correlation),
+    /// `--loss`: Bernoulli loss.
+    loss => |v, _| each("--loss", v, probability("loss")),
+    /// `--loss-model`: `ge:...`, `pattern:FILE` or `bits:...`.
+    loss_model => |v, read| loss_models(v, read).map(drop),
+    /// `--rate`: bottleneck rate.
+    rate => |v, _| each("--rate", v, rate_within_limits),
+    /// `--queue`: bottleneck queue in packets or bytes.
+    queue => |v, _| each("--queue", v, queue_within_limits),
+    /// `--overhead`: bytes added per frame for serialisation.
+    overhead => |v, _| each("--overhead", v, overhead_within_limits),
+    /// `--reorder`: a percentage, `gap:N`, `jitter`.
+    reorder => |v, _| each("--reorder", v, parse_reorder),
+    /// `--duplicate`: duplication probability.
+    duplicate => |v, _| each("--duplicate", v, probability("duplicate")),
+    /// `--corrupt`: corruption probability.
+    corrupt => |v, _| each("--corrupt", v, probability("corrupt")),
+    /// `--seed`: integer or `0x` hex (not per direction).
+    seed => |v, _| parse_seed(v).map(drop).map_err(flag_err("--seed", v)),
+}
+
+impl ImpairmentFlags {
+    /// The flag of field `name`: `--` and the name with `-` for `_` (`--jitter-dist`).
+    pub fn flag(name: &str) -> String {
+        format!("--{}", name.replace('_', "-"))
+    }
+
+    /// True when no impairment is set (the link needs no emulator).
+    pub fn is_empty(&self) -> bool {
+        *self == ImpairmentFlags::default()
+    }
+
+    /// The fields that are set, as `(name, value)` in [`Self::FIELDS`] order.
+    pub fn pairs(&self) -> Vec<(&'static str, &str)> {
+        Self::FIELDS
+            .iter()
+            .filter_map(|&name| Some((name, self.field(name)?.as_deref()?)))
+            .collect()
+    }
+
+    /// Lays `top` over these flags: every field `top` sets replaces this one's.
+    pub fn overlay(&mut self, top: &ImpairmentFlags) {
+        for (name, value) in top.pairs() {
+            if let Some(slot) = self.field_mut(name) {
+                *slot = Some(value.to_owned());
+            }
+        }
+    }
+
+    /// Checks every set field's value on its own, reading `table:`/`pattern:` files with
+    /// `read`; on failure, the field's name and the error. Combinations (`queue` without
+    /// `rate`, `loss` with `loss_model`) are not checked: a scenario's `[lab.link]` is refused
+    /// here when it is read, naming its key, while its factors may still supply the rest.
+    pub fn check_each(&self, read: FileReader<'_>) -> Result<(), (&'static str, ConfigError)> {
+        for (name, value) in self.pairs() {
+            if let Some(check) = Self::check_of(name) {
+                check(value, read).map_err(|e| (name, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses both directions of one value with `parse`, keeping only whether it parsed.
+fn each<T>(
+    flag: &'static str,
+    value: &str,
+    parse: impl Fn(&str) -> Result<T, ValueError>,
+) -> Result<(), ConfigError> {
+    per_direction(flag, Some(value), parse).map(drop)
 }
 
 const DIST_WORDS: &[&str] = &["uniform", "normal", "pareto", "paretonormal"];
@@ -84,7 +190,7 @@ fn flag_err(flag: &'static str, value: &str) -> impl FnOnce(ValueError) -> Confi
 /// Both directions' values of one flag, parsed with `parse`.
 fn per_direction<T>(
     flag: &'static str,
-    value: Option<&String>,
+    value: Option<&str>,
     parse: impl Fn(&str) -> Result<T, ValueError>,
 ) -> Result<Option<(T, T)>, ConfigError> {
     let Some(value) = value else {
@@ -130,6 +236,48 @@ fn duration_within_limits(s: &str) -> Result<u64, ValueError> {
     Ok(ns)
 }
 
+fn correlation(s: &str) -> Result<f64, ValueError> {
+    let c = parse_percent(s)?;
+    limits::correlation(c)?;
+    Ok(c)
+}
+
+fn rate_within_limits(s: &str) -> Result<u64, ValueError> {
+    let r = parse_rate(s)?;
+    limits::rate(r)?;
+    Ok(r)
+}
+
+fn queue_within_limits(s: &str) -> Result<QueueLimit, ValueError> {
+    let q = parse_queue(s)?;
+    limits::queue(q)?;
+    Ok(q)
+}
+
+fn overhead_within_limits(s: &str) -> Result<u32, ValueError> {
+    let o = parse_bytes(s)?;
+    limits::overhead(o)?;
+    Ok(o)
+}
+
+/// Both directions' `--jitter-dist` values.
+fn distributions(
+    value: &str,
+    read: FileReader<'_>,
+) -> Result<(Distribution, Distribution), ConfigError> {
+    let (a, b) = split_directions_keyed(value, DIST_WORDS, DIST_PREFIXES);
+    Ok((parse_distribution(a, read)?, parse_distribution(b, read)?))
+}
+
+/// Both directions' `--loss-model` values (`None` for `bernoulli`).
+fn loss_models(
+    value: &str,
+    read: FileReader<'_>,
+) -> Result<(Option<Loss>, Option<Loss>), ConfigError> {
+    let (a, b) = split_directions_keyed(value, LOSS_WORDS, LOSS_PREFIXES);
+    Ok((parse_loss_model(a, read)?, parse_loss_model(b, read)?))
+}
+
 impl ImpairmentFlags {
     /// The link configuration, for flags that name no file (`table:` and `pattern:` values
     /// fail with [`ConfigError::File`]; use [`Self::to_link_config_with`] for those).
@@ -141,18 +289,18 @@ impl ImpairmentFlags {
     pub fn to_link_config_with(&self, read: FileReader<'_>) -> Result<LinkConfig, ConfigError> {
         let mut fwd = DirectionConfig::default();
         let mut rev = DirectionConfig::default();
-        let delay = per_direction("--delay", self.delay.as_ref(), duration_within_limits)?;
+        let delay = per_direction("--delay", self.delay.as_deref(), duration_within_limits)?;
         set_both(delay, &mut fwd, &mut rev, |c, v| c.delay_ns = v);
         self.apply_jitter_and_reorder(&mut fwd, &mut rev, read)?;
         self.apply_loss(&mut fwd, &mut rev, read)?;
         self.apply_rate(&mut fwd, &mut rev)?;
         let dup = per_direction(
             "--duplicate",
-            self.duplicate.as_ref(),
+            self.duplicate.as_deref(),
             probability("duplicate"),
         )?;
         set_both(dup, &mut fwd, &mut rev, |c, v| c.duplicate = v);
-        let corrupt = per_direction("--corrupt", self.corrupt.as_ref(), probability("corrupt"))?;
+        let corrupt = per_direction("--corrupt", self.corrupt.as_deref(), probability("corrupt"))?;
         set_both(corrupt, &mut fwd, &mut rev, |c, v| c.corrupt = v);
         let seed = match &self.seed {
             Some(s) => Some(parse_seed(s).map_err(flag_err("--seed", s))?),
@@ -178,13 +326,12 @@ impl ImpairmentFlags {
     ) -> Result<(), ConfigError> {
         let jitter = self.jitter()?;
         self.check_jitter_companions(jitter.is_some())?;
-        let dists = self.distributions(read)?;
-        let correlation = per_direction("--correlation", self.correlation.as_ref(), |s| {
-            let c = parse_percent(s)?;
-            limits::correlation(c)?;
-            Ok(c)
-        })?;
-        let reorder = per_direction("--reorder", self.reorder.as_ref(), parse_reorder)?;
+        let dists = match &self.jitter_dist {
+            Some(value) => Some(distributions(value, read)?),
+            None => None,
+        };
+        let correlation = per_direction("--correlation", self.correlation.as_deref(), correlation)?;
+        let reorder = per_direction("--reorder", self.reorder.as_deref(), parse_reorder)?;
         for (i, cfg) in [fwd, rev].into_iter().enumerate() {
             let (reorder_cfg, jitter_reorders) = side(&reorder, i).unwrap_or((None, false));
             cfg.jitter = side(&jitter, i).filter(|&a| a > 0).map(|amount_ns| Jitter {
@@ -199,21 +346,7 @@ impl ImpairmentFlags {
     }
 
     fn jitter(&self) -> Result<Option<(u64, u64)>, ConfigError> {
-        per_direction("--jitter", self.jitter.as_ref(), duration_within_limits)
-    }
-
-    fn distributions(
-        &self,
-        read: FileReader<'_>,
-    ) -> Result<Option<(Distribution, Distribution)>, ConfigError> {
-        let Some(value) = &self.jitter_dist else {
-            return Ok(None);
-        };
-        let (a, b) = split_directions_keyed(value, DIST_WORDS, DIST_PREFIXES);
-        Ok(Some((
-            parse_distribution(a, read)?,
-            parse_distribution(b, read)?,
-        )))
+        per_direction("--jitter", self.jitter.as_deref(), duration_within_limits)
     }
 
     /// `--jitter-dist`, `--correlation` and `--reorder jitter` mean nothing without `--jitter`.
@@ -249,12 +382,9 @@ impl ImpairmentFlags {
         rev: &mut DirectionConfig,
         read: FileReader<'_>,
     ) -> Result<(), ConfigError> {
-        let bernoulli = per_direction("--loss", self.loss.as_ref(), probability("loss"))?;
+        let bernoulli = per_direction("--loss", self.loss.as_deref(), probability("loss"))?;
         let model = match &self.loss_model {
-            Some(v) => {
-                let (a, b) = split_directions_keyed(v, LOSS_WORDS, LOSS_PREFIXES);
-                Some((parse_loss_model(a, read)?, parse_loss_model(b, read)?))
-            }
+            Some(v) => Some(loss_models(v, read)?),
             None => None,
         };
         for (i, cfg) in [fwd, rev].into_iter().enumerate() {
@@ -280,21 +410,13 @@ impl ImpairmentFlags {
         fwd: &mut DirectionConfig,
         rev: &mut DirectionConfig,
     ) -> Result<(), ConfigError> {
-        let rate = per_direction("--rate", self.rate.as_ref(), |s| {
-            let r = parse_rate(s)?;
-            limits::rate(r)?;
-            Ok(r)
-        })?;
-        let queue = per_direction("--queue", self.queue.as_ref(), |s| {
-            let q = parse_queue(s)?;
-            limits::queue(q)?;
-            Ok(q)
-        })?;
-        let overhead = per_direction("--overhead", self.overhead.as_ref(), |s| {
-            let o = parse_bytes(s)?;
-            limits::overhead(o)?;
-            Ok(o)
-        })?;
+        let rate = per_direction("--rate", self.rate.as_deref(), rate_within_limits)?;
+        let queue = per_direction("--queue", self.queue.as_deref(), queue_within_limits)?;
+        let overhead = per_direction(
+            "--overhead",
+            self.overhead.as_deref(),
+            overhead_within_limits,
+        )?;
         let Some((ra, rb)) = rate else {
             let fix = "a queue and an overhead belong to a rate limit: add e.g. --rate 1gbit";
             let needs_rate = |flag| ConfigError::Needs {

@@ -8,22 +8,10 @@ use tcplab_emu::{
 fn flags(pairs: &[(&str, &str)]) -> ImpairmentFlags {
     let mut f = ImpairmentFlags::default();
     for &(k, v) in pairs {
-        let slot = match k {
-            "--delay" => &mut f.delay,
-            "--jitter" => &mut f.jitter,
-            "--jitter-dist" => &mut f.jitter_dist,
-            "--correlation" => &mut f.correlation,
-            "--loss" => &mut f.loss,
-            "--loss-model" => &mut f.loss_model,
-            "--rate" => &mut f.rate,
-            "--queue" => &mut f.queue,
-            "--overhead" => &mut f.overhead,
-            "--reorder" => &mut f.reorder,
-            "--duplicate" => &mut f.duplicate,
-            "--corrupt" => &mut f.corrupt,
-            "--seed" => &mut f.seed,
-            other => panic!("unknown flag {other}"),
-        };
+        let name = k.trim_start_matches("--").replace('-', "_");
+        let slot = f
+            .field_mut(&name)
+            .unwrap_or_else(|| panic!("unknown flag {k}"));
         *slot = Some(v.to_owned());
     }
     f
@@ -295,5 +283,66 @@ fn config_round_trips_through_json_and_toml() {
     assert_eq!(
         bad.validate().unwrap_err().to_string(),
         "reverse.duplicate: duplicate must be between 0% and 100%"
+    );
+}
+
+/// The one field list: every field's serde key, `FIELDS` entry and `--flag` agree, and the
+/// by-name accessors reach each field.
+#[test]
+fn the_field_list_is_the_serde_form() {
+    let mut all = ImpairmentFlags::default();
+    for (i, name) in ImpairmentFlags::FIELDS.iter().enumerate() {
+        *all.field_mut(name).expect(name) = Some(format!("v{i}"));
+    }
+    let json = serde_json::to_value(&all).unwrap();
+    let keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut want = ImpairmentFlags::FIELDS.to_vec();
+    want.sort_unstable();
+    assert_eq!(keys, want, "serde_json sorts its keys");
+    let text = toml::to_string(&all).unwrap();
+    assert_eq!(toml::from_str::<ImpairmentFlags>(&text).unwrap(), all);
+    let pairs = all.pairs();
+    assert_eq!(pairs.len(), ImpairmentFlags::FIELDS.len());
+    for (i, (name, value)) in pairs.into_iter().enumerate() {
+        assert_eq!(value, format!("v{i}"), "{name}");
+    }
+    assert_eq!(ImpairmentFlags::flag("jitter_dist"), "--jitter-dist");
+    assert!(ImpairmentFlags::default().is_empty() && !all.is_empty());
+    assert_eq!(ImpairmentFlags::default().field_mut("dealy"), None);
+    let e = toml::from_str::<ImpairmentFlags>("dealy = \"1ms\"\n").unwrap_err();
+    assert!(e.to_string().contains("unknown field `dealy`"), "{e}");
+}
+
+/// `check_each` refuses a value that does not parse, naming its field and flag, for every
+/// field; it leaves combinations (a queue without a rate) to `to_link_config`.
+#[test]
+fn each_value_is_checked_alone_naming_its_field() {
+    for name in ImpairmentFlags::FIELDS {
+        let mut f = ImpairmentFlags::default();
+        *f.field_mut(name).unwrap() = Some("?x".into());
+        let (field, e) = f.check_each(&|_| Err("no files".into())).unwrap_err();
+        assert_eq!(field, *name);
+        assert!(
+            e.to_string().starts_with(&ImpairmentFlags::flag(name)),
+            "{name}: {e}"
+        );
+    }
+    let queue_alone = flags(&[("--queue", "100"), ("--jitter-dist", "normal")]);
+    assert_eq!(queue_alone.check_each(&|_| Err("no files".into())), Ok(()));
+    assert!(queue_alone.to_link_config().is_err());
+}
+
+#[test]
+fn overlay_replaces_only_what_the_top_sets() {
+    let mut base = flags(&[("--delay", "10ms"), ("--rate", "1gbit")]);
+    base.overlay(&flags(&[("--delay", "20ms"), ("--loss", "1%")]));
+    assert_eq!(
+        base.pairs(),
+        [("delay", "20ms"), ("loss", "1%"), ("rate", "1gbit")]
     );
 }

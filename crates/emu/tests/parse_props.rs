@@ -123,22 +123,10 @@ fn flag_value(flag: &'static str) -> BoxedStrategy<String> {
 }
 
 fn set(f: &mut ImpairmentFlags, flag: &str, value: String) {
-    let slot = match flag {
-        "--delay" => &mut f.delay,
-        "--jitter" => &mut f.jitter,
-        "--jitter-dist" => &mut f.jitter_dist,
-        "--correlation" => &mut f.correlation,
-        "--loss" => &mut f.loss,
-        "--loss-model" => &mut f.loss_model,
-        "--rate" => &mut f.rate,
-        "--queue" => &mut f.queue,
-        "--overhead" => &mut f.overhead,
-        "--reorder" => &mut f.reorder,
-        "--duplicate" => &mut f.duplicate,
-        "--corrupt" => &mut f.corrupt,
-        "--seed" => &mut f.seed,
-        other => unreachable!("{other} is not an impairment flag"),
-    };
+    let name = flag.trim_start_matches("--").replace('-', "_");
+    let slot = f
+        .field_mut(&name)
+        .unwrap_or_else(|| unreachable!("{flag} is not an impairment flag"));
     *slot = Some(value);
 }
 

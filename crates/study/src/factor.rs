@@ -18,7 +18,7 @@ use std::fmt;
 
 use tcplab_lab::Offloads;
 
-use crate::scenario::{FactorSpec, LINK_FIELDS, LabSection, Scale};
+use crate::scenario::{FactorSpec, ImpairmentFlags, LabSection, Scale};
 use tcplab_results::spec::{keys, socket_keys};
 
 use crate::workload::Workload;
@@ -105,8 +105,8 @@ impl Target {
                     key: key.to_string(),
                 })
             }
-            "link" if LINK_FIELDS.contains(&rest) => Ok(Target::Link(rest.to_string())),
-            "link" => Err(unknown("link field", rest, LINK_FIELDS)),
+            "link" if ImpairmentFlags::FIELDS.contains(&rest) => Ok(Target::Link(rest.to_string())),
+            "link" => Err(unknown("link field", rest, ImpairmentFlags::FIELDS)),
             "socket" if socket_keys().contains(&rest) => Ok(Target::Socket(rest.to_string())),
             "socket" => Err(unknown("socket option", rest, socket_keys())),
             "lab" if LAB_FIELDS.contains(&rest) => Ok(Target::Lab(rest.to_string())),

@@ -93,7 +93,8 @@ impl LabSection {
         if self.link.is_empty() {
             return Ok(None);
         }
-        Ok(Some(self.link.to_flags().to_link_config()?))
+        let read = crate::scenario::no_link_files;
+        Ok(Some(self.link.to_link_config_with(&read)?))
     }
 }
 
@@ -669,7 +670,7 @@ fn link_culprit(factors: &[Factor], chosen: &[Chosen], message: &str) -> Option<
         .find(|(f, _, _)| {
             factors[*f].targets.iter().any(|t| match t {
                 Target::Link(field) => {
-                    let flag = format!("--{}", field.replace('_', "-"));
+                    let flag = tcplab_emu::ImpairmentFlags::flag(field);
                     message.starts_with(&format!("{flag} "))
                         || message.starts_with(&format!("{flag}:"))
                 }

@@ -59,6 +59,82 @@ pub struct Scenario {
     pub quick: QuickSection,
 }
 
+/// A problem [`Scenario::check`] found: the field's path and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Where, e.g. `race.alpha` or `lab.link.delay`.
+    pub at: Vec<Seg>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl Scenario {
+    /// The checks that need no expansion, on the value alone (a file's text only locates
+    /// them): counts, levels, an objective, at least one workload, each workload's values, and
+    /// each `[lab.link]` value on its own (combinations wait for the factors, which may supply
+    /// a `rate` for a `queue`).
+    pub fn check(&self) -> Vec<Problem> {
+        let mut out = Vec::new();
+        let mut push = |at: &[&str], message: &str| {
+            out.push(Problem {
+                at: at.iter().map(|k| Seg::Key((*k).to_string())).collect(),
+                message: message.to_string(),
+            });
+        };
+        if self.workloads.is_empty() {
+            push(
+                &["workload"],
+                "add at least one [[workload]] (kind = stream, msgs, rr, crr or http)",
+            );
+        }
+        if self.repetitions == 0 {
+            push(&["repetitions"], "must be at least 1");
+        }
+        if self.objective.metric.trim().is_empty() {
+            push(
+                &["objective", "metric"],
+                "name a metric, e.g. \"throughput_bps\" or \"per_message_us.mean\"",
+            );
+        }
+        if self.race.min_reps < 2 {
+            push(
+                &["race", "min_reps"],
+                "must be at least 2 (a test needs a spread)",
+            );
+        }
+        if !(self.race.alpha > 0.0 && self.race.alpha < 1.0) {
+            push(
+                &["race", "alpha"],
+                "must lie strictly between 0 and 1, e.g. 0.05",
+            );
+        }
+        if self.quick.repetitions == 0 {
+            push(&["quick", "repetitions"], "must be at least 1");
+        }
+        if !(self.quick.scale > 0.0 && self.quick.scale <= 1.0) {
+            push(&["quick", "scale"], "must lie in (0, 1], e.g. 0.1");
+        }
+        if self.lab.topology == Some(Topology::Custom) {
+            push(
+                &["lab", "topology"],
+                "custom topologies are not supported in scenarios yet; use pair, path, dumbbell or star",
+            );
+        }
+        if let Err((key, e)) = self.lab.link.check_each(&no_link_files) {
+            push(&["lab", "link", key], &e.to_string());
+        }
+        for (i, w) in self.workloads.iter().enumerate() {
+            if let Err(e) = w.check() {
+                out.push(Problem {
+                    at: vec![Seg::Key("workload".into()), Seg::Index(i)],
+                    message: e,
+                });
+            }
+        }
+        out
+    }
+}
+
 fn default_repetitions() -> u32 {
     5
 }
@@ -98,106 +174,25 @@ pub struct LabSection {
     /// kernel or emu.
     #[serde(default)]
     pub bridge: BridgeMode,
-    /// `[lab.link]`: impairments of the emulated link, in `tcplab emu`'s flag syntax.
+    /// `[lab.link]`: impairments of the emulated link, each key the value of the `tcplab emu`
+    /// flag of the same name (`delay = "10ms"`, `rate = "1gbit"`, `A/B` per direction): the
+    /// emulator's own flag set, so the file and the flags cannot drift apart.
     #[serde(default)]
-    pub link: LinkImpairments,
+    pub link: ImpairmentFlags,
 }
 
-/// `[lab.link]`: each field is the value of the `tcplab emu` flag of the same name
-/// (`delay = "10ms"`, `rate = "1gbit"`, `loss = "0.1%"`, `A/B` for per-direction values).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(missing_docs, reason = "each field is the emu flag of the same name")]
-pub struct LinkImpairments {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delay: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jitter_dist: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub correlation: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loss: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loss_model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub queue: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub overhead: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reorder: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duplicate: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub corrupt: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<String>,
-}
+/// The `[lab.link]` table: the emulator's flag set (its serde form is the table's keys).
+pub use tcplab_emu::ImpairmentFlags;
 
-/// The fields of [`LinkImpairments`] (the factor names `link.<field>`).
-pub const LINK_FIELDS: &[&str] = &[
-    "delay",
-    "jitter",
-    "jitter_dist",
-    "correlation",
-    "loss",
-    "loss_model",
-    "rate",
-    "queue",
-    "overhead",
-    "reorder",
-    "duplicate",
-    "corrupt",
-    "seed",
-];
-
-impl LinkImpairments {
-    /// True when no impairment is set (the link needs no emulator).
-    pub fn is_empty(&self) -> bool {
-        *self == LinkImpairments::default()
-    }
-
-    /// The emulator's flag set.
-    pub fn to_flags(&self) -> tcplab_emu::ImpairmentFlags {
-        tcplab_emu::ImpairmentFlags {
-            delay: self.delay.clone(),
-            jitter: self.jitter.clone(),
-            jitter_dist: self.jitter_dist.clone(),
-            correlation: self.correlation.clone(),
-            loss: self.loss.clone(),
-            loss_model: self.loss_model.clone(),
-            rate: self.rate.clone(),
-            queue: self.queue.clone(),
-            overhead: self.overhead.clone(),
-            reorder: self.reorder.clone(),
-            duplicate: self.duplicate.clone(),
-            corrupt: self.corrupt.clone(),
-            seed: self.seed.clone(),
-        }
-    }
-
-    /// A mutable reference to the field named `name`.
-    pub fn field_mut(&mut self, name: &str) -> Option<&mut Option<String>> {
-        Some(match name {
-            "delay" => &mut self.delay,
-            "jitter" => &mut self.jitter,
-            "jitter_dist" => &mut self.jitter_dist,
-            "correlation" => &mut self.correlation,
-            "loss" => &mut self.loss,
-            "loss_model" => &mut self.loss_model,
-            "rate" => &mut self.rate,
-            "queue" => &mut self.queue,
-            "overhead" => &mut self.overhead,
-            "reorder" => &mut self.reorder,
-            "duplicate" => &mut self.duplicate,
-            "corrupt" => &mut self.corrupt,
-            "seed" => &mut self.seed,
-            _ => return None,
-        })
-    }
+/// The reader a scenario's `[lab.link]` gets for `table:`/`pattern:` values: none, said so. A
+/// study is stored, resumed and run on other hosts from its text alone, so a file beside it
+/// would not travel with it.
+pub fn no_link_files(path: &str) -> Result<String, String> {
+    Err(format!(
+        "a scenario's [lab.link] reads no files (`{path}` is not stored with the study): write \
+         jitter_dist as uniform, normal, pareto or paretonormal, and a loss pattern inline as \
+         bits:0001"
+    ))
 }
 
 /// One `[[factor]]`: a setting and the values it takes.
@@ -379,6 +374,28 @@ impl ScenarioFile {
         Ok(file)
     }
 
+    /// A scenario built as a value (tune's), given the checks a file gets when it is read; its
+    /// text is its TOML, the record of what ran (stored with the study), which later
+    /// diagnostics point into. `path` names it in errors.
+    pub fn from_scenario(path: &str, scenario: Scenario) -> Result<ScenarioFile, ScenarioError> {
+        let text = toml::to_string(&scenario).map_err(|e| ScenarioError {
+            diagnostics: vec![Diagnostic {
+                file: path.to_string(),
+                line: None,
+                column: None,
+                field: String::new(),
+                message: format!("cannot write the scenario as TOML: {e}"),
+            }],
+        })?;
+        let file = ScenarioFile {
+            path: path.to_string(),
+            text,
+            scenario,
+        };
+        file.check_basics()?;
+        Ok(file)
+    }
+
     /// The topology to build: as written, or `path` when the link is impaired, else `pair`.
     pub fn topology(&self) -> Topology {
         let s = &self.scenario;
@@ -414,53 +431,15 @@ impl ScenarioFile {
         }
     }
 
-    /// Checks that need no expansion: counts, levels, an objective, at least one workload.
+    /// The checks a scenario gets when it is read ([`Scenario::check`]), each problem located
+    /// in the text.
     fn check_basics(&self) -> Result<(), ScenarioError> {
-        let s = &self.scenario;
-        let mut out = Vec::new();
-        let key = |k: &str| vec![Seg::Key(k.to_string())];
-        if s.workloads.is_empty() {
-            out.push(self.diagnostic(
-                &key("workload"),
-                "add at least one [[workload]] (kind = stream, msgs, rr, crr or http)",
-            ));
-        }
-        if s.repetitions == 0 {
-            out.push(self.diagnostic(&key("repetitions"), "must be at least 1"));
-        }
-        if s.objective.metric.trim().is_empty() {
-            out.push(self.diagnostic(
-                &[Seg::Key("objective".into()), Seg::Key("metric".into())],
-                "name a metric, e.g. \"throughput_bps\" or \"per_message_us.mean\"",
-            ));
-        }
-        if s.race.min_reps < 2 {
-            out.push(self.diagnostic(
-                &[Seg::Key("race".into()), Seg::Key("min_reps".into())],
-                "must be at least 2 (a test needs a spread)",
-            ));
-        }
-        if !(s.race.alpha > 0.0 && s.race.alpha < 1.0) {
-            out.push(self.diagnostic(
-                &[Seg::Key("race".into()), Seg::Key("alpha".into())],
-                "must lie strictly between 0 and 1, e.g. 0.05",
-            ));
-        }
-        if s.quick.repetitions == 0 {
-            out.push(self.diagnostic(
-                &[Seg::Key("quick".into()), Seg::Key("repetitions".into())],
-                "must be at least 1",
-            ));
-        }
-        if !(s.quick.scale > 0.0 && s.quick.scale <= 1.0) {
-            out.push(self.diagnostic(
-                &[Seg::Key("quick".into()), Seg::Key("scale".into())],
-                "must lie in (0, 1], e.g. 0.1",
-            ));
-        }
-        if s.lab.topology == Some(Topology::Custom) {
-            out.push(self.diagnostic(&[Seg::Key("lab".into()), Seg::Key("topology".into())], "custom topologies are not supported in scenarios yet; use pair, path, dumbbell or star"));
-        }
+        let out: Vec<Diagnostic> = self
+            .scenario
+            .check()
+            .into_iter()
+            .map(|p| self.diagnostic(&p.at, p.message))
+            .collect();
         if out.is_empty() {
             Ok(())
         } else {

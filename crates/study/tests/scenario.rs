@@ -63,6 +63,31 @@ fn unknown_top_level_and_lab_fields_are_rejected() {
     assert!(d.message.contains("did you mean `delay`"), "{d}");
 }
 
+/// A `[lab.link]` value that does not parse is refused when the file is read, naming its key;
+/// a combination a factor may complete (a queue whose rate is a factor) is not.
+#[test]
+fn a_bad_link_value_is_refused_at_read_time_naming_its_key() {
+    let text = BASE.replace("delay = \"5ms\"", "delay = \"5ms\"\nloss = \"1 lightyear\"");
+    let e = ScenarioFile::parse("s.toml", &text).unwrap_err();
+    let d = e.first().cloned().unwrap();
+    assert_eq!(d.field, "lab.link.loss");
+    assert_eq!(d.line, Some(line_of(&text, "lightyear")));
+    assert!(d.message.starts_with("--loss 1 lightyear:"), "{d}");
+
+    let text = BASE.replace("delay = \"5ms\"", "jitter_dist = \"table:x.dist\"");
+    let d = ScenarioFile::parse("s.toml", &text).unwrap_err();
+    let d = d.first().cloned().unwrap();
+    assert_eq!(d.field, "lab.link.jitter_dist");
+    assert!(d.message.contains("reads no files"), "{d}");
+
+    let text = format!(
+        "{}\n[[factor]]\nname = \"link.rate\"\nvalues = [\"10mbit\", \"1gbit\"]\n",
+        BASE.replace("delay = \"5ms\"", "queue = \"100\"")
+    );
+    let file = ScenarioFile::parse("s.toml", &text).unwrap();
+    Plan::new(&file, PlanOptions::default()).unwrap();
+}
+
 #[test]
 fn bad_toml_reports_its_line() {
     let text = format!("{BASE}count = = 3\n");

@@ -10,6 +10,7 @@ use tcplab_doctor::{FixKind, Scope};
 pub use tcplab_results::spec::WorkloadKind;
 use tcplab_results::spec::WorkloadSpec;
 use tcplab_results::{crr::CrrConfig, rr::RrConfig, rrul::RrulConfig, stream::StreamConfig};
+use tcplab_study::scenario::FactorSpec;
 
 /// The workloads tune can optimise (http needs a web server's lab, which tune does not build).
 pub const TUNABLE: &[WorkloadKind] = &[
@@ -88,24 +89,17 @@ impl Candidate {
         }
     }
 
-    /// The `[[factor]]` table.
-    pub fn to_toml(&self) -> String {
-        let mut t = toml::Table::new();
-        t.insert("name".into(), toml::Value::String(self.name.clone()));
-        if let Some(targets) = &self.targets {
-            t.insert(
-                "targets".into(),
-                toml::Value::Array(targets.iter().cloned().map(toml::Value::String).collect()),
-            );
+    /// The `[[factor]]` this candidate races: its name, targets, labels and values.
+    pub fn to_factor(&self) -> FactorSpec {
+        FactorSpec {
+            name: self.name.clone(),
+            targets: self.targets.clone(),
+            labels: self.labels.clone(),
+            values: Some(self.values.clone()),
+            range: None,
+            steps: None,
+            scale: None,
         }
-        if let Some(labels) = &self.labels {
-            t.insert(
-                "labels".into(),
-                toml::Value::Array(labels.iter().cloned().map(toml::Value::String).collect()),
-            );
-        }
-        t.insert("values".into(), toml::Value::Array(self.values.clone()));
-        toml::to_string(&t).unwrap_or_default()
     }
 
     /// The text the study stores for value `i` (its label, or the value itself).

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tcplab_doctor::Knobs;
-use tcplab_study::scenario::{LabSection, LinkImpairments};
+use tcplab_study::scenario::{ImpairmentFlags, LabSection};
 
 use super::{Case, CorpusFile, Defaults, Point};
 
@@ -216,7 +216,7 @@ pub fn draw(seed: u64, count: usize) -> CorpusFile {
 /// What a pathology sets on top of the path, and the words for it.
 #[derive(Debug, Default)]
 struct Setting {
-    link: LinkImpairments,
+    link: ImpairmentFlags,
     sysctl: BTreeMap<String, BTreeMap<String, toml::Value>>,
     knobs: Knobs,
     trap: u64,

@@ -31,7 +31,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tcplab_doctor::Knobs;
 use tcplab_doctor::corpus::Label;
-use tcplab_study::scenario::{LINK_FIELDS, LabSection, LinkImpairments};
+use tcplab_study::scenario::{ImpairmentFlags, LabSection};
 
 use crate::error::{BatteryError, Result};
 
@@ -112,7 +112,7 @@ pub struct Point {
     pub name: Option<String>,
     /// Impairments, laid over the case's `[lab.link]`.
     #[serde(default)]
-    pub link: LinkImpairments,
+    pub link: ImpairmentFlags,
     /// Sysctls, laid over the case's: host (or `all`) → key → value.
     #[serde(default)]
     pub sysctl: BTreeMap<String, BTreeMap<String, toml::Value>>,
@@ -244,14 +244,7 @@ fn lay_over(base: &mut LabSection, top: &LabSection) {
             .or_default()
             .extend(keys.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
-    let mut top_link = top.link.clone();
-    for field in LINK_FIELDS {
-        if let (Some(dst), Some(src)) = (base.link.field_mut(field), top_link.field_mut(field)) {
-            if src.is_some() {
-                *dst = src.take();
-            }
-        }
-    }
+    base.link.overlay(&top.link);
 }
 
 /// A point's name: its own, else its link settings (`rate=1gbit delay=20ms`).
@@ -262,14 +255,11 @@ fn point_name(p: Option<&Point>) -> String {
     if let Some(n) = &p.name {
         return n.clone();
     }
-    let mut link = p.link.clone();
-    let parts: Vec<String> = LINK_FIELDS
-        .iter()
-        .filter_map(|f| {
-            link.field_mut(f)
-                .and_then(|v| v.take())
-                .map(|v| format!("{f}={v}"))
-        })
+    let parts: Vec<String> = p
+        .link
+        .pairs()
+        .into_iter()
+        .map(|(f, v)| format!("{f}={v}"))
         .collect();
     parts.join(" ")
 }

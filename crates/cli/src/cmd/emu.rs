@@ -10,8 +10,8 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use tcplab_lab::emulation::{self, EmulationSpec, Emulator};
 use tcplab_lab::{Lab, StateDir};
 
-use super::impair::ImpairArgs;
 use crate::output;
+use tcplab::impair_args::ImpairArgs;
 
 /// Arguments of `tcplab emu`.
 #[derive(Debug, Args)]

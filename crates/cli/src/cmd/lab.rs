@@ -14,8 +14,8 @@ use tcplab_lab::{
     BuiltinOptions, Lab, LabError, LabSpec, Offloads, Ownership, StateDir, SysctlSetting, Topology,
 };
 
-use super::impair::ImpairArgs;
 use crate::output;
+use tcplab::impair_args::ImpairArgs;
 
 /// The lab subcommands.
 #[derive(Debug, Subcommand)]

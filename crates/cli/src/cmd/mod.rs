@@ -6,7 +6,6 @@ pub mod doctor;
 pub mod emu;
 pub mod facts;
 pub mod fleet;
-pub mod impair;
 pub mod key;
 pub mod lab;
 pub mod mesh_lab;

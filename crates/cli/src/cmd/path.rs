@@ -1,10 +1,14 @@
 //! The path a doctor, tune or demo run works on: a lab built for the run from flags (the same
 //! flags as `tcplab lab up`), an existing lab, or a remote host running `tcplab serve`.
 
-use clap::Args;
-use tcplab_lab::{BuiltinOptions, Lab, LabSpec, Offloads, Ownership, SysctlSetting, Topology};
+use std::collections::BTreeMap;
 
-use super::impair::ImpairArgs;
+use clap::Args;
+use tcplab_emu::ImpairmentFlags;
+use tcplab_lab::{BuiltinOptions, Lab, LabSpec, Offloads, Ownership, SysctlSetting, Topology};
+use tcplab_study::scenario::LabSection;
+
+use tcplab::impair_args::ImpairArgs;
 
 /// Where to run.
 #[derive(Debug, Args, Clone)]
@@ -72,7 +76,7 @@ impl PathArgs {
             .pairs()
             .into_iter()
             .filter(|(k, _)| *k != "rate")
-            .map(|(k, _)| format!("--{}", k.replace('_', "-")))
+            .map(|(k, _)| ImpairmentFlags::flag(k))
             .collect();
         if !others.is_empty() {
             anyhow::bail!(
@@ -135,44 +139,31 @@ impl PathArgs {
         Ok(Offloads::parse(text)?)
     }
 
-    /// The scenario `[lab]` section equivalent to these flags (for tune's generated studies).
-    pub fn lab_toml(&self) -> anyhow::Result<String> {
+    /// The scenario `[lab]` section equivalent to these flags (tune's generated studies build
+    /// their labs from it): the topology, host count, offloads, `--sysctl` values by host, and
+    /// the impairment flags as `[lab.link]`.
+    pub fn lab_section(&self) -> anyhow::Result<LabSection> {
         let topology = match &self.topology {
             Some(t) => t.parse::<Topology>()?,
             None if self.impair.any() => Topology::Path,
             None => Topology::Pair,
         };
-        let mut text = format!(
-            "[lab]\ntopology = \"{topology}\"\nhosts = {}\n",
-            self.hosts.count()
-        );
-        let o = self.offloads()?;
-        if o != Offloads::default() {
-            text.push_str(&format!(
-                "[lab.offloads]\ntso = {}\ngso = {}\ngro = {}\n",
-                o.tso, o.gso, o.gro
-            ));
-        }
-        let mut by_host: std::collections::BTreeMap<String, Vec<(String, String)>> =
-            Default::default();
+        let mut sysctl: BTreeMap<String, BTreeMap<String, toml::Value>> = BTreeMap::new();
         for s in &self.sysctls {
             let s = SysctlSetting::parse("--sysctl", s)?;
-            by_host.entry(s.host).or_default().push((s.key, s.value));
+            sysctl
+                .entry(s.host)
+                .or_default()
+                .insert(s.key, toml::Value::String(s.value));
         }
-        let pairs = self.impair.pairs();
-        if !pairs.is_empty() {
-            text.push_str("[lab.link]\n");
-            for (k, v) in pairs {
-                text.push_str(&format!("{k} = {}\n", toml_string(&v)));
-            }
-        }
-        for (host, keys) in by_host {
-            text.push_str(&format!("[lab.sysctl.{host}]\n"));
-            for (k, v) in keys {
-                text.push_str(&format!("{} = {}\n", toml_string(&k), toml_string(&v)));
-            }
-        }
-        Ok(text)
+        Ok(LabSection {
+            topology: Some(topology),
+            hosts: Some(self.hosts.count()),
+            offloads: self.offloads()?,
+            sysctl,
+            link: self.impair.flags(),
+            ..LabSection::default()
+        })
     }
 
     /// Builds the run's own lab, or opens the named one.
@@ -222,10 +213,6 @@ impl PathArgs {
 /// wire segment (measured in docs/notebook/emu-io-bench.md and `benches/trust.sh`).
 pub const EMULATED_OFFLOADS: &str = "on";
 
-fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -272,19 +259,28 @@ mod tests {
     #[test]
     fn tunes_studies_build_their_labs_with_the_same_offloads() {
         let emulated = ["--topology", "path", "--delay", "5ms", "--rate", "1gbit"];
-        let text = path(&emulated).lab_toml().unwrap();
-        let doc: toml::Table = toml::from_str(&text).expect(&text);
-        let o = &doc["lab"]["offloads"];
+        let lab = path(&emulated).lab_section().unwrap();
+        assert_eq!(lab.offloads, Offloads::ALL_ON);
+        assert_eq!(lab.topology, Some(Topology::Path));
         assert_eq!(
-            (o["tso"].as_bool(), o["gso"].as_bool(), o["gro"].as_bool()),
-            (Some(true), Some(true), Some(true)),
-            "{text}"
+            lab.link.pairs(),
+            [("delay", "5ms"), ("rate", "1gbit")],
+            "the flags are the link"
         );
         let off = path(&[&emulated[..], &["--offloads", "off"]].concat());
-        let text = off.lab_toml().unwrap();
-        assert!(
-            !text.contains("offloads"),
-            "all off is the scenario's default: {text}"
+        assert_eq!(
+            off.lab_section().unwrap().offloads,
+            Offloads::default(),
+            "all off is the scenario's default"
         );
+        let with_sysctl = path(&[&emulated[..], &["--sysctl", "all:net.core.rmem_max=1"]].concat());
+        let lab = with_sysctl.lab_section().unwrap();
+        assert_eq!(
+            lab.sysctl["all"]["net.core.rmem_max"].as_str(),
+            Some("1"),
+            "{lab:?}"
+        );
+        let text = toml::to_string(&lab).expect("serialises");
+        assert_eq!(toml::from_str::<LabSection>(&text).expect(&text), lab);
     }
 }

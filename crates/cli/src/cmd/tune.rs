@@ -16,9 +16,9 @@ use tcplab_tune::candidates::{TUNABLE, WorkloadKind};
 use tcplab_tune::tune::{TuneOptions, TuneOutcome, tune};
 
 use super::doctor::parse_budget;
-use super::impair::ImpairArgs;
 use super::path::PathArgs;
 use crate::output;
+use tcplab::impair_args::ImpairArgs;
 
 /// Arguments of `tcplab tune`.
 #[derive(Debug, Args)]
@@ -233,7 +233,7 @@ fn run_tune(
     }
     let opts = TuneOptions {
         workload,
-        lab_toml: path.lab_toml()?,
+        lab: path.lab_section()?,
         remote,
         budget,
         findings,

@@ -97,6 +97,17 @@ impl Workload {
         Ok(Workload { spec })
     }
 
+    /// The value checks [`Self::from_table`] gives a written table, for a workload built as a
+    /// value (tune's): each value as the workload would check it, naming the key.
+    pub fn check(&self) -> Result<(), String> {
+        self.spec.validate().map_err(|e| {
+            let kind = self.kind();
+            let key = key_of_flag(kind, e.flag);
+            let written = self.to_table().ok().and_then(|t| t.get(&key).cloned());
+            bad_value(kind, &key, written.as_ref(), &e.reason)
+        })
+    }
+
     /// A rough duration of one run of this workload, for `--dry-run` estimates.
     pub fn estimated_secs(&self) -> f64 {
         self.spec.estimated_secs()

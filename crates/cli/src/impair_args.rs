@@ -69,65 +69,21 @@ impl ImpairArgs {
 
     /// Whether any impairment flag was given.
     pub fn any(&self) -> bool {
-        let f = self.flags();
-        [
-            &f.delay,
-            &f.jitter,
-            &f.jitter_dist,
-            &f.correlation,
-            &f.loss,
-            &f.loss_model,
-            &f.rate,
-            &f.queue,
-            &f.overhead,
-            &f.reorder,
-            &f.duplicate,
-            &f.corrupt,
-            &f.seed,
-        ]
-        .iter()
-        .any(|v| v.is_some())
+        !self.flags().is_empty()
     }
 
-    fn flags(&self) -> ImpairmentFlags {
-        ImpairmentFlags {
-            delay: self.delay.clone(),
-            jitter: self.jitter.clone(),
-            jitter_dist: self.jitter_dist.clone(),
-            correlation: self.correlation.clone(),
-            loss: self.loss.clone(),
-            loss_model: self.loss_model.clone(),
-            rate: self.rate.clone(),
-            queue: self.queue.clone(),
-            overhead: self.overhead.clone(),
-            reorder: self.reorder.clone(),
-            duplicate: self.duplicate.clone(),
-            corrupt: self.corrupt.clone(),
-            seed: self.seed.clone(),
-        }
+    /// The flags as the emulator's flag set (a scenario's `[lab.link]` table).
+    pub fn flags(&self) -> ImpairmentFlags {
+        ImpairmentFlags::from(self)
     }
 
     /// The flags given, as `(name, value)` with the scenario's key names (`jitter_dist`, ...).
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
-        let f = self.flags();
-        [
-            ("delay", f.delay),
-            ("jitter", f.jitter),
-            ("jitter_dist", f.jitter_dist),
-            ("correlation", f.correlation),
-            ("loss", f.loss),
-            ("loss_model", f.loss_model),
-            ("rate", f.rate),
-            ("queue", f.queue),
-            ("overhead", f.overhead),
-            ("reorder", f.reorder),
-            ("duplicate", f.duplicate),
-            ("corrupt", f.corrupt),
-            ("seed", f.seed),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k, v)))
-        .collect()
+        self.flags()
+            .pairs()
+            .into_iter()
+            .map(|(k, v)| (k, v.to_owned()))
+            .collect()
     }
 
     /// The link configuration, reading table/pattern files the flags name.
@@ -136,5 +92,100 @@ impl ImpairArgs {
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))
         };
         Ok(self.flags().to_link_config_with(&read)?)
+    }
+}
+
+/// The one copy from clap's flags into the emulator's type. Both sides are destructured in
+/// full, so a flag added to one and not the other fails to compile; the test below checks that
+/// each flag lands under its own scenario key.
+impl From<&ImpairArgs> for ImpairmentFlags {
+    fn from(args: &ImpairArgs) -> Self {
+        let ImpairArgs {
+            delay,
+            jitter,
+            jitter_dist,
+            correlation,
+            loss,
+            loss_model,
+            rate,
+            queue,
+            overhead,
+            reorder,
+            duplicate,
+            corrupt,
+            seed,
+        } = args.clone();
+        ImpairmentFlags {
+            delay,
+            jitter,
+            jitter_dist,
+            correlation,
+            loss,
+            loss_model,
+            rate,
+            queue,
+            overhead,
+            reorder,
+            duplicate,
+            corrupt,
+            seed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        impair: ImpairArgs,
+    }
+
+    /// Every impairment flag reaches the emulator's type under its scenario key (`--jitter-dist`
+    /// as `jitter_dist`) and round-trips through the scenario's TOML, and every key of the
+    /// emulator's type has a flag: the command line and `[lab.link]` cannot drift apart.
+    #[test]
+    fn every_flag_reaches_the_emu_type_under_its_scenario_key() {
+        let cmd = Cli::command();
+        let mut flags: Vec<String> = Vec::new();
+        for arg in cmd.get_arguments() {
+            let Some(long) = arg.get_long() else {
+                continue;
+            };
+            flags.push(long.to_string());
+            let key = arg.get_id().as_str();
+            assert_eq!(ImpairmentFlags::flag(key), format!("--{long}"), "{key}");
+            let value = format!("{key}-value/2");
+            let cli = Cli::try_parse_from(["tcplab", &format!("--{long}"), &value])
+                .unwrap_or_else(|e| panic!("--{long}: {e}"));
+            let emu = cli.impair.flags();
+            assert_eq!(emu.pairs(), [(key, value.as_str())], "--{long}");
+            assert_eq!(cli.impair.pairs(), [(key, value.clone())]);
+            assert!(cli.impair.any());
+            let text = toml::to_string(&emu).expect("serialises");
+            let table: toml::Table = toml::from_str(&text).expect(&text);
+            assert_eq!(
+                table.get(key).and_then(|v| v.as_str()),
+                Some(value.as_str())
+            );
+            assert_eq!(toml::from_str::<ImpairmentFlags>(&text).expect(&text), emu);
+        }
+        let mut keys: Vec<String> = ImpairmentFlags::FIELDS
+            .iter()
+            .map(|k| ImpairmentFlags::flag(k)[2..].to_string())
+            .collect();
+        flags.sort();
+        keys.sort();
+        assert_eq!(flags, keys, "every [lab.link] key has its flag and no more");
+        assert!(
+            !Cli::try_parse_from(["tcplab"])
+                .expect("no flags")
+                .impair
+                .any()
+        );
     }
 }
