@@ -170,10 +170,21 @@ pub fn metric_title(metric: &str) -> String {
         Some((h, f)) => (h, Some(f)),
         None => (metric, None),
     };
-    let stem = ["_per_s", "_bps", "_us", "_ms", "_ns", "_s", "_bytes"]
-        .iter()
-        .find_map(|suffix| head.strip_suffix(suffix).filter(|s| !s.is_empty()))
-        .unwrap_or(head);
+    // The unit is said beside the title: drop its suffix, from the head (`latency_us.p99`)
+    // or, when the head has none, from the field (`inflation.during_p99_us`).
+    let strip = |s: &'_ str| -> Option<String> {
+        ["_per_s", "_bps", "_us", "_ms", "_ns", "_s", "_bytes"]
+            .iter()
+            .find_map(|suffix| s.strip_suffix(suffix).filter(|s| !s.is_empty()))
+            .map(str::to_owned)
+    };
+    let (stem, field) = match strip(head) {
+        Some(stem) => (stem, field.map(str::to_owned)),
+        None => (
+            head.to_owned(),
+            field.map(|f| strip(f).unwrap_or_else(|| f.to_owned())),
+        ),
+    };
     let mut title = stem.replace('_', " ");
     if let Some(f) = field {
         title.push(' ');
@@ -214,5 +225,9 @@ mod tests {
         assert_eq!(metric_title("cost"), "cost");
         assert_eq!(metric_title("per_message_us.mean"), "per message mean");
         assert_eq!(metric_title("latency_us.p99"), "latency p99");
+        assert_eq!(
+            metric_title("inflation.during_p99_us"),
+            "inflation during p99"
+        );
     }
 }

@@ -456,9 +456,16 @@ pub fn apply(settings: &mut Settings, target: &Target, value: &FactorValue) -> R
     match target {
         Target::Sysctl { host, key } => {
             let text = scalar_text(value)?;
-            settings
-                .lab
-                .sysctl
+            let tables = &mut settings.lab.sysctl;
+            if host == "all" {
+                // A factor over every host replaces what the base lab sets on any one of them
+                // (`[lab.sysctl.client]`): the run has the factor's value everywhere, or the
+                // configurations would differ only in their labels.
+                for (_, keys) in tables.iter_mut().filter(|(h, _)| h.as_str() != "all") {
+                    keys.remove(key);
+                }
+            }
+            tables
                 .entry(host.clone())
                 .or_default()
                 .insert(key.clone(), toml::Value::String(text));
@@ -589,6 +596,56 @@ mod tests {
             expand_range("1ms-40ms", 3, Scale::Linear)
                 .unwrap_err()
                 .contains("A..B")
+        );
+    }
+
+    /// tune's lab sets the namespaces' congestion control per host and races
+    /// `sysctl.all."net.ipv4.tcp_congestion_control"`: the factor must reach every host.
+    #[test]
+    fn a_factor_over_all_hosts_replaces_a_host_s_own_base_value() {
+        let cc = "net.ipv4.tcp_congestion_control";
+        let mut settings = Settings {
+            lab: LabSection::default(),
+            workloads: Vec::new(),
+        };
+        for host in ["client", "server"] {
+            settings
+                .lab
+                .sysctl
+                .entry(host.into())
+                .or_default()
+                .insert(cc.into(), toml::Value::String("reno".into()));
+        }
+        settings
+            .lab
+            .sysctl
+            .entry("client".into())
+            .or_default()
+            .insert(
+                "net.ipv4.tcp_rmem".into(),
+                toml::Value::String("4096 1 2".into()),
+            );
+        let all = Target::Sysctl {
+            host: "all".into(),
+            key: cc.into(),
+        };
+        apply(
+            &mut settings,
+            &all,
+            &FactorValue(toml::Value::String("bbr".into())),
+        )
+        .unwrap();
+        let spec = settings.lab.to_spec("t").unwrap();
+        let values: Vec<_> = spec
+            .sysctls
+            .iter()
+            .filter(|s| s.key == cc)
+            .map(|s| (s.host.as_str(), s.value.as_str()))
+            .collect();
+        assert_eq!(values, [("all", "bbr")]);
+        assert!(
+            spec.sysctls.iter().any(|s| s.key == "net.ipv4.tcp_rmem"),
+            "other keys stay"
         );
     }
 

@@ -172,15 +172,19 @@ pub fn candidates(
             }
         }
     }
-    // A preset that sets what a finding's fix already sets would fight it for the same sysctl.
-    let set_by_findings: Vec<String> = out.iter().map(|c| c.name.clone()).collect();
+    // A preset that sets what a finding's fix already sets (by the same sysctl, or by a socket
+    // option that overrides it) would fight it.
+    let set_by_findings: Vec<String> = out.iter().map(|c| controls(&c.name).to_owned()).collect();
     let presets = match place {
         Where::Lab => presets(workload, sysctls),
         Where::Remote => remote_presets(workload, sysctls),
     };
     for c in presets {
         let targets = c.targets.clone().unwrap_or_else(|| vec![c.name.clone()]);
-        if !targets.iter().any(|t| set_by_findings.contains(t)) {
+        if !targets
+            .iter()
+            .any(|t| set_by_findings.iter().any(|f| f == controls(t)))
+        {
             out.push(c);
         }
     }
@@ -284,15 +288,7 @@ fn presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) -> Vec<Ca
                 ],
                 why: "preset: buffers large enough for 1 Gbit/s x 100 ms".into(),
             },
-            Candidate::single(
-                "socket.congestion",
-                unique(vec![
-                    s(&cur("net.ipv4.tcp_congestion_control", "cubic")),
-                    s("cubic"),
-                    s("bbr"),
-                ]),
-                "preset: congestion control",
-            ),
+            congestion(sysctls, "preset: congestion control"),
         ],
         WorkloadKind::Crr => vec![
             Candidate::single(
@@ -310,13 +306,8 @@ fn presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) -> Vec<Ca
             ),
         ],
         WorkloadKind::Rrul => vec![
-            Candidate::single(
-                "socket.congestion",
-                unique(vec![
-                    s(&cur("net.ipv4.tcp_congestion_control", "cubic")),
-                    s("cubic"),
-                    s("bbr"),
-                ]),
+            congestion(
+                sysctls,
                 "preset: a congestion control that keeps its own queue short",
             ),
             Candidate::single(
@@ -336,7 +327,6 @@ fn presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) -> Vec<Ca
 /// Connection rate has none: its fixes (port range, TIME_WAIT reuse) are host sysctls.
 fn remote_presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) -> Vec<Candidate> {
     let b = |v: bool| toml::Value::Boolean(v);
-    let s = |v: &str| toml::Value::String(v.into());
     match workload {
         WorkloadKind::Msgs | WorkloadKind::Rr => vec![
             Candidate::single(
@@ -355,27 +345,13 @@ fn remote_presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) ->
                 "preset: a shorter delayed-ACK timer (two ticks at HZ=250)",
             ),
         ],
-        WorkloadKind::Stream => vec![Candidate::single(
-            "socket.congestion",
-            unique(vec![
-                s(sysctls
-                    .get("net.ipv4.tcp_congestion_control")
-                    .map_or("cubic", String::as_str)),
-                s("cubic"),
-                s("bbr"),
-            ]),
+        WorkloadKind::Stream => vec![congestion(
+            sysctls,
             "preset: congestion control (both ends' sockets)",
         )],
         WorkloadKind::Rrul => vec![
-            Candidate::single(
-                "socket.congestion",
-                unique(vec![
-                    s(sysctls
-                        .get("net.ipv4.tcp_congestion_control")
-                        .map_or("cubic", String::as_str)),
-                    s("cubic"),
-                    s("bbr"),
-                ]),
+            congestion(
+                sysctls,
                 "preset: a congestion control that keeps its own queue short",
             ),
             Candidate::single(
@@ -388,6 +364,32 @@ fn remote_presets(workload: WorkloadKind, sysctls: &BTreeMap<String, String>) ->
             ),
         ],
         WorkloadKind::Crr | WorkloadKind::Http => Vec::new(),
+    }
+}
+
+/// Congestion control on both ends' sockets: the hosts' current default first (the
+/// baseline), then cubic and BBR. One per socket option, so that a namespace whose
+/// `tcp_allowed_congestion_control` lacks one still races it.
+fn congestion(sysctls: &BTreeMap<String, String>, why: &str) -> Candidate {
+    let s = |v: &str| toml::Value::String(v.into());
+    let current = sysctls
+        .get("net.ipv4.tcp_congestion_control")
+        .map_or("cubic", String::as_str);
+    Candidate::single(
+        "socket.congestion",
+        unique(vec![s(current), s("cubic"), s("bbr")]),
+        why,
+    )
+}
+
+/// What a factor controls, for telling two factors that would set the same thing (a finding's
+/// `net.ipv4.tcp_congestion_control` and the congestion preset's socket option) apart from
+/// two that do not: the setting itself, with a socket option named as its sysctl.
+fn controls(target: &str) -> &str {
+    match target {
+        "socket.congestion" => "sysctl.all.\"net.ipv4.tcp_congestion_control\"",
+        "socket.notsent_lowat" => "sysctl.all.\"net.ipv4.tcp_notsent_lowat\"",
+        other => other,
     }
 }
 
@@ -492,6 +494,33 @@ mod tests {
             ["socket.nodelay", "socket.quickack", "socket.delack_max_us"]
         );
         assert!(candidates(WorkloadKind::Crr, &[], &BTreeMap::new(), Where::Remote).is_empty());
+    }
+
+    /// A bufferbloat finding whose fix is the namespace's default congestion control: the
+    /// congestion preset (a socket option, which would override it) gives way to it, so the
+    /// race does not cross two settings of the same thing.
+    #[test]
+    fn a_finding_s_congestion_control_replaces_the_socket_preset() {
+        let mut f = Finding::new("bufferbloat", Severity::Error, "queueing under load");
+        f.fixes.push(Fix::sysctl(
+            "net.ipv4.tcp_congestion_control",
+            "bbr",
+            Scope::Namespace,
+            "sender",
+        ));
+        let sysctls = BTreeMap::from([(
+            "net.ipv4.tcp_congestion_control".to_string(),
+            "reno".to_string(),
+        )]);
+        let c = candidates(WorkloadKind::Rrul, &[f], &sysctls, Where::Lab);
+        assert_eq!(
+            names(&c),
+            [
+                "sysctl.all.\"net.ipv4.tcp_congestion_control\"",
+                "sysctl.all.\"net.ipv4.tcp_notsent_lowat\""
+            ]
+        );
+        assert_eq!(c[0].values[0].as_str(), Some("reno"), "the baseline");
     }
 
     #[test]

@@ -83,6 +83,15 @@ pub struct Verification {
     pub speed_up: ConfidenceInterval,
 }
 
+impl Verification {
+    /// True when the fresh repetitions show the winner better than the baseline: its
+    /// speed-up's confidence interval lies above 1. A race's winner in a group with the
+    /// baseline, or one that does not hold on fresh runs, is not.
+    pub fn confirmed(&self) -> bool {
+        self.speed_up.lower > 1.0
+    }
+}
+
 /// What tune found.
 #[derive(Debug, Clone, Serialize)]
 pub struct TuneOutcome {
@@ -128,11 +137,19 @@ fn shortest_run(w: WorkloadKind) -> f64 {
     }
 }
 
+/// The share of `--budget` the race takes; the verification has the rest.
+const RACE_SHARE: f64 = 0.65;
 /// Seconds of harness per run besides the workload, as the repetitions were always sized (the
 /// lab's build overlaps the previous run's teardown).
 const RUN_OVERHEAD_S: f64 = 0.3;
 /// The race needs at least this many repetitions of each configuration.
 const MIN_REPS: u32 = 3;
+
+/// Wall seconds one run of length `len` costs: the workload as tune runs it (rrul's idle
+/// phases and drain come on top of its load, read off the spec itself) and the harness.
+fn run_cost(w: WorkloadKind, len: f64) -> f64 {
+    workload_spec(w, len).estimated_secs().max(len) + RUN_OVERHEAD_S
+}
 
 /// The length of each run and the repetitions per configuration that fit `race_s` seconds
 /// for `configs` configurations: the workload's usual length while three repetitions fit,
@@ -141,13 +158,22 @@ const MIN_REPS: u32 = 3;
 fn race_plan(w: WorkloadKind, race_s: f64, configs: usize) -> (f64, u32) {
     let configs = configs.max(1) as f64;
     let usual = run_seconds(w);
-    let reps = (race_s / (configs * (usual + RUN_OVERHEAD_S))).floor() as u32;
+    let reps = (race_s / (configs * run_cost(w, usual))).floor() as u32;
     if reps >= MIN_REPS {
         return (usual, reps.min(10));
     }
-    let fits = race_s / (configs * f64::from(MIN_REPS)) - RUN_OVERHEAD_S;
+    // What a run costs beyond its length does not shrink with it.
+    let fixed = run_cost(w, usual) - usual;
+    let fits = race_s / (configs * f64::from(MIN_REPS)) - fixed;
     let len = (fits * 10.0).floor() / 10.0;
     (len.clamp(shortest_run(w), usual), MIN_REPS)
+}
+
+/// Repetitions of each of the verification's two configurations that fit `verify_s` seconds
+/// of runs of length `len`: at least [`MIN_REPS`] (fewer say nothing), at most 5.
+fn verify_reps(w: WorkloadKind, len: f64, verify_s: f64) -> u32 {
+    let fit = (verify_s / (2.0 * run_cost(w, len))).floor() as u32;
+    fit.clamp(MIN_REPS, 5)
 }
 
 /// The goal a candidate's objective names (`maximise` or `minimise`).
@@ -290,7 +316,7 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
         });
     }
     let configs: usize = factors.iter().map(|f| f.values.len()).product::<usize>() + 1;
-    let race_share = opts.budget.as_secs_f64() * 0.65;
+    let race_share = opts.budget.as_secs_f64() * RACE_SHARE;
     let (run_s, repetitions) = race_plan(opts.workload, race_share, configs);
     let db = opts.dir.join("tune.db");
     let file = scenario_file(
@@ -305,6 +331,14 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
     } else {
         String::new()
     };
+    let needed = configs as f64 * f64::from(repetitions) * run_cost(opts.workload, run_s);
+    if needed > race_share * 1.1 {
+        progress(&format!(
+            "the race needs about {needed:.0} s even at its shortest runs, over the {race_share:.0} \
+             s --budget leaves it: it will run over; a --budget {:.1}x this one keeps it",
+            needed / race_share
+        ));
+    }
     progress(&format!(
         "racing {configs} configurations x {repetitions} repetitions{shortened} ({} factors: {})",
         factors.len(),
@@ -354,7 +388,11 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
     }
     if !changed.is_empty() {
         progress("verifying the winner against the baseline on fresh repetitions");
-        let reps = repetitions.max(5);
+        let reps = verify_reps(
+            opts.workload,
+            run_s,
+            opts.budget.as_secs_f64() * (1.0 - RACE_SHARE),
+        );
         let vdb = opts.dir.join("tune-verify.db");
         let vfile = scenario_file(
             scenario("tune-verify", opts, &changed, (reps, run_s), Combine::Zip),
@@ -364,7 +402,10 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
         outcome.verification = verify(&vstore, opts.workload)?;
         outcome.verify_db = Some(vdb);
     }
-    outcome.apply = apply_lines(&changed);
+    // Only a winner the fresh repetitions confirm is worth changing a host for.
+    if outcome.verification.as_ref().is_some_and(|v| v.confirmed()) {
+        outcome.apply = apply_lines(&changed);
+    }
     outcome.apply.extend(host_fixes(&opts.findings));
     Ok(outcome)
 }
@@ -587,6 +628,42 @@ mod tests {
             (2.0, 10),
             "at most 10"
         );
+    }
+
+    #[test]
+    fn rrul_s_idle_phases_and_drain_count_against_the_budget() {
+        // tune's rrul: 1 s before, the load, 1 s after, the 2 s drain.
+        assert_eq!(run_cost(WorkloadKind::Rrul, 3.0), 7.0 + RUN_OVERHEAD_S);
+        // 3 minutes: 144 s for the race and the verification, 5 configurations.
+        let (len, reps) = race_plan(WorkloadKind::Rrul, 144.0 * RACE_SHARE, 5);
+        assert_eq!((len, reps), (1.9, 3));
+        let race = 5.0 * f64::from(reps) * run_cost(WorkloadKind::Rrul, len);
+        let v = verify_reps(WorkloadKind::Rrul, len, 144.0 * (1.0 - RACE_SHARE));
+        let verify = 2.0 * f64::from(v) * run_cost(WorkloadKind::Rrul, len);
+        assert!(race + verify <= 144.0 + 1e-9, "{race} + {verify}");
+        // The verification never drops below three repetitions, nor goes above five.
+        assert_eq!(verify_reps(WorkloadKind::Stream, 3.0, 1.0), MIN_REPS);
+        assert_eq!(verify_reps(WorkloadKind::Stream, 3.0, 1_000.0), 5);
+    }
+
+    #[test]
+    fn a_winner_is_confirmed_only_when_its_speed_up_s_interval_is_above_one() {
+        let v = |lower: f64, upper: f64| Verification {
+            metric: "inflation.during_p99_us".into(),
+            n: 5,
+            baseline_mean: 1.0,
+            winner_mean: 1.0,
+            speed_up: ConfidenceInterval {
+                estimate: (lower + upper) / 2.0,
+                lower,
+                upper,
+                level: 0.95,
+                method: tcplab_stats::CiMethod::Percentile,
+            },
+        };
+        assert!(v(1.05, 1.3).confirmed());
+        assert!(!v(0.93, 1.03).confirmed(), "the interval reaches 1");
+        assert!(!v(0.7, 0.9).confirmed(), "worse on fresh runs");
     }
 
     #[test]

@@ -260,7 +260,12 @@ fn print_outcome(o: &TuneOutcome) {
     match (&o.winner_label, &o.verification) {
         (Some(w), Some(v)) => {
             let unit = Unit::parse(tcplab_study::to_report::unit_of(&v.metric));
-            say(format!("winner: {w}"));
+            let confirmed = v.confirmed();
+            say(if confirmed {
+                format!("winner: {w}")
+            } else {
+                format!("race leader: {w}")
+            });
             say(format!(
                 "verified on {} fresh repetitions each: {} {} vs the baseline's {}; speed-up {:.2}x (95% CI {:.2}-{:.2})",
                 v.n,
@@ -271,6 +276,13 @@ fn print_outcome(o: &TuneOutcome) {
                 v.speed_up.lower,
                 v.speed_up.upper
             ));
+            if !confirmed {
+                say(
+                    "not better than the baseline on fresh repetitions (the speed-up's 95% CI does not \
+                     lie above 1x): keep the current settings"
+                        .to_string(),
+                );
+            }
         }
         (Some(w), None) if o.winner.is_empty() => say(format!(
             "the baseline ({w}) is as fast as any candidate: keep the current settings"
