@@ -13,6 +13,7 @@ use tcplab_results::run_facts::{EmulatorRecord, RunFacts};
 use tcplab_lab::{Lab, LabError, Ownership, StateDir};
 use tcplab_results::Report;
 use tcplab_results::emulator::RunFidelity;
+use tcplab_results::http::result::HttpResult;
 use tcplab_results::report::numbers_under;
 
 use crate::labsession::LabSession;
@@ -280,10 +281,8 @@ pub(crate) fn run_workloads(
         for (key, value) in report.summary_metrics() {
             out.metrics.insert(format!("{prefix}{key}"), value);
         }
-        if let Report::Http(_) = &report {
-            let doc = serde_json::to_value(&report)
-                .map_err(|e| RunError::Failed(format!("decoding the result: {e}")))?;
-            http_evidence(&prefix, &doc, &mut out.metrics);
+        if let Report::Http(r) = &report {
+            http_evidence(&prefix, r, &mut out.metrics);
         }
         let meta = report.meta();
         if !meta.complete {
@@ -366,18 +365,31 @@ const HTTP_SERVER_COUNTERS: &[&str] = &[
 /// errors by kind (EADDRNOTAVAIL among them) and the server's accept-queue counters. Not in
 /// the load crate's `summary` (which is what `tcplab http` prints first), but what tells a
 /// throughput loss from port exhaustion, a full accept queue or SYNs lost to TIME_WAIT.
-fn http_evidence(prefix: &str, doc: &serde_json::Value, out: &mut BTreeMap<String, f64>) {
-    for key in ["time_wait", "server_time_wait", "syn_retrans"] {
-        numbers_under(&format!("{prefix}{key}."), &doc[key], out);
+fn http_evidence(prefix: &str, r: &HttpResult, out: &mut BTreeMap<String, f64>) {
+    // Each group's numbers by their field names (`time_wait.max`), as the summary's are.
+    let mut group = |name: &str, value: serde_json::Result<serde_json::Value>| {
+        if let Ok(v) = value {
+            numbers_under(&format!("{prefix}{name}."), &v, out);
+        }
+    };
+    group("time_wait", serde_json::to_value(&r.time_wait));
+    if let Some(server) = &r.server_time_wait {
+        group("server_time_wait", serde_json::to_value(server));
     }
-    let mut errors = doc["errors_total"].clone();
-    if let Some(map) = errors.as_object_mut() {
-        map.remove("second");
-    }
-    numbers_under(&format!("{prefix}errors_total."), &errors, out);
+    group("syn_retrans", serde_json::to_value(r.syn_retrans));
+    // The totals' `second` is the sample's index, not a count.
+    group(
+        "errors_total",
+        serde_json::to_value(r.errors_total).map(|mut v| {
+            if let Some(map) = v.as_object_mut() {
+                map.remove("second");
+            }
+            v
+        }),
+    );
     for key in HTTP_SERVER_COUNTERS {
-        let moved = doc["server_counters"][*key].as_f64().unwrap_or(0.0);
-        out.insert(format!("{prefix}server.{key}"), moved);
+        let moved = r.server_counters.get(*key).copied().unwrap_or(0);
+        out.insert(format!("{prefix}server.{key}"), moved as f64);
     }
 }
 
