@@ -25,8 +25,8 @@ pub struct Scenario {
     /// What the study asks.
     #[serde(default)]
     pub description: String,
-    /// The network.
-    #[serde(default)]
+    /// The network (none written when it is all defaults: a study against a remote host).
+    #[serde(default, skip_serializing_if = "LabSection::is_default")]
     pub lab: LabSection,
     /// What to run in each repetition, in order.
     #[serde(rename = "workload")]
@@ -179,6 +179,13 @@ pub struct LabSection {
     /// emulator's own flag set, so the file and the flags cannot drift apart.
     #[serde(default)]
     pub link: ImpairmentFlags,
+}
+
+impl LabSection {
+    /// True when nothing in it differs from its defaults.
+    pub fn is_default(&self) -> bool {
+        *self == LabSection::default()
+    }
 }
 
 /// The `[lab.link]` table: the emulator's flag set (its serde form is the table's keys).

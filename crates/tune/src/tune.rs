@@ -599,6 +599,7 @@ mod tests {
             value.description
         );
         let file = scenario_file(value, Path::new("tune.db")).unwrap();
+        assert!(!file.text.contains("[lab"), "no lab written: {}", file.text);
         let back = ScenarioFile::parse("tune.toml", &file.text).unwrap();
         assert!(back.scenario.lab.link.is_empty(), "{}", file.text);
         assert_eq!(back.topology(), tcplab_lab::Topology::Pair);
