@@ -84,7 +84,7 @@ fn bad_files_and_flags_exit_2_with_one_line() {
         (vec!["lab", "up", "--loss", "5%/"], "--loss"),
         (
             vec!["sweep", &scenario, "--dry-run"],
-            "bad.toml:3:2: lab: [lab.link] in configuration `default`: --delay 10xs",
+            "bad.toml:4:9: lab.link.delay: --delay 10xs: unknown unit `xs`",
         ),
         (vec!["fleet", "check", "--hosts", &hosts], "addres"),
         (vec!["report", &study], "study.db"),
