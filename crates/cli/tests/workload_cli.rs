@@ -357,7 +357,8 @@ fn bad_input_gives_one_line_errors_and_exit_codes() {
     );
     assert!(!msg.contains('\n'));
 
-    // The server refuses a congestion control the kernel lacks, naming the flag.
+    // The server refuses a congestion control the kernel lacks, naming the flag: the user's
+    // flag to fix (the refusal's cause is `invalid`), so exit code 2.
     let srv = LoopServer::start();
     let (code, v) = json(&[
         "rr",
@@ -369,7 +370,7 @@ fn bad_input_gives_one_line_errors_and_exit_codes() {
         "--cc",
         "nosuchcc",
     ]);
-    assert_eq!(code, ExitCode::from(1));
+    assert_eq!(code, ExitCode::from(2));
     assert!(
         v["error"]["message"]
             .as_str()
