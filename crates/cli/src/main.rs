@@ -96,6 +96,9 @@ fn main() -> ExitCode {
     if let Err(e) = join_rootless_session(&cli.command) {
         return output::finish(false, Err(e.into()));
     }
+    // What this process may do is fixed here, in the session it runs in, and read by every
+    // lab it builds.
+    tcplab_lab::Privileges::decide();
     let code = dispatch(cli.command);
     if let Err(e) = tcplab_lab::rootless::session::leave() {
         eprintln!("tcplab: leaving the rootless session: {e}");
@@ -106,7 +109,7 @@ fn main() -> ExitCode {
 /// An unprivileged user's commands that build or use labs run in the user's rootless session
 /// (docs/rootless.md); root's never do.
 fn join_rootless_session(command: &Command) -> tcplab_lab::Result<()> {
-    if tcplab_lab::rootless::machine_root() {
+    if tcplab_lab::privileges::machine_root() {
         return Ok(());
     }
     if let Some(join) = lab_use(command) {

@@ -140,16 +140,10 @@ impl Emulator {
 
     /// Starts the emulator between two interfaces of the calling thread's namespace
     /// (`tcplab emu --iface A --iface B`). Frames from `ports[0]` take `link.forward`.
-    /// In a rootless session, options it cannot honour fall back with a one-line notice each
-    /// (`crate::rootless::emulator_fallbacks`).
+    /// `opts` are taken as given: the caller has made them what its privileges allow
+    /// (`Privileges::emulator_fallbacks`).
     pub fn start_here(ports: [&str; 2], link: &LinkConfig, opts: &IoOptions) -> Result<Emulator> {
-        let (opts, notices) = crate::rootless::emulator_fallbacks(
-            opts.clone(),
-            crate::rootless::in_user_namespace(),
-            crate::rootless::rtprio_limit(),
-        );
-        crate::rootless::tell_once(&notices);
-        let bridge = Bridge::start(ports[0], ports[1], link, &opts)
+        let bridge = Bridge::start(ports[0], ports[1], link, opts)
             .map_err(|e| LabError::invalid("--iface", e.to_string()))?;
         Ok(Emulator {
             shared: Arc::new(SharedEmu {

@@ -4,24 +4,19 @@
 use std::io;
 use std::path::PathBuf;
 
-impl LabError {
-    /// [`LabError::NotRoot`] for `action`, saying how to get root or a rootless session here.
-    pub fn not_root(action: impl Into<String>) -> LabError {
-        let facts = crate::rootless::facts();
-        let rootless = if facts.allowed {
-            "tcplab's commands join one by themselves (a library calls \
-             tcplab_lab::rootless::session::enter first); or run tcplab as root"
-                .to_string()
-        } else {
-            format!(
-                "this machine forbids them ({}); or run tcplab as root, e.g. with sudo",
-                facts.why_not.join("; ")
-            )
-        };
-        LabError::NotRoot {
-            action: action.into(),
-            rootless,
-        }
+use tcplab_results::facts::Rootless;
+
+/// How to get what a lab needs without root, from the machine's verdict on rootless labs.
+fn way_without_root(rootless: &Rootless) -> String {
+    if rootless.allowed {
+        "tcplab's commands join one by themselves (a library calls \
+         tcplab_lab::rootless::session::enter first); or run tcplab as root"
+            .to_string()
+    } else {
+        format!(
+            "this machine forbids them ({}); or run tcplab as root, e.g. with sudo",
+            rootless.why_not.join("; ")
+        )
     }
 }
 
@@ -30,13 +25,15 @@ impl LabError {
 pub enum LabError {
     /// The process lacks the privileges namespaces and links need.
     #[error(
-        "{action} needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) or a rootless session: {rootless}"
+        "{action} needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) or a rootless session: {}",
+        way_without_root(rootless)
     )]
     NotRoot {
         /// What was being attempted.
         action: String,
-        /// Whether this machine allows rootless labs, and the way to root or to a session.
-        rootless: String,
+        /// The machine's verdict on rootless labs: the message says how to get a session,
+        /// or why this machine forbids one.
+        rootless: Rootless,
     },
     /// A rootless lab could not be made or reached.
     #[error("rootless lab: {problem}")]
@@ -163,6 +160,15 @@ impl LabError {
         LabError::Invalid {
             field: field.into(),
             problem: problem.into(),
+        }
+    }
+
+    /// [`LabError::NotRoot`] for `action`; `rootless` is the machine's verdict on rootless
+    /// labs (`crate::privileges`), given by the caller so this module looks nothing up.
+    pub fn not_root(action: impl Into<String>, rootless: Rootless) -> Self {
+        LabError::NotRoot {
+            action: action.into(),
+            rootless,
         }
     }
 

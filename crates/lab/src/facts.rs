@@ -47,7 +47,7 @@ pub fn machine() -> Facts {
             &uname.version().to_string_lossy(),
         ),
         hosts: BTreeMap::new(),
-        rootless: crate::rootless::facts(),
+        rootless: crate::privileges::rootless_facts(),
     }
 }
 

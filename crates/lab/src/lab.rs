@@ -11,6 +11,7 @@ use crate::error::{LabError, Result};
 use crate::host::Host;
 use crate::lifecycle;
 use crate::netns::{self, NetNs};
+use crate::privileges::Privileges;
 use crate::spec::{LabSpec, SysctlSetting};
 use crate::state::{Companion, Phase, ProcessId, Record, StateDir, StateLock, unix_ms};
 use crate::sysctl_apply;
@@ -57,13 +58,9 @@ impl Drop for BuildGuard<'_> {
     }
 }
 
-/// Fails unless the process can create namespaces.
+/// Fails unless the process can create namespaces (with the privileges it decided).
 pub fn require_root(action: &str) -> Result<()> {
-    if rustix::process::geteuid().is_root() {
-        Ok(())
-    } else {
-        Err(LabError::not_root(action))
-    }
+    Privileges::decided().require(action)
 }
 
 impl Lab {
@@ -75,9 +72,21 @@ impl Lab {
     /// Builds a lab, registering it under `state`. Either the whole lab exists afterwards or
     /// nothing of it does.
     pub fn build_in(state: StateDir, spec: LabSpec, ownership: Ownership) -> Result<Lab> {
-        require_root("building a lab")?;
+        Lab::build_as(Privileges::decided(), state, spec, ownership)
+    }
+
+    /// [`Lab::build_in`] with the privileges the caller decided: they say whether a lab can be
+    /// built here, which sysctls a session must refuse up front, and what the emulator falls
+    /// back to.
+    pub fn build_as(
+        privileges: &Privileges,
+        state: StateDir,
+        spec: LabSpec,
+        ownership: Ownership,
+    ) -> Result<Lab> {
+        privileges.require("building a lab")?;
         spec.validate()?;
-        if crate::rootless::in_user_namespace() {
+        if privileges.in_session {
             crate::rootless::refuse_unchangeable_sysctls(&spec.sysctls)?;
         }
         let lock = state.lock()?;
@@ -126,16 +135,16 @@ impl Lab {
             None => None,
             Some(emu) => {
                 let host = hosts_by_name(&hosts, &emu.host)?;
+                let (opts, notices) =
+                    privileges.emulator_fallbacks(emulation::io_options(spec.offloads)?);
+                // A companion logs its own notices; the user is told here either way.
+                crate::privileges::tell_once(&notices);
                 match ownership {
                     Ownership::Process => Some(
-                        Emulator::start(host, emu, &emulation::io_options(spec.offloads)?)?
+                        Emulator::start(host, emu, &opts)?
                             .serve(emulation::control_path(&state, &spec.name))?,
                     ),
                     Ownership::Persistent => {
-                        // The companion logs its own notices; the user is told here.
-                        crate::rootless::tell_once(&crate::rootless::emulator_notices(
-                            spec.offloads,
-                        )?);
                         record
                             .companions
                             .push(start_companion(&state, &spec.name, &emu.host)?);

@@ -15,6 +15,8 @@
 //! - [`state`]: the registry (one file per lab, with its owner PID) and the journal of
 //!   host-global sysctls; [`lifecycle`]: signal teardown and `gc`.
 //! - [`status`] and [`facts`]: what exists and what explains a measurement.
+//! - [`privileges`]: what this process may do (root, a rootless session, neither), decided once
+//!   at the top and passed into the build; where its namespace handles and state live.
 //! - [`rootless`]: labs for a user without root, in a user namespace the user owns and a
 //!   holder process keeps (a session per user), and what the machine allows.
 //! - [`nginx`]: a real nginx serving a directory inside a host, recorded as a lab companion
@@ -37,6 +39,7 @@ pub mod names;
 pub mod neighbours;
 pub mod netns;
 pub mod nginx;
+pub mod privileges;
 pub mod rootless;
 pub mod rtnl;
 pub mod spec;
@@ -50,6 +53,7 @@ pub use facts::Facts;
 pub use host::Host;
 pub use lab::{Lab, Ownership, require_root, teardown};
 pub use lifecycle::{GcReport, gc, teardown_on_signals};
+pub use privileges::Privileges;
 pub use spec::{
     BridgeMode, BuiltinOptions, IfAddr, LabSpec, Offloads, Role, SysctlSetting, Topology,
 };

@@ -147,7 +147,7 @@ pub fn gc(state: &StateDir, all: bool) -> Result<GcReport> {
     let mut report = GcReport::default();
     // An unprivileged user outside a session has none running: every lab of theirs went with
     // the session that held its namespaces, and only records and companions remain.
-    let session_ended = crate::rootless::outside_session();
+    let session_ended = crate::privileges::outside_session();
     for record in state.list()? {
         let dead_owner = record.owner.is_some_and(|o| !o.is_alive());
         if all || dead_owner || session_ended {

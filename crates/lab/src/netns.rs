@@ -19,16 +19,16 @@ pub const NETNS_DIR: &str = "/run/netns";
 
 /// Where this process keeps namespace handles: [`NETNS_DIR`] for root; for anyone else
 /// `<state>/netns`, where a rootless session's holder mounted a tmpfs only the session sees
-/// (`crate::rootless`).
+/// (`crate::rootless`, `crate::privileges`).
 pub fn dir() -> PathBuf {
-    if let Some(session) = crate::rootless::session_netns_dir() {
+    if let Some(session) = crate::privileges::session_netns_dir() {
         return session;
     }
-    if crate::rootless::machine_root() {
+    if crate::privileges::machine_root() {
         PathBuf::from(NETNS_DIR)
     } else {
         // An unprivileged user outside a session: where the session kept them (empty here).
-        crate::rootless::session::user_state_dir().join("netns")
+        crate::privileges::user_state_dir().join("netns")
     }
 }
 
@@ -180,7 +180,7 @@ pub fn list() -> Vec<String> {
 /// Makes `/run/netns` exist and be a shared mount, as iproute2 does, so namespaces created here
 /// are visible to `ip netns` in other mount namespaces too.
 fn prepare_dir() -> Result<()> {
-    if let Some(session) = crate::rootless::session_netns_dir() {
+    if let Some(session) = crate::privileges::session_netns_dir() {
         // The holder's tmpfs, private to the session: nothing to share it with.
         return std::fs::create_dir_all(&session)
             .kernel_context(|| format!("creating {}", session.display()));
@@ -196,9 +196,10 @@ fn prepare_dir() -> Result<()> {
                 .map_err(io::Error::from)
                 .kernel_context(|| format!("making {NETNS_DIR} a shared mount"))
         }
-        Err(rustix::io::Errno::PERM) | Err(rustix::io::Errno::ACCESS) => {
-            Err(LabError::not_root("creating network namespaces"))
-        }
+        Err(rustix::io::Errno::PERM) | Err(rustix::io::Errno::ACCESS) => Err(LabError::not_root(
+            "creating network namespaces",
+            crate::privileges::rootless_facts(),
+        )),
         Err(e) => Err(LabError::kernel(format!("preparing {NETNS_DIR}"), e.into())),
     }
 }

@@ -138,12 +138,12 @@ pub struct StateLock {
 
 impl StateDir {
     /// The state directory from `TCPLAB_STATE_DIR`, else [`DEFAULT_STATE_DIR`] for root and
-    /// the user's own for anyone else (`rootless::session::user_state_dir`).
+    /// the user's own for anyone else (`privileges::user_state_dir`).
     pub fn from_env() -> StateDir {
         let root = match std::env::var_os("TCPLAB_STATE_DIR") {
             Some(dir) => PathBuf::from(dir),
-            None if crate::rootless::machine_root() => PathBuf::from(DEFAULT_STATE_DIR),
-            None => crate::rootless::session::user_state_dir(),
+            None if crate::privileges::machine_root() => PathBuf::from(DEFAULT_STATE_DIR),
+            None => crate::privileges::user_state_dir(),
         };
         StateDir { root }
     }
@@ -313,7 +313,7 @@ pub const CLAIMS_DIR: &str = "/run/tcplab/netns-claims";
 /// [`CLAIMS_DIR`], or in a rootless session a directory beside its namespace handles (which
 /// are the session's own, but `gc --all` reads claims the same way everywhere).
 fn claims_dir() -> PathBuf {
-    match crate::rootless::session_netns_dir() {
+    match crate::privileges::session_netns_dir() {
         Some(netns) => netns.with_file_name("netns-claims"),
         None => PathBuf::from(CLAIMS_DIR),
     }

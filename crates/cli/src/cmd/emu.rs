@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use tcplab_lab::emulation::{self, EmulationSpec, Emulator};
-use tcplab_lab::{Lab, StateDir};
+use tcplab_lab::{Lab, Privileges, StateDir};
 
 use crate::output;
 use tcplab::impair_args::ImpairArgs;
@@ -59,7 +59,8 @@ impl EmuArgs {
     }
 
     fn run_inner(self) -> anyhow::Result<ExitCode> {
-        tcplab_lab::require_root("running the emulator")?;
+        let privileges = Privileges::decided();
+        privileges.require("running the emulator")?;
         let mut opts = tcplab_emu_io::IoOptions {
             busy_poll: self.busy_poll,
             // Partial checksums cross as they would a kernel bridge; frames with complete
@@ -90,6 +91,7 @@ impl EmuArgs {
                     keep_awake: lab_opts.keep_awake && !self.no_keep_awake,
                     ..lab_opts
                 };
+                let opts = allowed(privileges, opts);
                 let emu = Emulator::start(lab.host(&spec.host)?, &spec, &opts)?
                     .serve(emulation::control_path(&state, name))?;
                 (emu, Some((state, name.clone())))
@@ -101,6 +103,7 @@ impl EmuArgs {
                     );
                 };
                 let link = self.impair.link()?;
+                let opts = allowed(privileges, opts);
                 (Emulator::start_here([a, b], &link, &opts)?, None)
             }
         };
@@ -143,4 +146,11 @@ impl EmuArgs {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The emulator's options as far as this process's privileges allow, each change said once.
+fn allowed(privileges: &Privileges, opts: tcplab_emu_io::IoOptions) -> tcplab_emu_io::IoOptions {
+    let (opts, notices) = privileges.emulator_fallbacks(opts);
+    tcplab_lab::privileges::tell_once(&notices);
+    opts
 }

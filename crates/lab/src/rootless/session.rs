@@ -14,7 +14,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -22,8 +22,8 @@ use rustix::fs::FlockOperation;
 use rustix::thread::{LinkNameSpaceType, UnshareFlags};
 use serde::{Deserialize, Serialize};
 
-use super::{NETNS_DIR_ENV, in_user_namespace};
 use crate::error::{KernelContext, LabError, Result};
+use crate::privileges::{NETNS_DIR_ENV, in_user_namespace, user_state_dir};
 use crate::state::{ProcessId, StateDir};
 
 /// What a command may do about the session.
@@ -59,42 +59,9 @@ struct Record {
     holder: ProcessId,
 }
 
-/// The state directory of an unprivileged user: `TCPLAB_STATE_DIR`, else
-/// `$XDG_RUNTIME_DIR/tcplab`, else `/tmp/tcplab-<uid>`.
-pub fn user_state_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("TCPLAB_STATE_DIR") {
-        return PathBuf::from(dir);
-    }
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(run) if !run.is_empty() => PathBuf::from(run).join("tcplab"),
-        _ => PathBuf::from(format!("/tmp/tcplab-{}", machine_uid())),
-    }
-}
-
 /// This process's membership, for [`leave`] (at the end of `main`, or from the signal
 /// handler that tears labs down before exiting).
 static CURRENT: Mutex<Option<Session>> = Mutex::new(None);
-
-/// The user's UID on the machine, also inside a session (where it reads as 0): the UID map's
-/// outside half of the line that maps 0.
-fn machine_uid() -> u32 {
-    let uid = rustix::process::getuid().as_raw();
-    if !in_user_namespace() {
-        return uid;
-    }
-    std::fs::read_to_string("/proc/self/uid_map")
-        .ok()
-        .and_then(|map| {
-            map.lines().find_map(|line| {
-                let f: Vec<&str> = line.split_whitespace().collect();
-                match f.as_slice() {
-                    [inside, outside, _] if inside.parse() == Ok(uid) => outside.parse().ok(),
-                    _ => None,
-                }
-            })
-        })
-        .unwrap_or(uid)
-}
 
 /// Joins this user's session (starting one with [`Join::Create`]) for the rest of the process;
 /// [`leave`] ends the membership. False when this process already runs in a session (a lab's
@@ -333,7 +300,7 @@ fn start_holder(root: &Path) -> Result<(ProcessId, std::process::Child)> {
             let _ = child.kill();
             let _ = child.wait();
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let facts = super::facts();
+            let facts = crate::privileges::rootless_facts();
             let why = if facts.allowed {
                 log.trim().replace('\n', "; ")
             } else {
