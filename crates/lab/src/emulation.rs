@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tcplab_emu::{DirectionModel, LinkConfig};
-use tcplab_emu_io::{Bridge, IoOptions, Report, Thresholds, Vnet};
+use tcplab_emu_io::{Bridge, IoOptions, Report, Thresholds, Tuning, Vnet};
 
 use crate::error::{KernelContext, LabError, Result};
 use crate::host::Host;
@@ -34,6 +34,14 @@ pub struct EmulationSpec {
     pub ports: [String; 2],
     /// Impairments per direction.
     pub link: LinkConfig,
+    /// The workers' scheduling knobs (the lab file's `[emulator.tuning]`); a record without
+    /// them takes the measured defaults.
+    #[serde(default, skip_serializing_if = "is_default_tuning")]
+    pub tuning: Tuning,
+}
+
+fn is_default_tuning(t: &Tuning) -> bool {
+    *t == Tuning::default()
 }
 
 /// A running emulator: the bridge, its control socket, and the seed it printed.
@@ -43,25 +51,35 @@ pub struct Emulator {
     control: Option<ControlServer>,
 }
 
-/// The emulator's I/O options for a lab with these offloads: with segmentation offloads on it
-/// runs in GSO-aware mode (super-packets cross whole unless a per-packet element changed one
-/// of their segments; then it is cut), else one wire packet per frame, with the virtio-net
-/// header (`Vnet::Header`) wherever the chosen rings can carry it: TX checksum offload then
-/// stays on at every link end, as in a lab without an emulator, and partial checksums cross
-/// it as they cross a kernel bridge (see [`tx_checksum_stays_on`]).
-/// Every other I/O option takes its default unless [`IO_OPTIONS_ENV`] holds a JSON object of
-/// `IoOptions` fields (for experiments and benchmarks, e.g. `{"keep_awake": false}` or
-/// `{"tuning": {"flow_turns": false}}`; an explicit `"vnet": "Off"` or `"Header"` is kept on a
-/// path without segmentation offloads).
-pub fn io_options(offloads: Offloads) -> Result<IoOptions> {
-    options_for(offloads, std::env::var(IO_OPTIONS_ENV).ok().as_deref())
+/// The emulator's I/O options for a lab with these offloads and the caller's `tuning` (the lab
+/// file's `[emulator.tuning]`, `tcplab emu --tuning`): with segmentation offloads on it runs in
+/// GSO-aware mode (super-packets cross whole unless a per-packet element changed one of their
+/// segments; then it is cut), else one wire packet per frame, with the virtio-net header
+/// (`Vnet::Header`) wherever the chosen rings can carry it: TX checksum offload then stays on at
+/// every link end, as in a lab without an emulator, and partial checksums cross it as they cross
+/// a kernel bridge (see [`tx_checksum_stays_on`]).
+/// [`IO_OPTIONS_ENV`], when set, overrides what it names with a JSON object of `IoOptions` fields
+/// (for experiments and benchmarks, e.g. `{"keep_awake": false}` or `{"tuning": {"flow_turns":
+/// false}}`; an explicit `"vnet": "Off"` or `"Header"` is kept on a path without segmentation
+/// offloads); `tcplab facts` names it when set, since it changes what every lab measures.
+pub fn io_options(offloads: Offloads, tuning: Tuning) -> Result<IoOptions> {
+    options_for(offloads, tuning, io_options_override().as_deref())
+}
+
+/// The override [`IO_OPTIONS_ENV`] holds, if any.
+pub fn io_options_override() -> Option<String> {
+    std::env::var(IO_OPTIONS_ENV).ok()
 }
 
 /// [`io_options`] with the environment's JSON (if any) given.
-fn options_for(offloads: Offloads, env_json: Option<&str>) -> Result<IoOptions> {
+fn options_for(offloads: Offloads, tuning: Tuning, env_json: Option<&str>) -> Result<IoOptions> {
+    let base = IoOptions {
+        tuning,
+        ..IoOptions::default()
+    };
     let (mut opts, names_vnet) = match env_json {
-        Some(json) => (parse_io_options(json)?, names_field(json, "vnet")),
-        None => (IoOptions::default(), false),
+        Some(json) => (overlay_io_options(&base, json)?, names_field(json, "vnet")),
+        None => (base, false),
     };
     if offloads.segments() {
         opts.vnet = Vnet::Gso;
@@ -83,6 +101,37 @@ fn options_for(offloads: Offloads, env_json: Option<&str>) -> Result<IoOptions> 
     Ok(opts)
 }
 
+/// `tuning` with each `KEY=VALUE` of `tcplab emu --tuning` (a `Tuning` field and its value:
+/// `due_batch=16`, `flow_turns=false`) set on it; a key or value it cannot take is an error
+/// naming `--tuning KEY`.
+pub fn tuning_with(tuning: Tuning, pairs: &[String]) -> Result<Tuning> {
+    let mut value = serde_json::to_value(tuning).map_err(|e| invalid_tuning("", e.to_string()))?;
+    for pair in pairs {
+        let Some((key, text)) = pair.split_once('=') else {
+            return Err(invalid_tuning(
+                pair,
+                "give KEY=VALUE, e.g. --tuning due_batch=16".to_owned(),
+            ));
+        };
+        let (key, text) = (key.trim(), text.trim());
+        // Numbers and booleans as written; anything else is a string the field refuses by name.
+        let v = serde_json::from_str(text).unwrap_or(serde_json::Value::String(text.to_owned()));
+        value[key] = v;
+        Tuning::deserialize(&value)
+            .map_err(|e| invalid_tuning(key, tcplab_emu::error::one_line(&e.to_string())))?;
+    }
+    Tuning::deserialize(value).map_err(|e| invalid_tuning("", e.to_string()))
+}
+
+fn invalid_tuning(key: &str, problem: String) -> LabError {
+    LabError::invalid(
+        format!("--tuning {key}").trim_end().to_owned(),
+        format!(
+            "{problem}; the keys and their defaults are in docs/lab.md (\"The emulator's tuning\")"
+        ),
+    )
+}
+
 /// Whether a JSON object names `field` (so its value, even the default, is the user's).
 fn names_field(json: &str, field: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(json).is_ok_and(|v| v.get(field).is_some())
@@ -92,7 +141,7 @@ fn names_field(json: &str, field: &str) -> bool {
 /// yes whenever the emulator carries the virtio-net header. Otherwise it is turned off, so
 /// frames carry complete checksums through the emulator's plain packet sockets.
 pub fn tx_checksum_stays_on(offloads: Offloads) -> Result<bool> {
-    Ok(io_options(offloads)?.carries_vnet())
+    Ok(io_options(offloads, Tuning::default())?.carries_vnet())
 }
 
 /// The environment variable with I/O option overrides for a lab's emulator (JSON object).
@@ -106,17 +155,60 @@ fn invalid_io_options(problem: String) -> LabError {
     }
 }
 
-/// Parses [`IO_OPTIONS_ENV`]'s JSON (missing fields take their defaults); the caller
-/// validates once the lab's own choices are applied.
-fn parse_io_options(json: &str) -> Result<IoOptions> {
-    serde_json::from_str(json).map_err(|e| {
-        // serde quotes an unknown field's name as written, a newline in it too: one line.
+/// `base` with [`IO_OPTIONS_ENV`]'s JSON object laid over it: the fields it names (also inside
+/// `tuning` and `rings`) replace the base's, the rest stay; the caller validates once the lab's
+/// own choices are applied.
+fn overlay_io_options(base: &IoOptions, json: &str) -> Result<IoOptions> {
+    let shape = || {
+        "give a JSON object of emulator I/O options, e.g. '{\"keep_awake\": false}' or \
+         '{\"rings\": {\"tx\": \"Ring\"}}'"
+    };
+    let top: serde_json::Value = serde_json::from_str(json).map_err(|e| {
         invalid_io_options(format!(
-            "{}: give a JSON object of emulator I/O options, e.g. '{{\"keep_awake\": false}}' \
-             or '{{\"rings\": {{\"tx\": \"Ring\"}}}}'",
-            tcplab_emu::error::one_line(&e.to_string())
+            "{}: {}",
+            tcplab_emu::error::one_line(&e.to_string()),
+            shape()
+        ))
+    })?;
+    if !top.is_object() {
+        return Err(invalid_io_options(format!(
+            "{top} is not an object: {}",
+            shape()
+        )));
+    }
+    let mut merged = serde_json::to_value(base).map_err(|e| invalid_io_options(e.to_string()))?;
+    lay_over(&mut merged, top);
+    // serde quotes an unknown field's name as written, a newline in it too: one line.
+    IoOptions::deserialize(merged).map_err(|e| {
+        invalid_io_options(format!(
+            "{}: {}",
+            tcplab_emu::error::one_line(&e.to_string()),
+            shape()
         ))
     })
+}
+
+/// Sets every field `top` names on `base`, objects field by field.
+fn lay_over(base: &mut serde_json::Value, top: serde_json::Value) {
+    match (base, top) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(t)) => {
+            for (k, v) in t {
+                match b.get_mut(&k) {
+                    Some(slot) if slot.is_object() && v.is_object() => lay_over(slot, v),
+                    _ => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, t) => *b = t,
+    }
+}
+
+/// [`IO_OPTIONS_ENV`]'s JSON over the defaults.
+#[cfg(test)]
+fn parse_io_options(json: &str) -> Result<IoOptions> {
+    overlay_io_options(&IoOptions::default(), json)
 }
 
 /// Fidelity thresholds: lateness p99 under 100 µs, worker CPU under 95% of wall time.
@@ -450,28 +542,38 @@ mod tests {
     #[test]
     fn the_virtio_net_header_is_on_wherever_the_rings_carry_it_unless_named() {
         let off = Offloads::default();
-        let o = options_for(off, None).unwrap();
+        let o = options_for(off, Tuning::default(), None).unwrap();
         assert_eq!(o.vnet, Vnet::Header);
-        let o = options_for(Offloads::ALL_ON, None).unwrap();
+        let o = options_for(Offloads::ALL_ON, Tuning::default(), None).unwrap();
         assert_eq!(o.vnet, Vnet::Gso, "GSO mode carries it anyway");
-        let o = options_for(off, Some(r#"{"rings": {"tx": "Ring"}}"#)).unwrap();
+        let o = options_for(off, Tuning::default(), Some(r#"{"rings": {"tx": "Ring"}}"#)).unwrap();
         assert!(!o.carries_vnet(), "the TX ring cannot carry it");
-        let o = options_for(off, Some(r#"{"rings": {"rx": "Xdp"}}"#)).unwrap();
+        let o = options_for(off, Tuning::default(), Some(r#"{"rings": {"rx": "Xdp"}}"#)).unwrap();
         assert!(!o.carries_vnet(), "AF_XDP cannot carry it");
-        let o = options_for(off, Some(r#"{"vnet": "Off", "tuning": {"batch": 32}}"#)).unwrap();
+        let o = options_for(
+            off,
+            Tuning::default(),
+            Some(r#"{"vnet": "Off", "tuning": {"batch": 32}}"#),
+        )
+        .unwrap();
         assert!(
             o.vnet == Vnet::Off && o.tuning.batch == 32,
             "an explicit Off is kept"
         );
-        let e = options_for(off, Some(r#"{"vnet": "Gso"}"#)).unwrap_err();
+        let e = options_for(off, Tuning::default(), Some(r#"{"vnet": "Gso"}"#)).unwrap_err();
         assert!(e.to_string().contains("--offloads on"), "{e}");
-        let e = options_for(Offloads::ALL_ON, Some(r#"{"rings": {"rx": "Xdp"}}"#)).unwrap_err();
+        let e = options_for(
+            Offloads::ALL_ON,
+            Tuning::default(),
+            Some(r#"{"rings": {"rx": "Xdp"}}"#),
+        )
+        .unwrap_err();
         assert!(
             e.to_string()
                 .contains("IoOptions.vnet = Gso with rings.rx Xdp"),
             "{e}"
         );
-        let e = options_for(off, Some(r#"{"rx_ring": "Xdp"}"#)).unwrap_err();
+        let e = options_for(off, Tuning::default(), Some(r#"{"rx_ring": "Xdp"}"#)).unwrap_err();
         assert!(e.to_string().contains("unknown field `rx_ring`"), "{e}");
     }
 
@@ -501,13 +603,65 @@ mod tests {
             e.starts_with("TCPLAB_EMU_IO: unknown field `keep_awak`"),
             "{e}"
         );
-        let e = options_for(Offloads::default(), Some(r#"{"tuning": {"batch": 0}}"#))
-            .unwrap_err()
-            .to_string();
+        let e = options_for(
+            Offloads::default(),
+            Tuning::default(),
+            Some(r#"{"tuning": {"batch": 0}}"#),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("TCPLAB_EMU_IO: IoOptions.tuning.batch = 0"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_callers_tuning_stands_and_the_override_changes_only_what_it_names() {
+        let mine = Tuning {
+            due_batch: 16,
+            flow_turns: false,
+            ..Tuning::default()
+        };
+        let o = options_for(Offloads::default(), mine, None).unwrap();
+        assert_eq!(o.tuning, mine);
+        let o = options_for(
+            Offloads::default(),
+            mine,
+            Some(r#"{"keep_awake": false, "tuning": {"flow_turns": true}}"#),
+        )
+        .unwrap();
+        assert!(!o.keep_awake);
+        assert_eq!(
+            o.tuning.due_batch, 16,
+            "a field the override leaves stays the caller's"
+        );
+        assert!(o.tuning.flow_turns, "a field the override names is its");
+        let e = options_for(Offloads::default(), mine, Some("[1]")).unwrap_err();
+        assert!(e.to_string().contains("is not an object"), "{e}");
+    }
+
+    #[test]
+    fn tuning_flags_set_fields_and_name_the_key_they_cannot_take() {
+        let pairs = ["due_batch=16".to_string(), "flow_turns=false".to_string()];
+        let t = tuning_with(Tuning::default(), &pairs).unwrap();
+        assert_eq!((t.due_batch, t.flow_turns), (16, false));
+        assert_eq!(t.batch, Tuning::default().batch);
+        let e = tuning_with(Tuning::default(), &["due_batc=16".into()]).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.starts_with("--tuning due_batc: unknown field `due_batc`"),
+            "{e}"
+        );
+        assert!(e.contains("docs/lab.md"), "{e}");
+        let e = tuning_with(Tuning::default(), &["flow_turns=maybe".into()]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--tuning flow_turns: invalid type"),
+            "{e}"
+        );
+        let e = tuning_with(Tuning::default(), &["due_batch".into()]).unwrap_err();
+        assert!(e.to_string().contains("give KEY=VALUE"), "{e}");
     }
 
     /// An error as the control protocol and `TCPLAB_EMU_IO` give it: one line that says what
@@ -587,7 +741,7 @@ mod tests {
         #[test]
         fn io_option_overrides(json in control_line(r#"{"keep_awake": false, "tuning": {"batch": 32}, "rings": {"tx": "Ring"}, "vnet": "Header"}"#), on in proptest::prelude::any::<bool>()) {
             let offloads = if on { Offloads::ALL_ON } else { Offloads::default() };
-            if let Err(e) = options_for(offloads, Some(&json)) {
+            if let Err(e) = options_for(offloads, Tuning::default(), Some(&json)) {
                 let e = e.to_string();
                 one_line_with_fix(&e)?;
                 proptest::prop_assert!(e.starts_with("TCPLAB_EMU_IO: "), "{}", e);

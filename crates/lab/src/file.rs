@@ -13,6 +13,15 @@
 //! [sysctl.client]
 //! "net.ipv4.tcp_rmem" = "4096 131072 8738000"
 //!
+//! # path and dumbbell: the middle link (the emulator runs when it impairs, or bridge = "emu")
+//! [emulator]
+//! bridge = "auto"              # auto | kernel | emu, as --bridge
+//! [emulator.link]              # impairments, as the flags write them
+//! delay = "20ms"
+//! rate = "100mbit"
+//! [emulator.tuning]            # the emulator's scheduling knobs (docs/lab.md), rarely needed
+//! due_batch = 16
+//!
 //! # topology = "custom" only:
 //! [[host]]
 //! name = "a"
@@ -35,9 +44,12 @@ use serde::Deserialize;
 
 use crate::LabSpec;
 use crate::error::{LabError, Result};
+use tcplab_emu::ImpairmentFlags;
+use tcplab_emu_io::Tuning;
+
 use crate::spec::{
-    BridgeSpec, BuiltinOptions, DEFAULT_MTU, LinkSpec, NodeSpec, Offloads, Role, SysctlSetting,
-    Topology,
+    BridgeMode, BridgeSpec, BuiltinOptions, DEFAULT_MTU, LinkSpec, NodeSpec, Offloads, Role,
+    SysctlSetting, Topology,
 };
 
 /// The TOML document as written.
@@ -53,6 +65,8 @@ struct LabFile {
     #[serde(default)]
     allow_host_sysctl: bool,
     #[serde(default)]
+    emulator: EmulatorTable,
+    #[serde(default)]
     sysctl: BTreeMap<String, BTreeMap<String, toml::Value>>,
     #[serde(default)]
     host: Vec<CustomHost>,
@@ -60,6 +74,49 @@ struct LabFile {
     link: Vec<LinkSpec>,
     #[serde(default)]
     bridge: Vec<BridgeSpec>,
+}
+
+/// `[emulator]`: the middle link's impairments and the emulator's scheduling knobs.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmulatorTable {
+    /// What forwards in the middle, as `--bridge` says it.
+    #[serde(default)]
+    bridge: BridgeMode,
+    #[serde(default)]
+    link: ImpairmentFlags,
+    #[serde(default)]
+    tuning: Tuning,
+}
+
+impl EmulatorTable {
+    fn is_default(&self) -> bool {
+        self.bridge == BridgeMode::Auto && self.link.is_empty() && self.tuning == Tuning::default()
+    }
+
+    /// The link the impairments describe, if any; a value the flag would refuse is refused here
+    /// under its key (a lab file reads no trace files: its impairments are written inline).
+    fn link(&self) -> Result<Option<tcplab_emu::LinkConfig>> {
+        if self.link.is_empty() {
+            return Ok(None);
+        }
+        let no_files = |path: &str| {
+            Err(format!(
+                "a lab file's [emulator.link] reads no files (`{path}`): write jitter_dist as \
+                 uniform, normal, pareto or paretonormal, and a loss pattern inline as bits:0001"
+            ))
+        };
+        if let Err((key, e)) = self.link.check_each(&no_files) {
+            return Err(LabError::invalid(
+                format!("emulator.link.{key}"),
+                e.to_string(),
+            ));
+        }
+        self.link
+            .to_link_config_with(&no_files)
+            .map(Some)
+            .map_err(|e| LabError::invalid("emulator.link", e.to_string()))
+    }
 }
 
 /// A host of a custom topology.
@@ -128,8 +185,18 @@ pub fn parse(text: &str, name_override: Option<&str>) -> Result<LabSpec> {
             offloads: file.offloads,
             sysctls,
             allow_host_sysctl: file.allow_host_sysctl,
+            bridge: file.emulator.bridge,
+            link: file.emulator.link()?,
+            tuning: file.emulator.tuning,
             ..BuiltinOptions::default()
         });
+    }
+    if !file.emulator.is_default() {
+        return Err(LabError::invalid(
+            "emulator",
+            "a custom topology's middle is its own [[bridge]]: [emulator] needs a built-in \
+             path or dumbbell topology",
+        ));
     }
     if file.host.is_empty() {
         return Err(LabError::invalid(

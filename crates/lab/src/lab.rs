@@ -135,8 +135,8 @@ impl Lab {
             None => None,
             Some(emu) => {
                 let host = hosts_by_name(&hosts, &emu.host)?;
-                let (opts, notices) =
-                    privileges.emulator_fallbacks(emulation::io_options(spec.offloads)?);
+                let (opts, notices) = privileges
+                    .emulator_fallbacks(emulation::io_options(spec.offloads, emu.tuning)?);
                 // A companion logs its own notices; the user is told here either way.
                 crate::privileges::tell_once(&notices);
                 match ownership {

@@ -17,6 +17,7 @@ use crate::names::validate_ifname;
 pub use crate::names::{
     MAX_HOST_NAME, MAX_LAB_NAME, NETNS_PREFIX, netns_name, validate_host_name, validate_lab_name,
 };
+use tcplab_emu_io::Tuning;
 pub use tcplab_results::facts::{Offloads, OffloadsError};
 
 /// Default MTU of lab links (Ethernet).
@@ -331,6 +332,8 @@ pub struct BuiltinOptions {
     pub bridge: BridgeMode,
     /// Impairments of the middle link (path and dumbbell only).
     pub link: Option<tcplab_emu::LinkConfig>,
+    /// The emulator's scheduling knobs, when it runs (the lab file's `[emulator.tuning]`).
+    pub tuning: Tuning,
 }
 
 impl Default for BuiltinOptions {
@@ -346,6 +349,7 @@ impl Default for BuiltinOptions {
             allow_host_sysctl: false,
             bridge: BridgeMode::Auto,
             link: None,
+            tuning: Tuning::default(),
         }
     }
 }
@@ -456,9 +460,18 @@ impl LabSpec {
                 ));
             }
         };
+        if !emulate && opts.tuning != Tuning::default() {
+            return Err(LabError::invalid(
+                "emulator.tuning",
+                "this lab forwards with the kernel bridge, so no emulator takes the tuning: \
+                 set bridge = \"emu\" (or give impairments), or remove [emulator.tuning]",
+            ));
+        }
         let emulation = emulate.then(|| {
             let link = opts.link.clone().unwrap_or_default();
-            split_for_emulator(opts.topology, &mut links, &mut bridges, link)
+            let mut emu = split_for_emulator(opts.topology, &mut links, &mut bridges, link);
+            emu.tuning = opts.tuning;
+            emu
         });
         let spec = LabSpec {
             name: opts.name.clone(),
@@ -656,6 +669,7 @@ fn split_for_emulator(
             host: "middle".into(),
             ports: ["client".into(), "server".into()],
             link,
+            tuning: Tuning::default(),
         };
     }
     let (mut left, mut right): (Vec<String>, Vec<String>) = links
@@ -684,6 +698,7 @@ fn split_for_emulator(
         host: "middle".into(),
         ports: ["emul".into(), "emur".into()],
         link,
+        tuning: Tuning::default(),
     }
 }
 

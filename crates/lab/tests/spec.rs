@@ -239,3 +239,47 @@ fn offloads_on_accept_every_impairment_the_emulator_segments_for() {
     assert!(spec.offloads.segments());
     assert_eq!(spec.emulation.unwrap().link, link);
 }
+
+/// A lab file describes an emulated path as the flags do: `[emulator]` with the bridge, the
+/// link's impairments and the workers' tuning, each refused under its own key.
+#[test]
+fn a_lab_file_emulates_the_middle_link_with_its_tuning() {
+    let wan = r#"
+        topology = "path"
+        [emulator.link]
+        delay = "20ms"
+        rate = "100mbit"
+        [emulator.tuning]
+        due_batch = 16
+        flow_turns = false
+    "#;
+    let spec = tcplab_lab::file::parse(wan, Some("wan")).unwrap();
+    let emu = spec.emulation.expect("impairments start the emulator");
+    assert_eq!(emu.link.forward.delay_ns, 20_000_000);
+    assert_eq!((emu.tuning.due_batch, emu.tuning.flow_turns), (16, false));
+
+    let plain = "topology = \"path\"\n[emulator]\nbridge = \"emu\"\n";
+    let emu = tcplab_lab::file::parse(plain, Some("p")).unwrap().emulation;
+    assert_eq!(emu.map(|e| e.tuning), Some(Default::default()));
+
+    let bad_delay = "topology = \"path\"\n[emulator.link]\ndelay = \"20xs\"\n";
+    let (field, problem) = field_of(tcplab_lab::file::parse(bad_delay, Some("x")).unwrap_err());
+    assert_eq!(field, "emulator.link.delay", "{problem}");
+
+    let bad_knob = "topology = \"path\"\n[emulator.tuning]\ndue_batc = 16\n";
+    let (_, problem) = field_of(tcplab_lab::file::parse(bad_knob, Some("x")).unwrap_err());
+    assert!(
+        problem.contains("due_batc") && problem.contains("line 3"),
+        "{problem}"
+    );
+
+    let kernel =
+        "topology = \"path\"\n[emulator]\nbridge = \"kernel\"\n[emulator.tuning]\nbatch = 32\n";
+    let (field, problem) = field_of(tcplab_lab::file::parse(kernel, Some("x")).unwrap_err());
+    assert_eq!(field, "emulator.tuning", "{problem}");
+
+    let custom =
+        "topology = \"custom\"\n[[host]]\nname = \"a\"\n[emulator.link]\ndelay = \"1ms\"\n";
+    let (field, _) = field_of(tcplab_lab::file::parse(custom, Some("x")).unwrap_err());
+    assert_eq!(field, "emulator");
+}

@@ -84,6 +84,7 @@ impl LabSection {
             allow_host_sysctl: self.allow_host_sysctl,
             bridge: self.bridge,
             link: self.link_config()?,
+            tuning: Default::default(),
         })?;
         Ok(spec)
     }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use tcplab_emu_io::Tuning;
 use tcplab_lab::emulation::{self, EmulationSpec, Emulator};
 use tcplab_lab::{Lab, Privileges, StateDir};
 
@@ -44,6 +45,11 @@ pub struct EmuArgs {
     /// spinner per CPU keeps them awake then: a halted vCPU wakes up to a timer tick late).
     #[arg(long)]
     no_keep_awake: bool,
+    /// A scheduling knob of the emulator's workers, KEY=VALUE (a field of its tuning:
+    /// due_batch=16, flow_turns=false; docs/lab.md lists them with their measured defaults);
+    /// repeatable. With --lab, set over the lab file's [emulator.tuning].
+    #[arg(long = "tuning", value_name = "KEY=VALUE")]
+    tuning: Vec<String>,
     /// Print the final report as JSON.
     #[arg(long)]
     json: bool,
@@ -71,6 +77,7 @@ impl EmuArgs {
                 tcplab_emu_io::Vnet::Header
             },
             keep_awake: !self.no_keep_awake,
+            tuning: emulation::tuning_with(Tuning::default(), &self.tuning)?,
             ..Default::default()
         };
         // Signals are registered before the emulator starts so none is lost.
@@ -84,8 +91,10 @@ impl EmuArgs {
                         "--lab {name}: the lab has no emulated link (built with --bridge kernel?)"
                     )
                 })?;
-                // The lab's own options (offloads, TCPLAB_EMU_IO), then this command's flags.
-                let lab_opts = emulation::io_options(lab.spec().offloads)?;
+                // The lab's own options (offloads, its tuning, TCPLAB_EMU_IO), then this
+                // command's flags.
+                let tuning = emulation::tuning_with(spec.tuning, &self.tuning)?;
+                let lab_opts = emulation::io_options(lab.spec().offloads, tuning)?;
                 opts = tcplab_emu_io::IoOptions {
                     busy_poll: self.busy_poll || lab_opts.busy_poll,
                     keep_awake: lab_opts.keep_awake && !self.no_keep_awake,

@@ -129,7 +129,7 @@ impl UpArgs {
             Some(path) => {
                 if self.impair.any() {
                     anyhow::bail!(
-                        "--file: give impairments in the file's [link] section or with `tcplab lab set`, not as flags"
+                        "--file: give impairments in the file's [emulator.link] table or with `tcplab lab set`, not as flags"
                     );
                 }
                 tcplab_lab::file::load(path, self.name.as_deref())?
@@ -155,6 +155,7 @@ impl UpArgs {
                     } else {
                         None
                     },
+                    tuning: Default::default(),
                 })?
             }
         };
