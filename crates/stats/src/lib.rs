@@ -13,6 +13,7 @@
 //! | [`compare`] | Welch t-test, Mann-Whitney U, Holm correction | rank, race |
 //! | [`rank`](mod@rank) | "consistently fast" ranking with significance groups | report, tune |
 //! | [`race`] | which configurations to stop running, with the reason | study `--race`, tune |
+//! | [`regression`] | a pair's newest results against its own history: exact permutation p-value, a size floor, a documented false-alarm rate | fleet monitor |
 //! | [`collective`] | the chance one all-to-all meets a stall, from per-pair counts, with a Jeffreys interval | fleet mesh |
 //! | [`stall`] | stall detection, periodicity by message index, timer-tick clustering, delayed-ACK cluster share | doctor |
 //! | [`period`] | the grid fit behind the periodicity verdict | stall |
@@ -48,6 +49,7 @@ mod objective;
 pub mod period;
 pub mod race;
 pub mod rank;
+pub mod regression;
 pub mod speedup;
 pub mod stall;
 pub mod summary;
@@ -62,6 +64,7 @@ pub use error::StatsError;
 pub use objective::Objective;
 pub use race::{RaceAction, RaceConfig, RaceRound, RaceVerdict, race_round};
 pub use rank::{RankConfig, RankKey, RankedSetting, Ranking, Samples, rank};
+pub use regression::{Regression, RegressionCheck, RegressionConfig, check_regression};
 pub use speedup::{SpeedUp, speed_up};
 pub use stall::{
     ClusterFraction, StallAnalysis, StallConfig, StallEvent, Threshold, TickClustering,
