@@ -1,0 +1,13 @@
+//! # tcplab-monitor: a fleet measured continuously
+//!
+//! `tcplab mesh` measures every ordered pair of a fleet once; the monitor does it again and
+//! again, keeps each pair's history, and says when a pair got worse than its own past.
+//!
+//! ## Map
+//! - [`schedule`] (pure): which tests start now. Every (pair, workload) slot comes due once
+//!   per its workload's interval, jittered by a seeded hash so a restart computes the same
+//!   times; no host is ever in two tests at once; the most overdue slot goes first.
+
+pub mod schedule;
+
+pub use schedule::{Cadence, Schedule, Slot};
