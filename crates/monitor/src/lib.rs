@@ -7,7 +7,12 @@
 //! - [`schedule`] (pure): which tests start now. Every (pair, workload) slot comes due once
 //!   per its workload's interval, jittered by a seeded hash so a restart computes the same
 //!   times; no host is ever in two tests at once; the most overdue slot goes first.
+//! - [`alerts`] (pure): each result's figures against the pair's own history
+//!   (`tcplab_stats::regression`); an alert opens on a regression, keeps the pre-regression
+//!   baseline while open, and closes when the pair is back.
 
+pub mod alerts;
 pub mod schedule;
 
+pub use alerts::{Alerts, Event, Watched};
 pub use schedule::{Cadence, Schedule, Slot};
