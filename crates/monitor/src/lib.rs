@@ -10,8 +10,13 @@
 //! - [`alerts`] (pure): each result's figures against the pair's own history
 //!   (`tcplab_stats::regression`); an alert opens on a regression, keeps the pre-regression
 //!   baseline while open, and closes when the pair is back.
+//! - [`figures`] (pure): the few figures kept per result, each with its better direction.
+//! - [`metrics`] (pure): the state as an OpenMetrics page (`prometheus-client`), labels
+//!   bounded by the fleet.
 
 pub mod alerts;
+pub mod figures;
+pub mod metrics;
 pub mod schedule;
 
 pub use alerts::{Alerts, Event, Watched};
