@@ -13,11 +13,14 @@
 //! - [`figures`] (pure): the few figures kept per result, each with its better direction.
 //! - [`metrics`] (pure): the state as an OpenMetrics page (`prometheus-client`), labels
 //!   bounded by the fleet.
+//! - [`store`]: the SQLite history (figures per run, the last full result per slot, alerts
+//!   with the doctor's evidence), a run noted twice kept once, pruned to `--keep`.
 
 pub mod alerts;
 pub mod figures;
 pub mod metrics;
 pub mod schedule;
+pub mod store;
 
 pub use alerts::{Alerts, Event, Watched};
 pub use schedule::{Cadence, Schedule, Slot};
