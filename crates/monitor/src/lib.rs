@@ -4,6 +4,9 @@
 //! again, keeps each pair's history, and says when a pair got worse than its own past.
 //!
 //! ## Map
+//! - [`core`](mod@core) (pure): the monitor's decisions in one place (what starts, what a
+//!   finished test changes), resumed from the kept runs; the coordinator and the simulation
+//!   in its tests drive the same code.
 //! - [`schedule`] (pure): which tests start now. Every (pair, workload) slot comes due once
 //!   per its workload's interval, jittered by a seeded hash so a restart computes the same
 //!   times; no host is ever in two tests at once; the most overdue slot goes first.
@@ -17,10 +20,12 @@
 //!   with the doctor's evidence), a run noted twice kept once, pruned to `--keep`.
 
 pub mod alerts;
+pub mod core;
 pub mod figures;
 pub mod metrics;
 pub mod schedule;
 pub mod store;
 
 pub use alerts::{Alerts, Event, Watched};
+pub use core::{Finished, Monitor, Workload};
 pub use schedule::{Cadence, Schedule, Slot};
