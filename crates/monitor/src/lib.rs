@@ -16,6 +16,7 @@
 //! - [`figures`] (pure): the few figures kept per result, each with its better direction.
 //! - [`metrics`] (pure): the state as an OpenMetrics page (`prometheus-client`), labels
 //!   bounded by the fleet.
+//! - [`serve`]: `/metrics` over HTTP (httparse; a bearer token off loopback).
 //! - [`store`]: the SQLite history (figures per run, the last full result per slot, alerts
 //!   with the doctor's evidence), a run noted twice kept once, pruned to `--keep`.
 
@@ -24,6 +25,7 @@ pub mod core;
 pub mod figures;
 pub mod metrics;
 pub mod schedule;
+pub mod serve;
 pub mod store;
 
 pub use alerts::{Alerts, Event, Watched};
