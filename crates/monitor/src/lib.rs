@@ -16,6 +16,8 @@
 //! - [`figures`] (pure): the few figures kept per result, each with its better direction.
 //! - [`metrics`] (pure): the state as an OpenMetrics page (`prometheus-client`), labels
 //!   bounded by the fleet.
+//! - [`run`]: the coordinator: each test on its own thread through the mesh's `PairRunner`,
+//!   each outcome recorded as it ends, the page's snapshot kept current.
 //! - [`serve`]: `/metrics` over HTTP (httparse; a bearer token off loopback).
 //! - [`store`]: the SQLite history (figures per run, the last full result per slot, alerts
 //!   with the doctor's evidence), a run noted twice kept once, pruned to `--keep`.
@@ -24,6 +26,7 @@ pub mod alerts;
 pub mod core;
 pub mod figures;
 pub mod metrics;
+pub mod run;
 pub mod schedule;
 pub mod serve;
 pub mod store;
