@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::io::sys::clock::Nanos;
+use crate::time::Nanos;
 
 /// What a frame is in the harness's traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

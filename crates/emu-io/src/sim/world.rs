@@ -9,10 +9,10 @@ use tcplab_emu::{DirectionConfig, DirectionModel, Verdict};
 
 use super::cpu::{Cpu, Task};
 use super::table::{Class, Quantiles, Table};
-use crate::io::sys::clock::Nanos;
 use crate::sched::lone::LoneSignal;
 use crate::sched::schedule::{Entry, Schedule};
 use crate::sched::worker::{Action, TurnEnd, WaitPlan, WorkerSched, another_send};
+use crate::time::Nanos;
 use crate::tuning::Tuning;
 
 /// What the machine charges for the workers' steps (ns), and how late a sleeper wakes.

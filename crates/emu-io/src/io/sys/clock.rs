@@ -5,8 +5,8 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-/// Nanoseconds on CLOCK_MONOTONIC.
-pub type Nanos = u64;
+/// Nanoseconds on CLOCK_MONOTONIC (the pure type of [`crate::time`], re-used here).
+pub use crate::time::Nanos;
 
 fn clock_ns(clock: libc::clockid_t) -> Nanos {
     let mut ts = libc::timespec {
