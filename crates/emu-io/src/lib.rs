@@ -88,7 +88,7 @@ pub(crate) mod time;
 pub mod tuning;
 pub(crate) mod wire;
 
-pub use error::IoError;
+pub use error::{IoError, WorkerError};
 pub use io::sys;
 pub use io::sys::clock::monotonic_ns;
 pub use model::{BasicConfig, BasicModel, Model};

@@ -16,6 +16,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::error::WorkerError;
 use crate::io::sys::clock::{
     Nanos, current_cpu, current_tid, monotonic_ns, pin_to_cpu, set_fifo, set_other,
     set_timer_slack_min, sleep_until, thread_cpu_ns, wait_readable,
@@ -137,24 +138,24 @@ fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos, lone: &LoneSign
 }
 
 /// Runs until `ctl.stop`, serving `own` and helping `helped`; returns the thread's CPU use.
-/// `ready` receives the outcome of the thread set-up (pinning, priority, poll descriptors;
-/// on success the thread's kernel id)
-/// before any frame moves, so `Bridge` start-up can report it.
+/// `ready` receives the thread's kernel id once its set-up (pinning, priority, poll
+/// descriptors) is done, before any frame moves, or `None` if the set-up failed: the error is
+/// then what this returns, so `Bridge` start-up can report it.
 pub fn run<M: Model>(
     own: &[Shared<M>],
     helped: &[Shared<M>],
     ctl: &WorkerCtl,
-    ready: &std::sync::mpsc::Sender<Result<i32, String>>,
-) -> Result<ThreadUsage, String> {
+    ready: &std::sync::mpsc::Sender<Option<i32>>,
+) -> Result<ThreadUsage, WorkerError> {
     let fds = match setup_thread(ctl).and_then(|()| poll_fds(own)) {
         Ok(fds) => fds,
         Err(e) => {
-            // The starter may have gone; the error is returned from join as well.
-            let _ = ready.send(Err(e.clone()));
+            // The starter may have gone; it joins this thread for the error.
+            let _ = ready.send(None);
             return Err(e);
         }
     };
-    let _ = ready.send(Ok(current_tid()));
+    let _ = ready.send(Some(current_tid()));
     let name = each(&mut lock_own(own))
         .map(|d| d.name)
         .collect::<Vec<_>>()
@@ -184,7 +185,7 @@ pub fn run<M: Model>(
             }
             Action::Wait { plan, until } => {
                 if wait(own, &fds, (plan, until, now), ctl, &mut sched)
-                    .map_err(|e| format!("poll failed: {e}"))?
+                    .map_err(|source| WorkerError::Poll { source })?
                 {
                     sched.slept(monotonic_ns());
                 }
@@ -214,37 +215,33 @@ fn pause(ctl: &WorkerCtl, now: Nanos, len: Nanos) {
 
 /// Moves the calling worker to `class` (`crate::sched::policy`). Failing to get SCHED_FIFO back
 /// would leave a delay line timed by an ordinary task, so it ends the worker with an error.
-fn apply_class(class: Class, rt_priority: Option<u8>) -> Result<(), String> {
+fn apply_class(class: Class, rt_priority: Option<u8>) -> Result<(), WorkerError> {
     match (class, rt_priority) {
-        (Class::Fifo, Some(p)) => {
-            set_fifo(p).map_err(|e| format!("restoring SCHED_FIFO priority {p}: {e}"))
+        (Class::Fifo, Some(priority)) => {
+            set_fifo(priority).map_err(|source| WorkerError::RestoreFifo { priority, source })
         }
         (Class::Other, _) | (Class::Fifo, None) => {
-            set_other().map_err(|e| format!("switching to SCHED_OTHER: {e}"))
+            set_other().map_err(|source| WorkerError::Other { source })
         }
     }
 }
 
 /// Copies of the own directions' RX descriptors to sleep on without holding their locks.
-fn poll_fds<M: Model>(own: &[Shared<M>]) -> Result<Vec<OwnedFd>, String> {
+fn poll_fds<M: Model>(own: &[Shared<M>]) -> Result<Vec<OwnedFd>, WorkerError> {
     each(&mut lock_own(own))
         .map(|d| d.rx_fd().try_clone_to_owned())
         .collect::<std::io::Result<_>>()
-        .map_err(|e| format!("duplicating an RX socket to poll on: {e}"))
+        .map_err(|source| WorkerError::PollFd { source })
 }
 
 /// Timer slack, CPU pinning and scheduling policy of the calling worker thread.
-fn setup_thread(ctl: &WorkerCtl) -> Result<(), String> {
+fn setup_thread(ctl: &WorkerCtl) -> Result<(), WorkerError> {
     set_timer_slack_min();
     if let Some(cpu) = ctl.cpu {
-        pin_to_cpu(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+        pin_to_cpu(cpu).map_err(|source| WorkerError::Pin { cpu, source })?;
     }
-    if let Some(p) = ctl.rt_priority {
-        set_fifo(p).map_err(|e| {
-            format!(
-                "SCHED_FIFO priority {p}: {e}: run as root (CAP_SYS_NICE) or set IoOptions::rt_priority to None"
-            )
-        })?;
+    if let Some(priority) = ctl.rt_priority {
+        set_fifo(priority).map_err(|source| WorkerError::Fifo { priority, source })?;
     }
     Ok(())
 }
@@ -314,3 +311,32 @@ fn spin<M: Model>(g: &mut Locked<'_, M>, ctl: &WorkerCtl, deadline: Nanos) -> Na
 #[cfg(test)]
 #[path = "help_tests.rs"]
 mod help_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_up_failure_is_a_typed_error_that_names_the_fix() {
+        let ctl = WorkerCtl {
+            stop: Arc::new(AtomicBool::new(false)),
+            waker: Arc::new(Waker::new().expect("eventfd")),
+            busy_poll: false,
+            tuning: Tuning::default(),
+            lone: LoneSignal::off(),
+            // Past CPU_SETSIZE: refused before the affinity changes.
+            cpu: Some(1 << 20),
+            rt_priority: None,
+            awake: None,
+        };
+        let e = std::thread::spawn(move || setup_thread(&ctl))
+            .join()
+            .expect("no panic")
+            .expect_err("no such CPU");
+        assert!(
+            matches!(e, WorkerError::Pin { cpu: 1_048_576, .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("IoOptions::cpus"), "{e}");
+    }
+}
