@@ -1,8 +1,9 @@
 //! The worker loop: one thread serving one or both directions.
 //!
-//! Each turn: release everything due, apply reconfigurations, drain the RX rings, release what
-//! became due, send the other direction's overdue frames if its worker is not running
-//! (`Tuning::help_due`), then wait.
+//! Each turn ([`crate::run::turn`], the one the scheduling harness runs too): release
+//! everything due, apply reconfigurations, drain the RX rings, release what became due, send the
+//! other direction's overdue frames if its worker is not running (`Tuning::help_due`), decide;
+//! then this loop carries the decision out: a class change, a pause, or the wait.
 //! Waiting is on an absolute schedule: the next departure is an absolute CLOCK_MONOTONIC time;
 //! the worker sleeps in `ppoll` on the RX fds (and a wake-up eventfd) with a timeout computed
 //! from that absolute time *minus* `spin_ns`, then spins to the departure (only for a frame
@@ -14,25 +15,25 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::error::WorkerError;
 use crate::io::sys::clock::{
-    Nanos, current_cpu, current_tid, monotonic_ns, pin_to_cpu, set_fifo, set_other,
-    set_timer_slack_min, sleep_until, thread_cpu_ns, wait_readable,
+    SysClock, current_tid, monotonic_ns, pin_to_cpu, set_fifo, set_other, set_timer_slack_min,
+    sleep_until, thread_cpu_ns, wait_readable,
 };
 use crate::io::sys::wake::Waker;
 use crate::model::Model;
 use crate::report::verdict::ThreadUsage;
 use crate::run::awake::{AwakeHandle, LINGER};
 use crate::run::direction::Direction;
+use crate::run::turn::{Decided, Turner, each};
 use crate::sched::lone::LoneSignal;
 use crate::sched::policy::Class;
-use crate::sched::worker::{Action, TurnEnd, WaitPlan, WorkerSched};
+use crate::sched::worker::{Action, WaitPlan, WorkerSched};
+use crate::time::Nanos;
 use crate::tuning::Tuning;
-
-/// How often the kernel's RX-ring drop counters are read.
-const STATS_EVERY: Nanos = 50_000_000;
 
 /// What the worker needs besides its directions.
 #[derive(Debug)]
@@ -75,66 +76,9 @@ fn lock_own<M: Model>(own: &[Shared<M>]) -> Locked<'_, M> {
     [lock(0), lock(1)]
 }
 
-/// The locked directions, one by one.
-fn each<'g, 'a: 'g, M: Model>(
-    g: &'g mut Locked<'a, M>,
-) -> impl Iterator<Item = &'g mut Direction<M>> + 'g {
-    g.iter_mut().flatten().map(|d| &mut **d)
-}
-
-/// Sends one batch of what is overdue in the directions this worker helps, each only if its
-/// lock is free (its owner is not running a turn). Returns true if one of them still has
-/// overdue frames: the worker takes its own turn and comes back instead of sleeping.
-fn help_overdue<M: Model>(helped: &[Shared<M>]) -> bool {
-    let mut more = false;
-    for d in helped {
-        if let Ok(mut d) = d.try_lock() {
-            more |= d.release_overdue(monotonic_ns());
-        }
-    }
-    more
-}
-
-/// Releases what is due, applies reconfigurations, drains the RX rings, and releases what
-/// became due (unless a lone frame left meanwhile: the worker may pause first, see
-/// `crate::sched::lone`).
-fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos, lone: &LoneSignal) -> TurnEnd {
-    let lone_epoch = lone.epoch();
-    // Release first: a wait ends at a departure time, and everything else (reconfigure,
-    // draining the RX ring) would otherwise run between the deadline and the kick (2-6 µs
-    // of cold code on the test VM, 15-20 µs in a debug build).
-    let now = monotonic_ns();
-    each(g).for_each(|d| {
-        d.release(now);
-    });
-    each(g).for_each(|d| d.apply_reconfig(now));
-    let received: usize = each(g).map(|d| d.receive()).sum();
-    let now = monotonic_ns();
-    // Frames that arrived already due (no delay) leave in the same turn.
-    if lone.epoch() == lone_epoch {
-        each(g).for_each(|d| {
-            d.release(now);
-        });
-    }
-    if now.saturating_sub(*last_stats) >= STATS_EVERY {
-        each(g).for_each(|d| {
-            d.poll_ring_stats();
-            d.publish_realised(now);
-        });
-        *last_stats = now;
-    }
-    let tx_blocked = each(g).any(|d| d.tx_blocked);
-    let next = each(g).filter_map(|d| d.next_departure()).min();
-    let next_lone =
-        next.is_some() && each(g).any(|d| d.next_departure() == next && d.next_is_lone());
-    TurnEnd {
-        received,
-        tx_blocked,
-        next,
-        next_lone,
-        holds_lone: each(g).any(|d| d.holds_lone()),
-        helping: false,
-    }
+/// The directions this worker helps, as the turn tries them: their locks.
+fn helped_locks<M: Model>(helped: &[Shared<M>]) -> impl Iterator<Item = &Mutex<Direction<M>>> {
+    helped.iter().map(|d| &**d)
 }
 
 /// Runs until `ctl.stop`, serving `own` and helping `helped`; returns the thread's CPU use.
@@ -145,7 +89,7 @@ pub fn run<M: Model>(
     own: &[Shared<M>],
     helped: &[Shared<M>],
     ctl: &WorkerCtl,
-    ready: &std::sync::mpsc::Sender<Option<i32>>,
+    ready: &Sender<Option<i32>>,
 ) -> Result<ThreadUsage, WorkerError> {
     let fds = match setup_thread(ctl).and_then(|()| poll_fds(own)) {
         Ok(fds) => fds,
@@ -160,14 +104,13 @@ pub fn run<M: Model>(
         .map(|d| d.name)
         .collect::<Vec<_>>()
         .join(",");
+    let clock = SysClock;
     let (start, cpu0) = (monotonic_ns(), thread_cpu_ns());
-    let mut last_stats = start;
-    let mut sched = WorkerSched::new(ctl.tuning, ctl.busy_poll, ctl.rt_priority.is_some(), start);
+    let sched = WorkerSched::new(ctl.tuning, ctl.busy_poll, ctl.rt_priority.is_some(), start);
+    let mut turns = Turner::new(sched, start);
     while !ctl.stop.load(Ordering::Acquire) {
-        let mut end = turn(&mut lock_own(own), &mut last_stats, &ctl.lone);
-        end.helping = help_overdue(helped);
-        let now = monotonic_ns();
-        let step = sched.after_turn(&end, || ctl.lone.elsewhere(current_cpu()), now);
+        let Decided { step, now } =
+            turns.turn(lock_own(own), helped_locks(helped), &clock, &ctl.lone);
         if let Some(c) = step.class {
             apply_class(c, ctl.rt_priority)?;
         }
@@ -175,19 +118,19 @@ pub fn run<M: Model>(
             Action::Again => {}
             Action::Pause(len) => {
                 pause(ctl, now, len);
-                sched.slept(monotonic_ns());
+                turns.slept(monotonic_ns());
             }
             Action::TxBlocked(len) => {
                 // The kernel still owns the next TX slot. Sleep (not yield: a SCHED_FIFO yield
                 // would never let a SCHED_OTHER ksoftirqd run, and it may be what frees it).
                 sleep_until(monotonic_ns() + len);
-                sched.slept(monotonic_ns());
+                turns.slept(monotonic_ns());
             }
             Action::Wait { plan, until } => {
-                if wait(own, &fds, (plan, until, now), ctl, &mut sched)
+                if wait(own, &fds, (plan, until, now), ctl, &mut turns)
                     .map_err(|source| WorkerError::Poll { source })?
                 {
-                    sched.slept(monotonic_ns());
+                    turns.slept(monotonic_ns());
                 }
             }
         }
@@ -229,7 +172,7 @@ fn apply_class(class: Class, rt_priority: Option<u8>) -> Result<(), WorkerError>
 /// Copies of the own directions' RX descriptors to sleep on without holding their locks.
 fn poll_fds<M: Model>(own: &[Shared<M>]) -> Result<Vec<OwnedFd>, WorkerError> {
     each(&mut lock_own(own))
-        .map(|d| d.rx_fd().try_clone_to_owned())
+        .map(|d| d.rx_port().sock.as_fd().try_clone_to_owned())
         .collect::<std::io::Result<_>>()
         .map_err(|source| WorkerError::PollFd { source })
 }
@@ -255,12 +198,12 @@ fn wait<M: Model>(
     fds: &[OwnedFd],
     (plan, until, now): (WaitPlan, Option<Nanos>, Nanos),
     ctl: &WorkerCtl,
-    sched: &mut WorkerSched,
+    turns: &mut Turner,
 ) -> std::io::Result<bool> {
     match plan {
         WaitPlan::Now => return Ok(false),
         WaitPlan::Spin(deadline) => {
-            sched.spun(spin(&mut lock_own(own), ctl, deadline));
+            turns.spun(spin(&mut lock_own(own), ctl, deadline));
             return Ok(false);
         }
         WaitPlan::Sleep { timeout, then_spin } => {
@@ -284,7 +227,7 @@ fn wait<M: Model>(
                 }
                 each(&mut lock_own(own)).for_each(|d| d.count_wakeup());
             } else if let Some(t) = then_spin {
-                sched.spun(spin(&mut lock_own(own), ctl, t));
+                turns.spun(spin(&mut lock_own(own), ctl, t));
             }
         }
     }
