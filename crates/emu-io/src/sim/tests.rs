@@ -92,7 +92,8 @@ departure; the probe RTT runs from the request reaching the emulator to the clie
 taking the response. Not simulated: the bulk endpoints' own CPU use (what the pauses and a
 light worker's SCHED_OTHER are for). Not exercised: the direct path (the link has a delay) and
 the TX ring (the simulated port sends in batches). What each table shows, and where the
-benchmarks agree or not: docs/BENCHMARKS.md, \"Scheduling heuristics\".
+benchmarks agree or not: docs/notebook/benchmarks-2026-11-22-26.md, \"Scheduling heuristics:
+what each one buys\" (with the copy's figures of then).
 
 Until 2026-12-07 the harness ran a copy of the turn. Given the copy's receive (only the frames
 that had arrived when it began, their cost charged after it) the real code reproduces every
