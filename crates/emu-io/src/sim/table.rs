@@ -71,6 +71,9 @@ pub(crate) struct Table {
     pub helped: u64,
     /// Pauses the workers took (`yield_after_ns` and lone pauses).
     pub pauses: u64,
+    /// Frames the directions' own counters saw leave, both directions (not printed: the
+    /// tests check it against the frames the sources sent).
+    pub sent: u64,
 }
 
 impl Table {

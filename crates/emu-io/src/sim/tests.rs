@@ -161,6 +161,9 @@ fn every_frame_leaves_and_every_probe_returns() {
     assert!(probes > 50, "{probes}");
     assert_eq!(t.late(Class::Response).n, probes);
     assert_eq!(t.round_trip.n, probes);
+    // The direction code's own counters saw every one of them leave.
+    let handed: usize = Class::ALL.iter().map(|&c| t.late(c).n).sum();
+    assert_eq!(t.sent, handed as u64);
     // Two delays of 10 ms, plus the threads and the emulator's lateness.
     assert!(t.round_trip.p50 >= 20_000_000, "{t}");
     assert!(t.round_trip.max < 21_000_000, "{t}");

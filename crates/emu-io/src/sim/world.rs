@@ -447,11 +447,13 @@ impl World {
         for c in Class::ALL {
             lateness[c as usize] = Quantiles::of(std::mem::take(&mut late[c as usize]));
         }
+        let counted = self.counters.each_ref().map(|c| c.snapshot());
         Table {
             lateness,
             round_trip: Quantiles::of(std::mem::take(&mut self.round_trips)),
-            helped: self.counters.iter().map(|c| c.snapshot().helped).sum(),
+            helped: counted.iter().map(|c| c.helped).sum(),
             pauses: self.pauses,
+            sent: counted.iter().map(|c| c.frames_out).sum(),
         }
     }
 }
