@@ -104,12 +104,81 @@ pub enum IoError {
         /// "a->b" or "b->a".
         direction: &'static str,
     },
-    /// A worker thread could not be set up as asked (CPU pinning, SCHED_FIFO).
+    /// A worker thread could not be set up as asked (CPU pinning, SCHED_FIFO, poll
+    /// descriptors).
     #[error("bridge worker set-up: {0}")]
-    WorkerSetup(String),
+    WorkerSetup(WorkerError),
     /// Spawning a worker thread or creating its wake-up fd failed.
     #[error("starting the bridge worker failed: {0}")]
     Spawn(io::Error),
+}
+
+/// Why a worker thread stopped or could not start: its set-up (pinning, scheduling class, poll
+/// descriptors) or a system call of its loop. Each message names the step and the fix; the
+/// kernel's error is the source.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// `sched_setaffinity` refused the CPU.
+    #[error(
+        "pinning the worker to CPU {cpu} failed: {source}: name CPUs this process may run on in IoOptions::cpus (`taskset -p` shows them)"
+    )]
+    Pin {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// The worker could not become SCHED_FIFO at start.
+    #[error(
+        "SCHED_FIFO priority {priority}: {source}: run as root (CAP_SYS_NICE) or set IoOptions::rt_priority to None"
+    )]
+    Fifo {
+        /// The priority asked for.
+        priority: u8,
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// A light worker could not get SCHED_FIFO back: its delay line would be timed by an
+    /// ordinary task, so the worker stops instead.
+    #[error(
+        "restoring SCHED_FIFO priority {priority} after a light stretch failed: {source}: keep the worker SCHED_FIFO throughout with Tuning::light_other_after_ns 0"
+    )]
+    RestoreFifo {
+        /// The priority asked for.
+        priority: u8,
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// A light worker could not switch to SCHED_OTHER.
+    #[error(
+        "switching a light worker to SCHED_OTHER failed: {source}: keep the worker SCHED_FIFO throughout with Tuning::light_other_after_ns 0"
+    )]
+    Other {
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// Duplicating an RX socket's descriptor (to sleep on it without the direction's lock)
+    /// failed.
+    #[error(
+        "duplicating an RX socket to poll on failed: {source}: raise the open-file limit (`ulimit -n`)"
+    )]
+    PollFd {
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// `ppoll` on the RX sockets failed (not an interruption: those are retried).
+    #[error(
+        "waiting on the RX sockets (ppoll) failed: {source}: the bridge stopped forwarding; start it again, and check the interfaces with `ip link`"
+    )]
+    Poll {
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// The worker thread did not report its set-up in time (or died before it could).
+    #[error(
+        "the worker did not report its set-up within 2 s: the machine may be overloaded, or the thread panicked (its message is above)"
+    )]
+    NotStarted,
 }
 
 impl IoError {

@@ -23,8 +23,12 @@
 //! * `io/` — the kernel: [`sys`] (every system call, one module per kernel object, each
 //!   `unsafe` block says why it is sound), the ring layouts parsed over shared memory (tested on
 //!   synthetic memory without root), the packet-socket and AF_XDP ports.
+//! * `time` (pure) — [`Nanos`], and the `Clock` a turn reads (the machine's, or the
+//!   scheduling harness's virtual one).
 //! * `run/` — the one layer that reads the clock and calls into `io/`: each direction's packet
-//!   path, the worker threads (the wait loop: ppoll to an
+//!   path (generic over its ports: the packet sockets' rings here, simulated ones in `sim/`),
+//!   the turn every worker takes (`run::turn`, written once: the harness runs it too), the
+//!   worker threads (the wait loop: ppoll to an
 //!   absolute deadline minus a spin margin, then spin within a budget of 25 % of each 10 ms so
 //!   a SCHED_FIFO worker never meets RT throttling; an awake worker may send the other
 //!   direction's overdue frames, `Tuning::help_due`), the keep-awake spinners (a halted
@@ -83,12 +87,13 @@ pub(crate) mod run;
 pub(crate) mod sched;
 #[cfg(test)]
 pub(crate) mod sim;
+pub(crate) mod time;
 pub mod tuning;
 pub(crate) mod wire;
 
-pub use error::IoError;
+pub use error::{IoError, WorkerError};
 pub use io::sys;
-pub use io::sys::clock::{Nanos, monotonic_ns};
+pub use io::sys::clock::monotonic_ns;
 pub use model::{BasicConfig, BasicModel, Model};
 pub use options::{
     GSO_RING_FRAMES, GSO_SLAB_SLOTS, IoOptions, Rings, RxRingKind, Threads, TxKind, Vnet,
@@ -100,4 +105,5 @@ pub use report::verdict::{Fidelity, Report, ThreadUsage, Thresholds};
 pub use report::{lateness, summary};
 pub use run::bridge::{Bridge, Snapshot};
 pub use run::emu::{EmuBridge, fresh_seed};
+pub use time::Nanos;
 pub use tuning::Tuning;

@@ -7,7 +7,7 @@
 //! exists so tests can drive the bridge with a model of their own; `tcplab_emu::DirectionModel`
 //! implements it by calling its own methods.
 
-use crate::io::sys::clock::Nanos;
+use crate::time::Nanos;
 use tcplab_emu::{DropCause, Verdict};
 
 /// One direction's link model, as the I/O layer sees it.

@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::io::sys::clock::Nanos;
+use crate::time::Nanos;
 
 const SUB_BITS: u32 = 5;
 const HALF: usize = 1 << (SUB_BITS - 1);

@@ -17,8 +17,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::io::sys::clock::{Nanos, allowed_cpus};
+use crate::io::sys::clock::allowed_cpus;
 use crate::io::sys::spinner::{SharedPage, fork_spinner, futex_wake_all, reap};
+use crate::time::Nanos;
 
 /// How long the CPUs stay awake after the last held frame's departure: covers the receiver's
 /// wake-up and its answer reaching the bridge again (tens of µs), with a wide margin.

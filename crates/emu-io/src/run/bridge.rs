@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::error::IoError;
+use crate::error::{IoError, WorkerError};
 use crate::io::port::open_ports;
 use crate::io::sys::clock::{allowed_cpus, monotonic_ns};
 use crate::io::sys::iface::{self, IfaceInfo};
@@ -33,7 +33,7 @@ pub struct Bridge<M: Model> {
     reconfig: [Sender<ReconfigRequest<M::Config>>; 2],
     stop: Arc<AtomicBool>,
     waker: Arc<Waker>,
-    workers: Vec<JoinHandle<Result<ThreadUsage, String>>>,
+    workers: Vec<JoinHandle<Result<ThreadUsage, WorkerError>>>,
     /// The workers' kernel thread ids, in start order.
     worker_tids: Vec<i32>,
     errors: Mutex<Vec<String>>,
@@ -161,17 +161,22 @@ impl<M: Model> Bridge<M> {
                 .name(format!("emu-io-{i}"))
                 .spawn(move || worker::run(&own, &helped, &ctl, &ready_tx));
             let failure = match spawned {
-                Ok(h) => {
-                    workers.push(h);
-                    match ready_rx.recv_timeout(RECONFIGURE_TIMEOUT) {
-                        Ok(Ok(tid)) => {
-                            worker_tids.push(tid);
-                            None
-                        }
-                        Ok(Err(e)) => Some(IoError::WorkerSetup(e)),
-                        Err(_) => Some(IoError::WorkerSetup("worker did not start".to_owned())),
+                Ok(h) => match ready_rx.recv_timeout(RECONFIGURE_TIMEOUT) {
+                    Ok(Some(tid)) => {
+                        worker_tids.push(tid);
+                        workers.push(h);
+                        None
                     }
-                }
+                    // The set-up failed and the worker returned why: its join has the error.
+                    Ok(None) => Some(IoError::WorkerSetup(match h.join() {
+                        Ok(Err(e)) => e,
+                        _ => WorkerError::NotStarted,
+                    })),
+                    Err(_) => {
+                        workers.push(h);
+                        Some(IoError::WorkerSetup(WorkerError::NotStarted))
+                    }
+                },
                 Err(e) => Some(IoError::Spawn(e)),
             };
             if let Some(err) = failure {

@@ -8,10 +8,11 @@
 use tcplab_emu::{DirectionConfig, DirectionModel, LinkConfig, LinkModel, Verdict};
 
 use crate::error::IoError;
-use crate::io::sys::clock::{Nanos, monotonic_ns, realtime_ns};
+use crate::io::sys::clock::{monotonic_ns, realtime_ns};
 use crate::model::Model;
 use crate::options::IoOptions;
 use crate::run::bridge::Bridge;
+use crate::time::Nanos;
 
 /// The bridge with `tcplab_emu`'s model in each direction.
 pub type EmuBridge = Bridge<DirectionModel>;

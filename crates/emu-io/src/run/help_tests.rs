@@ -17,6 +17,7 @@ use crate::model::{BasicConfig, BasicModel};
 use crate::options::{IoOptions, Threads};
 use crate::report::counters::DirCounters;
 use crate::run::direction::{DirSettings, Direction};
+use crate::run::turn::help_overdue;
 use crate::sched::lone::LoneSignal;
 use crate::tuning::Tuning;
 
@@ -168,7 +169,7 @@ impl Rig {
         let deadline = Instant::now() + Duration::from_secs(2);
         let mut taken = 0;
         while taken < usize::from(n) && Instant::now() < deadline {
-            taken += self.dir.lock().unwrap().receive();
+            taken += self.dir.lock().unwrap().receive(&SysClock);
         }
         assert_eq!(taken, usize::from(n), "the frames reached the RX ring");
     }
@@ -182,8 +183,11 @@ fn help_on_veth() {
     const FRAMES: u8 = 11;
     // The owner's turn: it takes the frames in and schedules them 20 ms on.
     rig.send_and_take(FRAMES);
-    let helped = std::slice::from_ref(shared);
-    assert!(!help_overdue(helped), "nothing to come back for");
+    let helped = || helped_locks(std::slice::from_ref(shared));
+    assert!(
+        !help_overdue(helped(), &SysClock),
+        "nothing to come back for"
+    );
     assert_eq!(counters.snapshot().helped, 0, "nothing is due yet");
     std::thread::sleep(Duration::from_nanos(DELAY + 5_000_000));
     {
@@ -192,7 +196,7 @@ fn help_on_veth() {
         let (done_tx, done_rx) = mpsc::channel();
         let other = Arc::clone(shared);
         std::thread::spawn(move || {
-            help_overdue(std::slice::from_ref(&other));
+            help_overdue(helped_locks(std::slice::from_ref(&other)), &SysClock);
             let _ = done_tx.send(());
         });
         assert!(
@@ -202,10 +206,16 @@ fn help_on_veth() {
         let s = counters.snapshot();
         assert_eq!((s.helped, s.frames_out), (0, 0), "{s:?}");
     }
-    assert!(help_overdue(helped), "one send of 8; 3 still overdue");
+    assert!(
+        help_overdue(helped(), &SysClock),
+        "one send of 8; 3 still overdue"
+    );
     let s = counters.snapshot();
     assert_eq!((s.helped, s.frames_out, s.queued), (8, 8, 3), "{s:?}");
-    assert!(!help_overdue(helped), "the rest, and nothing left");
+    assert!(
+        !help_overdue(helped(), &SysClock),
+        "the rest, and nothing left"
+    );
     let s = counters.snapshot();
     let n = u64::from(FRAMES);
     assert_eq!((s.helped, s.frames_out, s.queued), (n, n, 0), "{s:?}");
@@ -237,7 +247,11 @@ fn lone_on_veth() {
     rig.send_and_take(FRAMES);
     std::thread::sleep(Duration::from_nanos(DELAY + 5_000_000));
     let mut d = rig.dir.lock().unwrap();
-    assert_eq!(d.release(monotonic_ns()), 8, "one send, then a stop");
+    assert_eq!(
+        d.release(&SysClock, monotonic_ns()),
+        8,
+        "one send, then a stop"
+    );
     assert_eq!(lone.epoch(), 1, "the send carried the lone frame");
     assert_eq!(lone.elsewhere(cpu), 0, "noted on the sender's own CPU");
     assert_eq!(
@@ -245,7 +259,11 @@ fn lone_on_veth() {
         1,
         "what a worker on another CPU pauses for"
     );
-    assert_eq!(d.release(monotonic_ns()), 3, "the rest in one go");
+    assert_eq!(
+        d.release(&SysClock, monotonic_ns()),
+        3,
+        "the rest in one go"
+    );
     assert_eq!(lone.epoch(), 1, "none of them lone");
     drop(d);
     assert_eq!(

@@ -1,8 +1,9 @@
 //! The worker loop: one thread serving one or both directions.
 //!
-//! Each turn: release everything due, apply reconfigurations, drain the RX rings, release what
-//! became due, send the other direction's overdue frames if its worker is not running
-//! (`Tuning::help_due`), then wait.
+//! Each turn ([`crate::run::turn`], the one the scheduling harness runs too): release
+//! everything due, apply reconfigurations, drain the RX rings, release what became due, send the
+//! other direction's overdue frames if its worker is not running (`Tuning::help_due`), decide;
+//! then this loop carries the decision out: a class change, a pause, or the wait.
 //! Waiting is on an absolute schedule: the next departure is an absolute CLOCK_MONOTONIC time;
 //! the worker sleeps in `ppoll` on the RX fds (and a wake-up eventfd) with a timeout computed
 //! from that absolute time *minus* `spin_ns`, then spins to the departure (only for a frame
@@ -14,24 +15,25 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use crate::error::WorkerError;
 use crate::io::sys::clock::{
-    Nanos, current_cpu, current_tid, monotonic_ns, pin_to_cpu, set_fifo, set_other,
-    set_timer_slack_min, sleep_until, thread_cpu_ns, wait_readable,
+    SysClock, current_tid, monotonic_ns, pin_to_cpu, set_fifo, set_other, set_timer_slack_min,
+    sleep_until, thread_cpu_ns, wait_readable,
 };
 use crate::io::sys::wake::Waker;
 use crate::model::Model;
 use crate::report::verdict::ThreadUsage;
 use crate::run::awake::{AwakeHandle, LINGER};
 use crate::run::direction::Direction;
+use crate::run::turn::{Decided, Turner, each};
 use crate::sched::lone::LoneSignal;
 use crate::sched::policy::Class;
-use crate::sched::worker::{Action, TurnEnd, WaitPlan, WorkerSched};
+use crate::sched::worker::{Action, WaitPlan, WorkerSched};
+use crate::time::Nanos;
 use crate::tuning::Tuning;
-
-/// How often the kernel's RX-ring drop counters are read.
-const STATS_EVERY: Nanos = 50_000_000;
 
 /// What the worker needs besides its directions.
 #[derive(Debug)]
@@ -74,99 +76,41 @@ fn lock_own<M: Model>(own: &[Shared<M>]) -> Locked<'_, M> {
     [lock(0), lock(1)]
 }
 
-/// The locked directions, one by one.
-fn each<'g, 'a: 'g, M: Model>(
-    g: &'g mut Locked<'a, M>,
-) -> impl Iterator<Item = &'g mut Direction<M>> + 'g {
-    g.iter_mut().flatten().map(|d| &mut **d)
-}
-
-/// Sends one batch of what is overdue in the directions this worker helps, each only if its
-/// lock is free (its owner is not running a turn). Returns true if one of them still has
-/// overdue frames: the worker takes its own turn and comes back instead of sleeping.
-fn help_overdue<M: Model>(helped: &[Shared<M>]) -> bool {
-    let mut more = false;
-    for d in helped {
-        if let Ok(mut d) = d.try_lock() {
-            more |= d.release_overdue(monotonic_ns());
-        }
-    }
-    more
-}
-
-/// Releases what is due, applies reconfigurations, drains the RX rings, and releases what
-/// became due (unless a lone frame left meanwhile: the worker may pause first, see
-/// `crate::sched::lone`).
-fn turn<M: Model>(g: &mut Locked<'_, M>, last_stats: &mut Nanos, lone: &LoneSignal) -> TurnEnd {
-    let lone_epoch = lone.epoch();
-    // Release first: a wait ends at a departure time, and everything else (reconfigure,
-    // draining the RX ring) would otherwise run between the deadline and the kick (2-6 µs
-    // of cold code on the test VM, 15-20 µs in a debug build).
-    let now = monotonic_ns();
-    each(g).for_each(|d| {
-        d.release(now);
-    });
-    each(g).for_each(|d| d.apply_reconfig(now));
-    let received: usize = each(g).map(|d| d.receive()).sum();
-    let now = monotonic_ns();
-    // Frames that arrived already due (no delay) leave in the same turn.
-    if lone.epoch() == lone_epoch {
-        each(g).for_each(|d| {
-            d.release(now);
-        });
-    }
-    if now.saturating_sub(*last_stats) >= STATS_EVERY {
-        each(g).for_each(|d| {
-            d.poll_ring_stats();
-            d.publish_realised(now);
-        });
-        *last_stats = now;
-    }
-    let tx_blocked = each(g).any(|d| d.tx_blocked);
-    let next = each(g).filter_map(|d| d.next_departure()).min();
-    let next_lone =
-        next.is_some() && each(g).any(|d| d.next_departure() == next && d.next_is_lone());
-    TurnEnd {
-        received,
-        tx_blocked,
-        next,
-        next_lone,
-        holds_lone: each(g).any(|d| d.holds_lone()),
-        helping: false,
-    }
+/// The directions this worker helps, as the turn tries them: their locks.
+fn helped_locks<M: Model>(helped: &[Shared<M>]) -> impl Iterator<Item = &Mutex<Direction<M>>> {
+    helped.iter().map(|d| &**d)
 }
 
 /// Runs until `ctl.stop`, serving `own` and helping `helped`; returns the thread's CPU use.
-/// `ready` receives the outcome of the thread set-up (pinning, priority, poll descriptors;
-/// on success the thread's kernel id)
-/// before any frame moves, so `Bridge` start-up can report it.
+/// `ready` receives the thread's kernel id once its set-up (pinning, priority, poll
+/// descriptors) is done, before any frame moves, or `None` if the set-up failed: the error is
+/// then what this returns, so `Bridge` start-up can report it.
 pub fn run<M: Model>(
     own: &[Shared<M>],
     helped: &[Shared<M>],
     ctl: &WorkerCtl,
-    ready: &std::sync::mpsc::Sender<Result<i32, String>>,
-) -> Result<ThreadUsage, String> {
+    ready: &Sender<Option<i32>>,
+) -> Result<ThreadUsage, WorkerError> {
     let fds = match setup_thread(ctl).and_then(|()| poll_fds(own)) {
         Ok(fds) => fds,
         Err(e) => {
-            // The starter may have gone; the error is returned from join as well.
-            let _ = ready.send(Err(e.clone()));
+            // The starter may have gone; it joins this thread for the error.
+            let _ = ready.send(None);
             return Err(e);
         }
     };
-    let _ = ready.send(Ok(current_tid()));
+    let _ = ready.send(Some(current_tid()));
     let name = each(&mut lock_own(own))
         .map(|d| d.name)
         .collect::<Vec<_>>()
         .join(",");
+    let clock = SysClock;
     let (start, cpu0) = (monotonic_ns(), thread_cpu_ns());
-    let mut last_stats = start;
-    let mut sched = WorkerSched::new(ctl.tuning, ctl.busy_poll, ctl.rt_priority.is_some(), start);
+    let sched = WorkerSched::new(ctl.tuning, ctl.busy_poll, ctl.rt_priority.is_some(), start);
+    let mut turns = Turner::new(sched, start);
     while !ctl.stop.load(Ordering::Acquire) {
-        let mut end = turn(&mut lock_own(own), &mut last_stats, &ctl.lone);
-        end.helping = help_overdue(helped);
-        let now = monotonic_ns();
-        let step = sched.after_turn(&end, || ctl.lone.elsewhere(current_cpu()), now);
+        let Decided { step, now } =
+            turns.turn(lock_own(own), helped_locks(helped), &clock, &ctl.lone);
         if let Some(c) = step.class {
             apply_class(c, ctl.rt_priority)?;
         }
@@ -174,19 +118,19 @@ pub fn run<M: Model>(
             Action::Again => {}
             Action::Pause(len) => {
                 pause(ctl, now, len);
-                sched.slept(monotonic_ns());
+                turns.slept(monotonic_ns());
             }
             Action::TxBlocked(len) => {
                 // The kernel still owns the next TX slot. Sleep (not yield: a SCHED_FIFO yield
                 // would never let a SCHED_OTHER ksoftirqd run, and it may be what frees it).
                 sleep_until(monotonic_ns() + len);
-                sched.slept(monotonic_ns());
+                turns.slept(monotonic_ns());
             }
             Action::Wait { plan, until } => {
-                if wait(own, &fds, (plan, until, now), ctl, &mut sched)
-                    .map_err(|e| format!("poll failed: {e}"))?
+                if wait(own, &fds, (plan, until, now), ctl, &mut turns)
+                    .map_err(|source| WorkerError::Poll { source })?
                 {
-                    sched.slept(monotonic_ns());
+                    turns.slept(monotonic_ns());
                 }
             }
         }
@@ -214,37 +158,33 @@ fn pause(ctl: &WorkerCtl, now: Nanos, len: Nanos) {
 
 /// Moves the calling worker to `class` (`crate::sched::policy`). Failing to get SCHED_FIFO back
 /// would leave a delay line timed by an ordinary task, so it ends the worker with an error.
-fn apply_class(class: Class, rt_priority: Option<u8>) -> Result<(), String> {
+fn apply_class(class: Class, rt_priority: Option<u8>) -> Result<(), WorkerError> {
     match (class, rt_priority) {
-        (Class::Fifo, Some(p)) => {
-            set_fifo(p).map_err(|e| format!("restoring SCHED_FIFO priority {p}: {e}"))
+        (Class::Fifo, Some(priority)) => {
+            set_fifo(priority).map_err(|source| WorkerError::RestoreFifo { priority, source })
         }
         (Class::Other, _) | (Class::Fifo, None) => {
-            set_other().map_err(|e| format!("switching to SCHED_OTHER: {e}"))
+            set_other().map_err(|source| WorkerError::Other { source })
         }
     }
 }
 
 /// Copies of the own directions' RX descriptors to sleep on without holding their locks.
-fn poll_fds<M: Model>(own: &[Shared<M>]) -> Result<Vec<OwnedFd>, String> {
+fn poll_fds<M: Model>(own: &[Shared<M>]) -> Result<Vec<OwnedFd>, WorkerError> {
     each(&mut lock_own(own))
-        .map(|d| d.rx_fd().try_clone_to_owned())
+        .map(|d| d.rx_port().sock.as_fd().try_clone_to_owned())
         .collect::<std::io::Result<_>>()
-        .map_err(|e| format!("duplicating an RX socket to poll on: {e}"))
+        .map_err(|source| WorkerError::PollFd { source })
 }
 
 /// Timer slack, CPU pinning and scheduling policy of the calling worker thread.
-fn setup_thread(ctl: &WorkerCtl) -> Result<(), String> {
+fn setup_thread(ctl: &WorkerCtl) -> Result<(), WorkerError> {
     set_timer_slack_min();
     if let Some(cpu) = ctl.cpu {
-        pin_to_cpu(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+        pin_to_cpu(cpu).map_err(|source| WorkerError::Pin { cpu, source })?;
     }
-    if let Some(p) = ctl.rt_priority {
-        set_fifo(p).map_err(|e| {
-            format!(
-                "SCHED_FIFO priority {p}: {e}: run as root (CAP_SYS_NICE) or set IoOptions::rt_priority to None"
-            )
-        })?;
+    if let Some(priority) = ctl.rt_priority {
+        set_fifo(priority).map_err(|source| WorkerError::Fifo { priority, source })?;
     }
     Ok(())
 }
@@ -258,12 +198,12 @@ fn wait<M: Model>(
     fds: &[OwnedFd],
     (plan, until, now): (WaitPlan, Option<Nanos>, Nanos),
     ctl: &WorkerCtl,
-    sched: &mut WorkerSched,
+    turns: &mut Turner,
 ) -> std::io::Result<bool> {
     match plan {
         WaitPlan::Now => return Ok(false),
         WaitPlan::Spin(deadline) => {
-            sched.spun(spin(&mut lock_own(own), ctl, deadline));
+            turns.spun(spin(&mut lock_own(own), ctl, deadline));
             return Ok(false);
         }
         WaitPlan::Sleep { timeout, then_spin } => {
@@ -287,7 +227,7 @@ fn wait<M: Model>(
                 }
                 each(&mut lock_own(own)).for_each(|d| d.count_wakeup());
             } else if let Some(t) = then_spin {
-                sched.spun(spin(&mut lock_own(own), ctl, t));
+                turns.spun(spin(&mut lock_own(own), ctl, t));
             }
         }
     }
@@ -314,3 +254,32 @@ fn spin<M: Model>(g: &mut Locked<'_, M>, ctl: &WorkerCtl, deadline: Nanos) -> Na
 #[cfg(test)]
 #[path = "help_tests.rs"]
 mod help_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_up_failure_is_a_typed_error_that_names_the_fix() {
+        let ctl = WorkerCtl {
+            stop: Arc::new(AtomicBool::new(false)),
+            waker: Arc::new(Waker::new().expect("eventfd")),
+            busy_poll: false,
+            tuning: Tuning::default(),
+            lone: LoneSignal::off(),
+            // Past CPU_SETSIZE: refused before the affinity changes.
+            cpu: Some(1 << 20),
+            rt_priority: None,
+            awake: None,
+        };
+        let e = std::thread::spawn(move || setup_thread(&ctl))
+            .join()
+            .expect("no panic")
+            .expect_err("no such CPU");
+        assert!(
+            matches!(e, WorkerError::Pin { cpu: 1_048_576, .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("IoOptions::cpus"), "{e}");
+    }
+}

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::io::sys::clock::Nanos;
+use crate::time::Nanos;
 
 /// Least time between two lone pauses of one worker: with many lone flows (short
 /// connections) pauses of 30 µs then cost at most 6 % of a worker's time.

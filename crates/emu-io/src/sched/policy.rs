@@ -20,7 +20,7 @@
 //! does not move its departure. What an ordinary worker can add is the CPU wait of a frame due
 //! on arrival, in an unimpaired direction only.
 
-use crate::io::sys::clock::Nanos;
+use crate::time::Nanos;
 
 /// A worker receiving at least this many frames per second is busy: a bulk flow's data
 /// direction (83 thousand frames a second at 1 Gbit/s, 350 thousand through an unimpaired

@@ -9,8 +9,8 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::io::sys::clock::Nanos;
 use crate::sched::due::{BUCKETS, DueQueues, bucket};
+use crate::time::Nanos;
 
 /// A frame is lone ([`Entry::lone`]) when its flow's previous one departs at least this far
 /// from it. A ping or a request/response (one frame per flow every few ms) is lone, also in

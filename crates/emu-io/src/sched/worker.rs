@@ -15,10 +15,10 @@
 //! 7. otherwise wait for the next departure ([`plan_wait`]): spin only to a frame lone in
 //!    its flow and within the spin budget, else sleep (on the RX rings) to it.
 
-use crate::io::sys::clock::Nanos;
 use crate::report::lateness::LATE_LIMIT_NS;
 use crate::sched::lone::{self, LonePause};
 use crate::sched::policy::{Class, ClassPolicy, TurnLoad};
+use crate::time::Nanos;
 use crate::tuning::Tuning;
 
 /// Pause when the TX ring is full, to let the kernel free slots.

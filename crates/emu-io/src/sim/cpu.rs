@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use crate::io::sys::clock::Nanos;
+use crate::time::Nanos;
 
 /// An endpoint thread woken on a CPU: it needs `work` ns of CPU, and then `done` happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

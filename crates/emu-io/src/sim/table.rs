@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::io::sys::clock::Nanos;
+use crate::time::Nanos;
 
 /// What a frame is in the harness's traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,6 +71,9 @@ pub(crate) struct Table {
     pub helped: u64,
     /// Pauses the workers took (`yield_after_ns` and lone pauses).
     pub pauses: u64,
+    /// Frames the directions' own counters saw leave, both directions (not printed: the
+    /// tests check it against the frames the sources sent).
+    pub sent: u64,
 }
 
 impl Table {

@@ -1,65 +1,27 @@
-//! The simulated machine: two directions (their RX queues, the real model and schedule), two
-//! workers (one per direction, each on its own CPU, deciding with the real `WorkerSched`),
-//! the probe's endpoint threads on the CPUs, and one clock that only moves forward. Events are
-//! taken in time order: a worker's next step, or an endpoint thread finishing on a free CPU.
+//! The simulated machine: two CPUs, one worker on each (deciding with the real turn,
+//! `run::turn`, over the real direction code, `run::direction`, on simulated ports), the
+//! traffic sources, the probe's endpoint threads on the CPUs, and one clock that only moves
+//! forward. Events are taken in time order: a worker's next step, or an endpoint thread
+//! finishing on a free CPU. A worker's step runs one turn in virtual time and then carries its
+//! decision out as the machine would: a sleep woken late, a spin, a pause that frees the CPU.
 
-use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::{Arc, mpsc};
 
-use tcplab_emu::{DirectionConfig, DirectionModel, Verdict};
+use tcplab_emu::{DirectionConfig, DirectionModel};
 
+use super::costs::Costs;
 use super::cpu::{Cpu, Task};
+use super::frames::Frame;
+use super::ports::{Bench, SimClock, SimRx, SimTx};
 use super::table::{Class, Quantiles, Table};
-use crate::io::sys::clock::Nanos;
+use crate::report::counters::DirCounters;
+use crate::run::direction::{DirSettings, Direction};
+use crate::run::turn::{Decided, Turner};
 use crate::sched::lone::LoneSignal;
-use crate::sched::schedule::{Entry, Schedule};
-use crate::sched::worker::{Action, TurnEnd, WaitPlan, WorkerSched, another_send};
+use crate::sched::worker::{Action, WaitPlan, WorkerSched};
+use crate::time::Nanos;
 use crate::tuning::Tuning;
-
-/// What the machine charges for the workers' steps (ns), and how late a sleeper wakes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Costs {
-    /// A turn's fixed cost (locks, reconfiguration check, bookkeeping).
-    pub turn: Nanos,
-    /// Receiving one frame through the model into the schedule.
-    pub rx_frame: Nanos,
-    /// A `sendmmsg` call's fixed cost.
-    pub send_call: Nanos,
-    /// Handing one frame to veth, which runs the receiving host's stack for it.
-    pub handoff: Nanos,
-    /// Least delay from a wake-up (timer or frame) to the worker running.
-    pub wake: Nanos,
-    /// Extra wake-up delay, uniform in [0, this).
-    pub wake_jitter: Nanos,
-    /// Wake-ups in 1,000 that come much later: the timer's wake-up queued behind a task
-    /// inside the kernel (softirq work, which a `PREEMPT_NONE` kernel lets finish).
-    pub late_wakes_per_mille: u64,
-    /// How much later such a wake-up comes, uniform in [this, 2x this).
-    pub late_wake: Nanos,
-    /// CPU the probe's server thread needs to answer a request.
-    pub server: Nanos,
-    /// CPU the probe's client thread needs to take a response.
-    pub client: Nanos,
-}
-
-impl Default for Costs {
-    /// Figures of the 2-vCPU test machine (`emu-io-bench.md`): 2.7 µs per veth hand-off, hrtimer
-    /// wake-ups of a SCHED_FIFO thread 10-40 µs late, and 1 % of them 0.3-0.6 ms late (the
-    /// emulator's lateness p99 under an unpaced bulk flow was 0.7-2.4 ms).
-    fn default() -> Self {
-        Self {
-            turn: 1_000,
-            rx_frame: 300,
-            send_call: 1_000,
-            handoff: 2_700,
-            wake: 10_000,
-            wake_jitter: 30_000,
-            late_wakes_per_mille: 10,
-            late_wake: 300_000,
-            server: 15_000,
-            client: 10_000,
-        }
-    }
-}
 
 /// The traffic: a bulk flow a->b in bursts with its ACKs b->a, and a sparse probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,19 +68,11 @@ impl Traffic {
     }
 }
 
-const DATA_LEN: u32 = 1514;
-const ACK_LEN: u32 = 66;
-const PROBE_LEN: u32 = 100;
 /// From a data segment's hand-off to its ACK arriving back at the emulator.
 const ACK_AFTER: Nanos = 3_000;
-
-/// A frame in an RX queue or the schedule.
-#[derive(Debug, Clone, Copy)]
-struct Frame {
-    class: Class,
-    /// The probe's number (requests and responses).
-    probe: u32,
-}
+/// Slab slots per direction: far more than the frames a 10 ms delay line holds here (about a
+/// thousand), so none is dropped for want of a slot.
+const SLAB_SLOTS: u32 = 1 << 14;
 
 /// What an endpoint thread does when it finishes.
 #[derive(Debug, Clone, Copy)]
@@ -129,14 +83,8 @@ enum Done {
     Received(u32),
 }
 
-/// One direction: its RX queue, model, schedule and the frames the schedule's slots hold.
-struct Dir {
-    rx: BTreeMap<(Nanos, u64), Frame>,
-    model: DirectionModel,
-    sched: Schedule,
-    slots: Vec<Option<Frame>>,
-    free: Vec<u32>,
-}
+/// A direction of the emulator, on the simulated ports.
+type SimDirection = Direction<DirectionModel, SimRx, SimTx>;
 
 /// A worker's state between steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +98,7 @@ enum State {
 }
 
 struct Worker {
-    sched: WorkerSched,
+    turns: Turner,
     ready: Nanos,
     state: State,
     /// Asleep on a timer set a spin margin before this departure: spin the rest once awake.
@@ -159,19 +107,19 @@ struct Worker {
 
 struct World {
     tuning: Tuning,
-    costs: Costs,
     traffic: Traffic,
-    dirs: [Dir; 2],
+    bench: Rc<Bench>,
+    clock: SimClock,
+    dirs: [SimDirection; 2],
+    counters: [Arc<DirCounters>; 2],
     workers: [Worker; 2],
     cpus: [Cpu<Done>; 2],
     lone: LoneSignal,
     rng: u64,
     seq: u64,
-    late: [Vec<Nanos>; 4],
     requested: Vec<Nanos>,
     round_trips: Vec<Nanos>,
     delivered_data: u32,
-    helped: u64,
     pauses: u64,
 }
 
@@ -183,46 +131,74 @@ pub(crate) fn run(tuning: Tuning, costs: Costs, traffic: Traffic) -> Table {
     w.table()
 }
 
+/// Direction `d` (0: a->b, 1: b->a) on the simulated ports, its model delaying every frame by
+/// `traffic.delay`, and its counters.
+fn direction(
+    d: usize,
+    bench: &Rc<Bench>,
+    tuning: Tuning,
+    traffic: Traffic,
+    lone: &LoneSignal,
+) -> (SimDirection, Arc<DirCounters>) {
+    let cfg = DirectionConfig {
+        delay_ns: traffic.delay,
+        ..DirectionConfig::default()
+    };
+    let model = DirectionModel::new(&cfg, d as u64 + 1).expect("a delay-only link is valid");
+    let settings = DirSettings {
+        slab_slots: SLAB_SLOTS,
+        vnet: false,
+        gso: false,
+        tuning,
+    };
+    let counters = Arc::new(DirCounters::default());
+    // Never reconfigured: the sender goes at once.
+    let (_, reconfig) = mpsc::channel();
+    let ports = (SimRx::new(bench, d), SimTx::new(bench));
+    let name = ["a->b", "b->a"][d];
+    let dir = Direction::new(
+        name,
+        ports,
+        model,
+        settings,
+        Arc::clone(&counters),
+        reconfig,
+    )
+    .with_lone_signal(lone.clone());
+    (dir, counters)
+}
+
 impl World {
     fn new(tuning: Tuning, costs: Costs, traffic: Traffic) -> Self {
-        let dir = |seed| {
-            let cfg = DirectionConfig {
-                delay_ns: traffic.delay,
-                ..DirectionConfig::default()
-            };
-            Dir {
-                rx: BTreeMap::new(),
-                model: DirectionModel::new(&cfg, seed).expect("a delay-only link is valid"),
-                sched: Schedule::new(1 << 16, false),
-                slots: Vec::new(),
-                free: Vec::new(),
-            }
+        let bench = Rc::new(Bench::new(costs));
+        let lone = if tuning.lone_pause_ns > 0 {
+            LoneSignal::on(2)
+        } else {
+            LoneSignal::off()
         };
+        let (ab, ab_counters) = direction(0, &bench, tuning, traffic, &lone);
+        let (ba, ba_counters) = direction(1, &bench, tuning, traffic, &lone);
         let worker = || Worker {
-            sched: WorkerSched::new(tuning, false, true, 0),
+            turns: Turner::new(WorkerSched::new(tuning, false, true, 0), 0),
             ready: 0,
             state: State::Busy,
             spin_to: None,
         };
         let mut w = World {
             tuning,
-            costs,
             traffic,
-            dirs: [dir(1), dir(2)],
+            clock: SimClock(Rc::clone(&bench)),
+            bench,
+            dirs: [ab, ba],
+            counters: [ab_counters, ba_counters],
             workers: [worker(), worker()],
             cpus: [Cpu::default(), Cpu::default()],
-            lone: if tuning.lone_pause_ns > 0 {
-                LoneSignal::on(2)
-            } else {
-                LoneSignal::off()
-            },
+            lone,
             rng: 0x5eed,
             seq: 0,
-            late: Default::default(),
             requested: Vec::new(),
             round_trips: Vec::new(),
             delivered_data: 0,
-            helped: 0,
             pauses: 0,
         };
         w.schedule_sources();
@@ -258,10 +234,11 @@ impl World {
         }
     }
 
-    /// A frame arrives at direction `d`'s RX ring at `at`; a sleeping or spinning owner wakes.
+    /// A frame arrives at direction `d`'s RX queue at `at`; a sleeping or spinning owner
+    /// wakes.
     fn arrive(&mut self, d: usize, at: Nanos, frame: Frame) {
         self.seq += 1;
-        self.dirs[d].rx.insert((at, self.seq), frame);
+        self.bench.rx[d].borrow_mut().insert((at, self.seq), frame);
         let wake = self.wake_delay();
         let w = &mut self.workers[d];
         match w.state {
@@ -272,6 +249,11 @@ impl World {
             State::Spinning(_) if w.ready > at => w.ready = at,
             _ => {}
         }
+    }
+
+    /// When the first frame in direction `d`'s RX queue arrives (or arrived).
+    fn next_rx(&self, d: usize) -> Option<Nanos> {
+        self.bench.rx[d].borrow().keys().next().map(|&(at, _)| at)
     }
 
     /// A seeded 64-bit draw (SplitMix64).
@@ -285,7 +267,7 @@ impl World {
 
     /// A wake-up's delay: the fixed part, a uniform part, and now and then a late one.
     fn wake_delay(&mut self) -> Nanos {
-        let c = self.costs;
+        let c = self.bench.costs;
         let mut delay = c.wake + self.draw() % c.wake_jitter.max(1);
         if self.draw() % 1_000 < c.late_wakes_per_mille {
             delay += c.late_wake + self.draw() % c.late_wake.max(1);
@@ -340,60 +322,53 @@ impl World {
         }
     }
 
-    /// Worker `w` runs at `now`: one turn, help, the decision, and carrying it out.
-    fn step(&mut self, w: usize, mut now: Nanos) {
+    /// Worker `w` runs at `now`: one turn (the real one, on its CPU's clock), then the
+    /// frames it handed off reach their hosts, and the worker carries its decision out.
+    fn step(&mut self, w: usize, now: Nanos) {
         if let Some(t) = self.workers[w].spin_to.take().filter(|&t| t > now) {
             // Woken by its timer a spin margin early: spin to the departure with the CPU.
-            self.workers[w].sched.slept(now);
-            let next_rx = self.dirs[w].rx.keys().next().map(|&(at, _)| at);
+            self.workers[w].turns.slept(now);
+            let next_rx = self.next_rx(w);
             self.workers[w].state = State::Spinning(now);
             self.workers[w].ready = next_rx.map_or(t, |at| at.clamp(now, t));
             return;
         }
         match self.workers[w].state {
-            State::Asleep => self.workers[w].sched.slept(now),
-            State::Spinning(from) => self.workers[w].sched.spun(now - from),
+            State::Asleep => self.workers[w].turns.slept(now),
+            // A frame handed off during another worker's step may end a spin before it began
+            // (a step runs ahead in virtual time): nothing spun then.
+            State::Spinning(from) => self.workers[w].turns.spun(now.saturating_sub(from)),
             State::Busy => {}
         }
         self.workers[w].state = State::Busy;
-        // The turn: release, receive, release again unless a lone frame left meanwhile.
-        let epoch = self.lone.epoch();
-        now = self.release(w, w, now, usize::MAX);
-        now += self.costs.turn;
-        let received = self.receive(w, now);
-        now += Nanos::from(received as u32) * self.costs.rx_frame;
-        if self.lone.epoch() == epoch {
-            now = self.release(w, w, now, usize::MAX);
-        }
-        let s = &self.dirs[w].sched;
-        let mut end = TurnEnd {
-            received,
-            tx_blocked: false,
-            next: s.next_departure(),
-            next_lone: s.next_is_lone(),
-            holds_lone: s.holds_lone(),
-            helping: false,
-        };
+        self.bench.now.set(now);
+        self.bench.cpu.set(w);
+        // The other direction's lock is free while its owner sleeps or pauses.
         let other = 1 - w;
-        if self.tuning.help_due && self.workers[other].state == State::Asleep {
-            let overdue = self.dirs[other].sched.next_departure();
-            if overdue.is_some_and(|t| t <= now) {
-                let due_batch = self.tuning.due_batch as usize;
-                now = self.release(w, other, now, due_batch);
-                let more = self.dirs[other].sched.next_departure();
-                end.helping = more.is_some_and(|t| t <= now);
-            }
-        }
-        let lone = self.lone.clone();
-        let step = self.workers[w]
-            .sched
-            .after_turn(&end, || lone.elsewhere(w), now);
+        let helps = self.tuning.help_due && self.workers[other].state == State::Asleep;
+        let [ab, ba] = &mut self.dirs;
+        let (own, helped) = if w == 0 { (ab, ba) } else { (ba, ab) };
+        let Decided { step, now } = self.workers[w].turns.turn(
+            [Some(own)],
+            helps.then_some(helped),
+            &self.clock,
+            &self.lone,
+        );
+        self.deliver_handed();
         self.carry_out(w, step.action, now);
+    }
+
+    /// What the sends of the step just run handed to the hosts, in the order they did.
+    fn deliver_handed(&mut self) {
+        let handed = std::mem::take(&mut *self.bench.handed.borrow_mut());
+        for h in handed {
+            self.deliver(h.cpu, h.at, h.frame);
+        }
     }
 
     /// Sets worker `w`'s next step for `action` decided at `now`.
     fn carry_out(&mut self, w: usize, action: Action, now: Nanos) {
-        let next_rx = self.dirs[w].rx.keys().next().map(|&(t, _)| t);
+        let next_rx = self.next_rx(w);
         match action {
             Action::Again
             | Action::Wait {
@@ -436,99 +411,6 @@ impl World {
         self.cpus[w].free(now);
     }
 
-    /// Frames of direction `d` that arrived by `now`, at most a batch, through the model into
-    /// the schedule. Returns how many.
-    fn receive(&mut self, d: usize, now: Nanos) -> usize {
-        let batch = self.tuning.batch as usize;
-        let mut n = 0;
-        while n < batch {
-            let Some((&(at, seq), _)) = self.dirs[d].rx.first_key_value() else {
-                break;
-            };
-            if at > now {
-                break;
-            }
-            let frame = self.dirs[d].rx.remove(&(at, seq)).expect("present");
-            n += 1;
-            let len = match frame.class {
-                Class::Bulk => DATA_LEN,
-                Class::Ack => ACK_LEN,
-                Class::Request | Class::Response => PROBE_LEN,
-            };
-            let flow = match (self.tuning.flow_turns, frame.class) {
-                (false, _) => 0,
-                (true, Class::Bulk | Class::Ack) => 1,
-                (true, Class::Request | Class::Response) => 2,
-            };
-            let dir = &mut self.dirs[d];
-            if let Verdict::Send(deps) = dir.model.arrive(len, at) {
-                let slot = match dir.free.pop() {
-                    Some(s) => {
-                        dir.slots[s as usize] = Some(frame);
-                        s
-                    }
-                    None => {
-                        dir.slots.push(Some(frame));
-                        (dir.slots.len() - 1) as u32
-                    }
-                };
-                dir.sched.push(deps.first().at, slot, len, flow);
-            }
-        }
-        n
-    }
-
-    /// Worker `w` (on CPU `w`) sends direction `d`'s due frames at `now`, in sends of at most
-    /// `due_batch`, at most `limit` frames (and a batch) in all; returns the time after.
-    fn release(&mut self, w: usize, d: usize, mut now: Nanos, limit: usize) -> Nanos {
-        let due_batch = self.tuning.due_batch as usize;
-        let limit = limit.min(self.tuning.batch as usize);
-        let epoch = self.lone.epoch();
-        let mut released = 0;
-        while released < limit {
-            let mut due: Vec<Entry> = Vec::with_capacity(due_batch);
-            while due.len() < due_batch {
-                match self.dirs[d].sched.pop_due(now) {
-                    Some(e) => due.push(e),
-                    None => break,
-                }
-            }
-            if due.is_empty() {
-                break;
-            }
-            now = self.send(w, d, now, &due);
-            released += due.len();
-            if w != d {
-                self.helped += due.len() as u64;
-            }
-            let rx = &self.dirs[d].rx;
-            let rx_waiting = || rx.keys().next().is_some_and(|&(t, _)| t <= now);
-            let lone_sent = || self.lone.epoch() != epoch;
-            if !another_send(due.len(), due_batch, false, rx_waiting, lone_sent) {
-                break;
-            }
-        }
-        now
-    }
-
-    /// One `sendmmsg` of `due` from CPU `w` at `now`; returns when it ends.
-    fn send(&mut self, w: usize, d: usize, now: Nanos, due: &[Entry]) -> Nanos {
-        let start = now + self.costs.send_call;
-        for (i, e) in due.iter().enumerate() {
-            let handed = start + (i as Nanos + 1) * self.costs.handoff;
-            let frame = self.dirs[d].slots[e.slot as usize]
-                .take()
-                .expect("a scheduled slot holds a frame");
-            self.dirs[d].free.push(e.slot);
-            self.late[frame.class as usize].push(handed.saturating_sub(e.at));
-            self.deliver(w, handed, frame);
-        }
-        if due.iter().any(|e| e.lone) {
-            self.lone.note(w);
-        }
-        start + due.len() as Nanos * self.costs.handoff
-    }
-
     /// What a frame handed off at `at` from CPU `w` causes on the receiving host.
     fn deliver(&mut self, w: usize, at: Nanos, frame: Frame) {
         // The thread a frame wakes is queued on the other CPU (emu-io-bench.md, "what the
@@ -548,27 +430,30 @@ impl World {
             Class::Ack => {}
             Class::Request => self.cpus[other].wake(Task {
                 woken: at,
-                work: self.costs.server,
+                work: self.bench.costs.server,
                 done: Done::Answered(frame.probe),
             }),
             Class::Response => self.cpus[other].wake(Task {
                 woken: at,
-                work: self.costs.client,
+                work: self.bench.costs.client,
                 done: Done::Received(frame.probe),
             }),
         }
     }
 
     fn table(&mut self) -> Table {
+        let mut late = self.bench.late.borrow_mut();
         let mut lateness = [Quantiles::default(); 4];
         for c in Class::ALL {
-            lateness[c as usize] = Quantiles::of(std::mem::take(&mut self.late[c as usize]));
+            lateness[c as usize] = Quantiles::of(std::mem::take(&mut late[c as usize]));
         }
+        let counted = self.counters.each_ref().map(|c| c.snapshot());
         Table {
             lateness,
             round_trip: Quantiles::of(std::mem::take(&mut self.round_trips)),
-            helped: self.helped,
+            helped: counted.iter().map(|c| c.helped).sum(),
             pauses: self.pauses,
+            sent: counted.iter().map(|c| c.frames_out).sum(),
         }
     }
 }

@@ -5,8 +5,10 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-/// Nanoseconds on CLOCK_MONOTONIC.
-pub type Nanos = u64;
+use crate::time::Clock;
+
+/// Nanoseconds on CLOCK_MONOTONIC (the pure type of [`crate::time`], re-used here).
+pub use crate::time::Nanos;
 
 fn clock_ns(clock: libc::clockid_t) -> Nanos {
     let mut ts = libc::timespec {
@@ -30,6 +32,28 @@ pub fn monotonic_ns() -> Nanos {
 /// CLOCK_REALTIME now (the clock of the kernel's packet timestamps).
 pub fn realtime_ns() -> Nanos {
     clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// The machine's clocks and the CPU the caller runs on, as the packet path reads them: a
+/// zero-sized [`Clock`] whose calls are the vDSO reads above.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SysClock;
+
+impl Clock for SysClock {
+    #[inline]
+    fn now(&self) -> Nanos {
+        monotonic_ns()
+    }
+
+    #[inline]
+    fn realtime(&self) -> Nanos {
+        realtime_ns()
+    }
+
+    #[inline]
+    fn cpu(&self) -> usize {
+        current_cpu()
+    }
 }
 
 /// CPU time consumed by the calling thread.

@@ -1,6 +1,8 @@
 //! Tests of `Direction`'s pure parts.
 
-use super::*;
+use super::receive::{arrival_time, intact_departure};
+use crate::time::Nanos;
+use tcplab_emu::{Corruption, Departure, DropCause, Verdict};
 
 fn send(at: Nanos) -> Verdict {
     Verdict::send_at(at)
