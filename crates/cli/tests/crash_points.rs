@@ -189,7 +189,7 @@ fn kill_builds(tag: &str, args: &[&str], kills: u32, delays: &mut Delays) -> Tal
         cmd
     };
     let links_before = root_links();
-    let host_before = tcplab_lab::sysctl::read(HOST_KEY).unwrap();
+    let host_before = tcplab_host::sysctl::read(HOST_KEY).unwrap();
     // One build, timed, sets the range of the delays.
     let timed = Instant::now();
     let build_time = if foreground {
@@ -248,7 +248,7 @@ fn kill_builds(tag: &str, args: &[&str], kills: u32, delays: &mut Delays) -> Tal
         let new_links: Vec<_> = root_links().difference(&links_before).cloned().collect();
         assert!(new_links.is_empty(), "{what}: links left: {new_links:?}");
         assert_eq!(
-            tcplab_lab::sysctl::read(HOST_KEY).unwrap(),
+            tcplab_host::sysctl::read(HOST_KEY).unwrap(),
             host_before,
             "{what}: {HOST_KEY} not restored"
         );
@@ -261,7 +261,7 @@ fn killing_lab_up_anywhere_leaves_nothing_after_gc() {
     let _serial = serial();
     let kills = env_u64("TCPLAB_CRASH_KILLS").unwrap_or(100) as u32;
     let mut delays = Delays::seeded(&format!("{kills} lab up kills"));
-    let raised = tcplab_lab::sysctl::read(HOST_KEY)
+    let raised = tcplab_host::sysctl::read(HOST_KEY)
         .unwrap()
         .parse::<u64>()
         .unwrap()

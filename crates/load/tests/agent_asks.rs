@@ -87,8 +87,8 @@ fn enter_fresh_netns() -> OwnedFd {
     // Safety: CLONE_NEWNET changes only this thread's network namespace.
     let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
     assert_eq!(rc, 0, "unshare: {}", std::io::Error::last_os_error());
-    let lo = tcplab_lab::rtnl::ifindex("lo").expect("lo");
-    tcplab_lab::rtnl::Rtnl::open()
+    let lo = tcplab_host::rtnl::ifindex("lo").expect("lo");
+    tcplab_host::rtnl::Rtnl::open()
         .expect("netlink")
         .set_link(lo, true, None, None)
         .expect("lo up");
@@ -161,7 +161,7 @@ impl TestAgent {
     /// A sysctl's value in the agent's network namespace.
     fn sysctl(&self, key: &str) -> String {
         assert!(self.netns.is_some(), "an agent with its own namespace");
-        self.within(|| tcplab_lab::sysctl::read(key).expect("read"))
+        self.within(|| tcplab_host::sysctl::read(key).expect("read"))
     }
 
     /// Waits up to `within` for `key` to read `value` in the agent's namespace.
@@ -596,9 +596,9 @@ fn a_leftover_journal_is_restored_at_start() {
         own_netns: true,
         before: Some(Box::new(move || {
             // A previous agent changed somaxconn, journaled its old value and died.
-            let old = tcplab_lab::sysctl::read("net.core.somaxconn").expect("read");
+            let old = tcplab_host::sysctl::read("net.core.somaxconn").expect("read");
             let changed = (old.parse::<u64>().expect("number") + 5).to_string();
-            tcplab_lab::sysctl::write_verified("test", "net.core.somaxconn", &changed)
+            tcplab_host::sysctl::write_verified("test", "net.core.somaxconn", &changed)
                 .expect("write");
             let text = serde_json::json!({
                 "tcplab_journal": 1, "pid": 1, "held": [["net.core.somaxconn", old]]

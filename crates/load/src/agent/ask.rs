@@ -86,12 +86,12 @@ fn not_allowed(message: impl Into<String>) -> Ctrl {
 /// What this agent is and the machine it sees from its network namespace.
 pub fn facts(config: &AgentConfig) -> AgentFacts {
     AgentFacts {
-        tcplab: tcplab_lab::facts::build().into(),
+        tcplab: tcplab_host::facts::build().into(),
         protocol: proto::VERSION,
         authenticated: config.authorized.is_some(),
         allow_sysctl: config.allow_sysctl,
         facts: Some(tcplab_lab::facts::machine()),
-        host: tcplab_lab::facts::this_host(&[]).ok(),
+        host: tcplab_host::facts::this_host(&[]).ok(),
     }
 }
 

@@ -266,7 +266,7 @@ impl Holds {
                      hold other keys"
                 ));
             }
-            let old = tcplab_lab::sysctl::read(key).map_err(|e| format!("{key}: {e}"))?;
+            let old = tcplab_host::sysctl::read(key).map_err(|e| format!("{key}: {e}"))?;
             previous.push((key.clone(), old));
         }
         for (key, old) in &previous {
@@ -287,9 +287,9 @@ impl Holds {
             ));
         }
         for (i, (key, value)) in set.iter().enumerate() {
-            if let Err(e) = tcplab_lab::sysctl::write_verified("this agent", key, value) {
+            if let Err(e) = tcplab_host::sysctl::write_verified("this agent", key, value) {
                 for (k, old) in previous[..i].iter().rev() {
-                    let _ = tcplab_lab::sysctl::write_verified("this agent", k, old);
+                    let _ = tcplab_host::sysctl::write_verified("this agent", k, old);
                 }
                 table.retain(|_, h| h.owner != owner);
                 let _ = write_journal(&self.journal, &table);
@@ -313,7 +313,7 @@ impl Holds {
         let mut problems: Vec<String> = mine
             .iter()
             .filter_map(|(k, old)| {
-                tcplab_lab::sysctl::write_verified("this agent", k, old)
+                tcplab_host::sysctl::write_verified("this agent", k, old)
                     .err()
                     .map(|e| format!("restoring {k}={old}: {e}"))
             })
@@ -405,7 +405,7 @@ fn recover(journal: &Path) -> Result<Vec<(String, String)>> {
         check_key(key)
             .and_then(|()| check_value(key, value))
             .map_err(&bad)?;
-        tcplab_lab::sysctl::write_verified("this agent", key, value)
+        tcplab_host::sysctl::write_verified("this agent", key, value)
             .map_err(|e| bad(format!("restoring {key}={value} failed ({e})")))?;
     }
     std::fs::remove_file(journal)

@@ -1,5 +1,7 @@
-//! Sysctls: per-namespace ones are set per host; host-global ones (net.core.rmem_max and friends
-//! are read-only inside a namespace on 6.x) only with an explicit opt-in, journaled first.
+//! Sysctls of the calling thread's network namespace: keys checked, read, written and read
+//! back. Which may be changed, and how a change is undone, is the caller's: a lab sets
+//! per-namespace keys per host and journals host-global ones (net.core.rmem_max and friends are
+//! read-only inside a namespace on 6.x) before changing them; an agent holds keys under a lease.
 //!
 //! All reads and writes act on the *calling thread's* network namespace: procfs resolves
 //! /proc/sys/net against the current task's namespace, so a thread entered into a host sees that
@@ -8,7 +10,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::error::{LabError, Result};
+use crate::error::{HostError, Result};
 
 /// Whether a key can be set inside a namespace or only on the whole machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +34,7 @@ pub fn validate_key(key: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(LabError::invalid(
+        Err(HostError::invalid(
             "sysctl key",
             format!("'{key}' is not a sysctl key; write it like net.ipv4.tcp_rmem"),
         ))
@@ -61,11 +63,11 @@ pub fn read(key: &str) -> Result<String> {
     let path = key_path(key);
     match std::fs::read_to_string(&path) {
         Ok(v) => Ok(normalize(&v)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(LabError::UnknownSysctl {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(HostError::UnknownSysctl {
             key: key.into(),
             path,
         }),
-        Err(e) => Err(LabError::kernel(format!("reading sysctl {key}"), e)),
+        Err(e) => Err(HostError::kernel(format!("reading sysctl {key}"), e)),
     }
 }
 
@@ -121,7 +123,7 @@ pub fn writable_here(key: &str) -> Option<bool> {
 pub fn write_verified(host: &str, key: &str, value: &str) -> Result<String> {
     let old = read(key)?;
     let path = key_path(key);
-    let rejected = |reason: String| LabError::SysctlRejected {
+    let rejected = |reason: String| HostError::SysctlRejected {
         key: key.into(),
         value: value.into(),
         host: host.into(),

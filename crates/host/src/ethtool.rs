@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::AsRawFd;
 
-use crate::spec::Offloads;
+use tcplab_results::facts::Offloads;
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
 const ETHTOOL_GTSO: u32 = 0x1e;

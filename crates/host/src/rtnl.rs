@@ -1,5 +1,6 @@
 //! A small synchronous rtnetlink client: exactly the requests a lab needs (veth pairs across
-//! namespaces, bridges, link state, addresses, dumps for `status`). Messages are built with
+//! namespaces, bridges, link state, addresses, dumps for `status`) and the link dump a host's
+//! facts read ([`crate::facts::this_host`]). Messages are built with
 //! `netlink-packet-route`; this module only sends them and waits for the kernel's ACK.
 //!
 //! A netlink socket belongs to the namespace it was opened in, so callers open one per namespace,
@@ -23,7 +24,7 @@ use netlink_packet_route::route::RouteType;
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_ROUTE};
 
-use crate::spec::IfAddr;
+use crate::ifaddr::IfAddr;
 
 /// One open rtnetlink socket in the calling thread's namespace.
 #[derive(Debug)]
@@ -72,7 +73,10 @@ impl Rtnl {
         let fd = ns.try_clone_to_owned()?;
         std::thread::scope(|s| {
             s.spawn(move || {
-                crate::netns::enter(fd.as_fd())?;
+                rustix::thread::move_into_link_name_space(
+                    fd.as_fd(),
+                    Some(rustix::thread::LinkNameSpaceType::Network),
+                )?;
                 Rtnl::open()
             })
             .join()
