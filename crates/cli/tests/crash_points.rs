@@ -457,7 +457,7 @@ fn an_emulator_killed_mid_run_makes_the_run_untrustworthy() {
         .unwrap();
     let emulator = record.companions[0].process.pid;
     // One workload: every workload run in a lab is judged by the same code
-    // (`tcplab_load::lab`), and each such run waits out its control connection's timeout here.
+    // (`tcplab_front::lab`), and each such run waits out its control connection's timeout here.
     let child = tcplab(state)
         .args(["stream", "-t", "3", "--lab", &name, "--json"])
         .stdout(Stdio::piped())

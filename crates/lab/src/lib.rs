@@ -22,8 +22,8 @@
 //! - [`nginx`]: a real nginx serving a directory inside a host, recorded as a lab companion
 //!   (its config renderer is pure).
 //!
-//! Who calls whom: the CLI and the lab runs (`tcplab-front`) call [`Lab`] and [`Host`]; `Lab` calls `build`,
-//! which calls the kernel layers; teardown paths all go through `lab::teardown`.
+//! Who calls whom: the CLI and the lab runs (`tcplab-front`) call [`Lab`] and [`Host`]; `Lab`
+//! calls `build`, which calls the kernel layers; teardown paths all go through `lab::teardown`.
 
 pub mod build;
 pub mod check;

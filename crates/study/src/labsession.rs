@@ -1,6 +1,6 @@
 //! A lab kept between runs, with its tcplab server already listening in the server host.
 //!
-//! Starting the server per run (as `tcplab_load::lab::run_on` does) costs its accept loop's
+//! Starting the server per run (as `tcplab_front::lab::run_on` does) costs its accept loop's
 //! stop poll on every run; here the server lives as long as the lab, each run's client connects
 //! to it, and the lab is torn down (server first) only when the executor needs another one.
 //!
@@ -73,7 +73,7 @@ impl LabSession {
             }
         };
         let srv = shost
-            .run(|| tcplab_load::Server::bind(SocketAddr::new(ip, 0)))
+            .run(|| tcplab_agent::Server::bind(SocketAddr::new(ip, 0)))
             .map_err(failed)?
             .map_err(|e| RunError::Failed(e.to_string()))?;
         let addr = srv
