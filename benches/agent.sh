@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What authentication costs when a client opens a test on an agent, on a lab link (a pair lab:
 # two namespaces joined by a veth, no emulator): a keyed `tcplab serve` in the server host, and
-# crates/load/examples/handshake.rs in the client host timing, per try, a bare TCP connect (the
+# crates/agent/examples/handshake.rs in the client host timing, per try, a bare TCP connect (the
 # unauthenticated baseline), connect + the Noise XX handshake, and a whole session open
 # (handshake + Hello + Ready). Goal: the authenticated handshake under 5 ms.
 # Usage: sudo benches/agent.sh [TRIES]   (default 300). On a shared machine hold the lab lock:
@@ -13,7 +13,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=benches/results.sh
 source "$root/benches/results.sh"
 cargo build --release -q -p tcplab --manifest-path "$root/Cargo.toml"
-cargo build --release -q -p tcplab-load --example handshake --manifest-path "$root/Cargo.toml"
+cargo build --release -q -p tcplab-agent --example handshake --manifest-path "$root/Cargo.toml"
 bin="${CARGO_TARGET_DIR:-$root/target}/release/tcplab"
 hs="${CARGO_TARGET_DIR:-$root/target}/release/examples/handshake"
 export TCPLAB_STATE_DIR=$(mktemp -d)

@@ -25,6 +25,7 @@ suites=(
   "lab-control|tcplab-lab|--lib|emulation::tests"
   "results|tcplab-results|--test parse_props|"
   "load|tcplab-load|--test parse_props|"
+  "agent|tcplab-agent|--test parse_props|"
   "stats|tcplab-stats|--test parse_props|"
   "study|tcplab-study|--test parse_props|"
   "study-store|tcplab-study|--test store_props|"

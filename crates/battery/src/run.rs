@@ -128,12 +128,12 @@ pub fn run(
 /// is the battery's largest control frame) leaves the far host unknown, says why, and the
 /// battery goes on: the parts themselves are what show the path's trouble.
 fn ends(addr: SocketAddr) -> Result<Ends> {
-    let auth = tcplab_load::auth::ClientAuth::current().map_err(|e| BatteryError::Part {
+    let auth = tcplab_auth::ClientAuth::current().map_err(|e| BatteryError::Part {
         part: "facts".into(),
         problem: e.to_string(),
     })?;
     let client = tcplab_lab::facts::this_host(&[]).ok();
-    match tcplab_load::remote::facts(addr, &auth, FACTS_TIMEOUT) {
+    match tcplab_agent::remote::facts(addr, &auth, FACTS_TIMEOUT) {
         Ok(facts) => Ok(Ends {
             client,
             server: facts.host,
@@ -233,7 +233,7 @@ fn workload(target: &Target<'_>, spec: &WorkloadSpec) -> tcplab_load::Result<Rep
             lab,
             client: c,
             server: s,
-        } => tcplab_load::lab::run_on(lab, c, s, client),
+        } => tcplab_front::lab::run_on(lab, c, s, client),
         Target::Remote(addr) => client(*addr, Some(tcplab_lab::facts::machine())),
     }
 }
@@ -251,7 +251,7 @@ fn http(target: &Target<'_>, spec: &HttpSpec) -> tcplab_load::Result<Report> {
             "the HTTP part needs a lab: give --lab NAME or --topology".into(),
         ));
     };
-    tcplab_load::http::run::run_in_lab(
+    tcplab_front::http::run_in_lab(
         lab,
         client,
         server,

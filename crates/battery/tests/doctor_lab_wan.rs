@@ -75,7 +75,7 @@ fn stream(lab: &Lab, opts: SockOpts) -> StreamResult {
         opts,
         ..StreamConfig::default()
     };
-    let r = tcplab_load::lab::run_on(lab, "client", "server", |addr, facts| {
+    let r = tcplab_front::lab::run_on(lab, "client", "server", |addr, facts| {
         tcplab_load::stream::run_client(&cfg, addr, facts, None).map(Report::Stream)
     })
     .unwrap();

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+use tcplab_agent::Server;
 use tcplab_doctor::{Battery, FixKind, Severity, diagnose};
-use tcplab_load::Server;
 use tcplab_load::msgs::{MsgsConfig, Pattern};
 use tcplab_load::sockopt::SockOpts;
 

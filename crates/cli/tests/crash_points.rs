@@ -189,7 +189,7 @@ fn kill_builds(tag: &str, args: &[&str], kills: u32, delays: &mut Delays) -> Tal
         cmd
     };
     let links_before = root_links();
-    let host_before = tcplab_lab::sysctl::read(HOST_KEY).unwrap();
+    let host_before = tcplab_host::sysctl::read(HOST_KEY).unwrap();
     // One build, timed, sets the range of the delays.
     let timed = Instant::now();
     let build_time = if foreground {
@@ -248,7 +248,7 @@ fn kill_builds(tag: &str, args: &[&str], kills: u32, delays: &mut Delays) -> Tal
         let new_links: Vec<_> = root_links().difference(&links_before).cloned().collect();
         assert!(new_links.is_empty(), "{what}: links left: {new_links:?}");
         assert_eq!(
-            tcplab_lab::sysctl::read(HOST_KEY).unwrap(),
+            tcplab_host::sysctl::read(HOST_KEY).unwrap(),
             host_before,
             "{what}: {HOST_KEY} not restored"
         );
@@ -261,7 +261,7 @@ fn killing_lab_up_anywhere_leaves_nothing_after_gc() {
     let _serial = serial();
     let kills = env_u64("TCPLAB_CRASH_KILLS").unwrap_or(100) as u32;
     let mut delays = Delays::seeded(&format!("{kills} lab up kills"));
-    let raised = tcplab_lab::sysctl::read(HOST_KEY)
+    let raised = tcplab_host::sysctl::read(HOST_KEY)
         .unwrap()
         .parse::<u64>()
         .unwrap()
@@ -457,7 +457,7 @@ fn an_emulator_killed_mid_run_makes_the_run_untrustworthy() {
         .unwrap();
     let emulator = record.companions[0].process.pid;
     // One workload: every workload run in a lab is judged by the same code
-    // (`tcplab_load::lab`), and each such run waits out its control connection's timeout here.
+    // (`tcplab_front::lab`), and each such run waits out its control connection's timeout here.
     let child = tcplab(state)
         .args(["stream", "-t", "3", "--lab", &name, "--json"])
         .stdout(Stdio::piped())

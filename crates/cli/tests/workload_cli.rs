@@ -2,7 +2,7 @@
 //! by tcplab's flags and run in-process against loopback servers: JSON validated against the
 //! schema, NDJSON, samples files, errors and exit codes.
 
-#[path = "../../load/tests/common/mod.rs"]
+#[path = "../../agent/tests/common/mod.rs"]
 mod common_load;
 
 use std::process::ExitCode;
@@ -426,7 +426,7 @@ fn terminal_summaries_are_readable() {
 
 #[test]
 fn serve_runs_tests_and_refuses_a_busy_port() {
-    use tcplab_load::front::ServeOptions;
+    use tcplab_front::ServeOptions;
     let free = std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 
-use tcplab_load::auth::PublicKey;
+use tcplab_auth::PublicKey;
 use tcplab_load::proto::DEFAULT_PORT;
 
 /// Longest hosts file read (thousands of hosts fit; a wrong path to a log does not).

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::{KernelContext, LabError, Result};
-use crate::ethtool;
 use crate::neighbours::{Neighbour, end_indexes, mac_of, static_neighbours};
 use crate::netns::{self, NetNs};
-use crate::rtnl::{self, Rtnl};
 use crate::spec::{LabSpec, Offloads};
+use tcplab_host::ethtool;
+use tcplab_host::rtnl::{self, Rtnl};
 
 /// Creates every namespace of the spec, in order. On error the ones made so far are returned
 /// through `made` so the caller's guard removes them.

@@ -264,7 +264,7 @@ impl Lab {
                     ),
                 ));
             }
-            crate::sysctl::validate_key(&s.key)?;
+            tcplab_host::sysctl::validate_key(&s.key)?;
         }
         let lock = self.state.lock()?;
         sysctl_apply::apply(
@@ -280,7 +280,9 @@ impl Lab {
     /// Reads one sysctl on one host.
     pub fn read_sysctl(&self, host: &str, key: &str) -> Result<String> {
         let key = key.to_string();
-        self.host(host)?.run(move || crate::sysctl::read(&key))?
+        Ok(self
+            .host(host)?
+            .run(move || tcplab_host::sysctl::read(&key))??)
     }
 
     /// Tears the lab down now, whoever owns it.

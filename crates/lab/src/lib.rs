@@ -10,11 +10,13 @@
 //!   naming rules of labs, hosts and interfaces, and the namespace names they make.
 //! - [`lab`]: building (all or nothing), opening, tearing down; [`host`]: running a thread, a
 //!   scoped thread or a process inside a host.
-//! - Kernel layers, one module each: [`netns`] (namespaces, setns), [`rtnl`] (rtnetlink:
-//!   veth, bridges, addresses), [`ethtool`] (offloads), [`sysctl`] (per-namespace reads/writes).
+//! - Kernel layers: [`netns`] (namespaces, setns) here; rtnetlink (veth, bridges, addresses),
+//!   offloads and per-namespace sysctls in `tcplab_host` (`rtnl`, `ethtool`, `sysctl`), which
+//!   the agent shares; [`from_host`] puts its errors in the lab's words.
 //! - [`state`]: the registry (one file per lab, with its owner PID) and the journal of
 //!   host-global sysctls; [`lifecycle`]: signal teardown and `gc`.
-//! - [`status`] and [`facts`]: what exists and what explains a measurement.
+//! - [`status`] and [`facts`]: what exists and what explains a measurement (the machine's
+//!   facts are `tcplab_host::facts`'; a lab adds its hosts and the rootless verdict).
 //! - [`privileges`]: what this process may do (root, a rootless session, neither), decided once
 //!   at the top and passed into the build; where its namespace handles and state live.
 //! - [`rootless`]: labs for a user without root, in a user namespace the user owns and a
@@ -22,16 +24,16 @@
 //! - [`nginx`]: a real nginx serving a directory inside a host, recorded as a lab companion
 //!   (its config renderer is pure).
 //!
-//! Who calls whom: the CLI and the workloads call [`Lab`] and [`Host`]; `Lab` calls `build`,
-//! which calls the kernel layers; teardown paths all go through `lab::teardown`.
+//! Who calls whom: the CLI and the lab runs (`tcplab-front`) call [`Lab`] and [`Host`]; `Lab`
+//! calls `build`, which calls the kernel layers; teardown paths all go through `lab::teardown`.
 
 pub mod build;
 pub mod check;
 pub mod emulation;
 pub mod error;
-pub mod ethtool;
 pub mod facts;
 pub mod file;
+pub mod from_host;
 pub mod host;
 pub mod lab;
 pub mod lifecycle;
@@ -41,11 +43,9 @@ pub mod netns;
 pub mod nginx;
 pub mod privileges;
 pub mod rootless;
-pub mod rtnl;
 pub mod spec;
 pub mod state;
 pub mod status;
-pub mod sysctl;
 mod sysctl_apply;
 
 pub use error::{LabError, Result};

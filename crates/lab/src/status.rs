@@ -4,11 +4,11 @@
 use serde::Serialize;
 
 use crate::error::{KernelContext, Result};
-use crate::ethtool;
 use crate::lab::Lab;
-use crate::rtnl::Rtnl;
 use crate::spec::{IfAddr, Offloads, Role, Topology};
 use crate::state::{Phase, ProcessId, Record};
+use tcplab_host::ethtool;
+use tcplab_host::rtnl::Rtnl;
 
 /// One interface as the kernel reports it.
 #[derive(Debug, Clone, Serialize)]

@@ -6,7 +6,7 @@ use crate::error::{LabError, Result};
 use crate::host::Host;
 use crate::spec::SysctlSetting;
 use crate::state::{JournalEntry, StateDir, StateLock};
-use crate::sysctl::{self, Scope};
+use tcplab_host::sysctl::{self, Scope};
 
 /// Applies settings in order. `all` targets every host of the lab.
 pub(crate) fn apply(
@@ -118,7 +118,7 @@ pub(crate) fn release_host(state: &StateDir, _lock: &StateLock, lab: &str) -> Re
     });
     state.write_journal(&journal)?;
     match first_error {
-        Some(e) => Err(e),
+        Some(e) => Err(e.into()),
         None => Ok(restored),
     }
 }

@@ -12,7 +12,7 @@ use tcplab_lab::{BuiltinOptions, Lab, LabSpec, Ownership, StateDir, SysctlSettin
 fn global_sysctl_is_journaled_and_restored_on_teardown_and_by_gc() {
     require_root();
     let key = "net.core.wmem_max";
-    let original = tcplab_lab::sysctl::read(key).unwrap();
+    let original = tcplab_host::sysctl::read(key).unwrap();
     let wanted: u64 = original.parse::<u64>().unwrap() + 4096;
     let state = tempfile::tempdir().unwrap();
     let spec = |tag: &str| {
@@ -33,7 +33,7 @@ fn global_sysctl_is_journaled_and_restored_on_teardown_and_by_gc() {
             Ownership::Process,
         )
         .unwrap();
-        assert_eq!(tcplab_lab::sysctl::read(key).unwrap(), wanted.to_string());
+        assert_eq!(tcplab_host::sysctl::read(key).unwrap(), wanted.to_string());
         let journal = StateDir::at(state.path()).journal().unwrap();
         assert_eq!(
             journal[key].original, original,
@@ -41,7 +41,7 @@ fn global_sysctl_is_journaled_and_restored_on_teardown_and_by_gc() {
         );
     }
     assert_eq!(
-        tcplab_lab::sysctl::read(key).unwrap(),
+        tcplab_host::sysctl::read(key).unwrap(),
         original,
         "restored on teardown"
     );
@@ -54,13 +54,13 @@ fn global_sysctl_is_journaled_and_restored_on_teardown_and_by_gc() {
         Ownership::Persistent,
     )
     .unwrap();
-    assert_eq!(tcplab_lab::sysctl::read(key).unwrap(), wanted.to_string());
+    assert_eq!(tcplab_host::sysctl::read(key).unwrap(), wanted.to_string());
     let name = lab.name().to_string();
     drop(lab);
     StateDir::at(state.path()).remove(&name).unwrap();
     let report = tcplab_lab::gc(&StateDir::at(state.path()), false).unwrap();
     assert_eq!(report.restored_sysctls, vec![key.to_string()]);
-    assert_eq!(tcplab_lab::sysctl::read(key).unwrap(), original);
+    assert_eq!(tcplab_host::sysctl::read(key).unwrap(), original);
     for ns in common::namespaces_of(&name) {
         tcplab_lab::netns::delete(&ns).unwrap();
     }

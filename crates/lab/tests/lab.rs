@@ -155,7 +155,7 @@ fn per_host_sysctls_stay_in_their_host() {
             lab.read_sysctl("client", "net.ipv4.tcp_rmem").unwrap(),
             rmem
         );
-        let host_rmem = tcplab_lab::sysctl::read("net.ipv4.tcp_rmem").unwrap();
+        let host_rmem = tcplab_host::sysctl::read("net.ipv4.tcp_rmem").unwrap();
         assert_eq!(
             lab.read_sysctl("server", "net.ipv4.tcp_rmem").unwrap(),
             host_rmem
@@ -182,7 +182,7 @@ fn per_host_sysctls_stay_in_their_host() {
         );
         // The host machine's own values never moved.
         assert_ne!(
-            tcplab_lab::sysctl::read("net.ipv4.tcp_congestion_control").unwrap(),
+            tcplab_host::sysctl::read("net.ipv4.tcp_congestion_control").unwrap(),
             "reno"
         );
     }

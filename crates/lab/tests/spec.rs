@@ -114,7 +114,7 @@ fn addresses_must_stay_in_the_lab_ranges() {
     assert!(!in_lab_range("198.20.0.1".parse().unwrap()));
     assert!(!in_lab_range("10.0.0.1".parse().unwrap()));
     assert!(!in_lab_range("fe80::1".parse().unwrap()));
-    let (_, p) = field_of(IfAddr::parse("addr", "192.168.1.1/24").unwrap_err());
+    let (_, p) = field_of(IfAddr::parse("addr", "192.168.1.1/24").unwrap_err().into());
     assert!(p.contains("outside the lab ranges"), "{p}");
     assert!(
         IfAddr::parse("addr", "198.18.0.1").is_err(),
@@ -203,13 +203,13 @@ fn flags_parse_or_explain() {
         SysctlSetting::parse("--sysctl", "client:net.ipv4.tcp_sack").is_err(),
         "value missing"
     );
-    assert!(tcplab_lab::sysctl::validate_key("net/../../etc/passwd").is_err());
+    assert!(tcplab_host::sysctl::validate_key("net/../../etc/passwd").is_err());
     assert_eq!(
-        tcplab_lab::sysctl::key_path("net.ipv4.tcp_rmem").to_str(),
+        tcplab_host::sysctl::key_path("net.ipv4.tcp_rmem").to_str(),
         Some("/proc/sys/net/ipv4/tcp_rmem")
     );
     assert_eq!(
-        tcplab_lab::sysctl::normalize("4096\t87380  6291456\n"),
+        tcplab_host::sysctl::normalize("4096\t87380  6291456\n"),
         "4096 87380 6291456"
     );
 }

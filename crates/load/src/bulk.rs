@@ -20,7 +20,7 @@ use crate::error::{LoadError, Result};
 /// with `{`, so the two can never be confused.
 pub const MAGIC: [u8; 4] = *b"TLB1";
 /// Largest array accepted (msgs' largest run).
-const MAX_VALUES: u64 = crate::msgs::MAX_COUNT;
+const MAX_VALUES: u64 = tcplab_results::msgs::MAX_COUNT;
 /// A u64 needs at most 10 LEB128 bytes.
 const MAX_VARINT: usize = 10;
 

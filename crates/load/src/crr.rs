@@ -27,7 +27,7 @@ use crate::error::Result;
 use crate::live::{OnLive, Span, with_reporter};
 use crate::net::{self, ConnectError};
 use crate::proto::{Ctrl, ServerReport};
-use crate::server::ServerCtx;
+use crate::serve_ctx::ServerCtx;
 use crate::session::FoldIn;
 use crate::session::{RunMeta, Session};
 use crate::sockopt::read_back;
@@ -330,7 +330,7 @@ fn worker(plan: &Plan<'_>) -> Worker {
 
 /// Samples the calling thread's namespace's TIME_WAIT count every `sample_ms` until `stop`
 /// (publishing the latest count in `now_count` for a live reporter), one last time after it.
-pub(crate) fn sample_time_wait(
+pub fn sample_time_wait(
     stop: &AtomicBool,
     sample_ms: u64,
     t0: u64,
@@ -410,14 +410,11 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &CrrConfig) -> ServerReport {
     report
 }
 
-fn wait_done(ctrl: &mut crate::auth::Channel, wait: Duration) -> std::result::Result<(), String> {
+fn wait_done(ctrl: &mut tcplab_auth::Channel, wait: Duration) -> std::result::Result<(), String> {
     let _ = ctrl.set_read_timeout(Some(wait));
     match crate::proto::read_frame(ctrl) {
         Ok(Ctrl::Done) => Ok(()),
-        Ok(other) => Err(format!(
-            "expected Done, got {}",
-            crate::agent::handshake::kind(&other)
-        )),
+        Ok(other) => Err(format!("expected Done, got {}", other.kind())),
         Err(e) => Err(e.to_string()),
     }
 }

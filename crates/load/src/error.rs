@@ -4,6 +4,10 @@
 use std::io;
 use std::net::SocketAddr;
 
+use tcplab_auth::AuthError;
+
+use crate::cause::Cause;
+
 /// Errors from configuring or running a workload.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -62,7 +66,7 @@ pub enum LoadError {
     #[error("server refused the test: {message}")]
     Refused {
         /// Why, as a kind: usage, a limit, a busy server, a failure.
-        cause: crate::proto::Cause,
+        cause: Cause,
         /// The server's reason, made safe to print.
         message: String,
     },
@@ -72,7 +76,7 @@ pub enum LoadError {
         /// The flag (without dashes) the key came from.
         flag: &'static str,
         /// What is wrong with it.
-        source: crate::auth::KeyError,
+        source: tcplab_auth::KeyError,
     },
     /// Authentication failed: the server's key is not the pinned one, or the server does not
     /// accept this client's key.
@@ -105,7 +109,7 @@ pub enum LoadError {
 
 impl LoadError {
     /// Shorthand for [`LoadError::Config`].
-    pub(crate) fn config(flag: &'static str, reason: impl Into<String>) -> Self {
+    pub fn config(flag: &'static str, reason: impl Into<String>) -> Self {
         Self::Config {
             flag,
             reason: reason.into(),
@@ -113,16 +117,16 @@ impl LoadError {
     }
 
     /// Shorthand for [`LoadError::Io`].
-    pub(crate) fn io(context: &'static str, source: io::Error) -> Self {
+    pub fn io(context: &'static str, source: io::Error) -> Self {
         Self::Io { context, source }
     }
 
     /// The error a peer's refusal means: a refused key is an authentication error, anything
     /// else the refusal with its cause; the peer's words are made safe to print.
-    pub(crate) fn refused(cause: crate::proto::Cause, message: &str) -> Self {
-        let message = crate::proto::peer_text(message);
+    pub fn refused(cause: Cause, message: &str) -> Self {
+        let message = tcplab_text::one_line(message);
         match cause {
-            crate::proto::Cause::Auth => Self::Auth(message),
+            Cause::Auth => Self::Auth(message),
             cause => Self::Refused { cause, message },
         }
     }
@@ -138,7 +142,7 @@ impl LoadError {
                 | Self::Key { .. }
                 | Self::Auth(_)
                 | Self::Refused {
-                    cause: crate::proto::Cause::Invalid,
+                    cause: Cause::Invalid,
                     ..
                 }
         )
@@ -151,6 +155,16 @@ impl From<tcplab_results::ConfigError> for LoadError {
         Self::Config {
             flag: e.flag,
             reason: e.reason,
+        }
+    }
+}
+
+/// Keys and credentials (`tcplab_auth`) fail with the same words as this crate's variants.
+impl From<AuthError> for LoadError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::Key { flag, source } => Self::Key { flag, source },
+            AuthError::Auth(message) => Self::Auth(message),
         }
     }
 }

@@ -2,24 +2,28 @@
 //!
 //! # Map
 //! ```text
-//! front ──► place (where: --to ADDR | --lab NAME ─► lab) ──► <workload>::run_client ──► Report
-//!                                                        │ session (control protocol, client side)
-//!  server::Server ──► <workload>::serve                  │ proto (length-prefixed JSON frames,
-//!        (one thread per test, data listener per test)   │   bulk: binary per-message arrays)
-//!   agent (limits, admission, handshake, socket filters, │ auth (keys, Noise XX handshake and
-//!          the watch that stops tests past a limit)      │   sealed records sans-IO, channel)
+//! <workload>::run_client ──► session (control protocol, client side: connect, the client's
+//!      │  (client::run: the     half of the handshake, Hello, Ready) ──► Report
+//!      │   one dispatch)      proto (length-prefixed JSON frames over the sealed channel of
+//!      │                        tcplab_auth; bulk: binary per-message arrays; cause: why a
+//!      │                        peer refused)
+//! serve::routine ──► <workload>::serve(serve_ctx::ServerCtx) — run by the agent
+//!      (tcplab_agent), which hands each test a TestGuard that holds its data sockets
 //!                                                        ▼
 //!                               net (sockets with options before connect/listen, timeouts)
 //!                               sockopt (apply + read back) · tcpinfo (TCP_INFO) · clock
+//!                               bpf (socket filters: only lab addresses, only one client)
 //!                               sysinfo + sockdiag (netstat counters, TIME_WAIT of this netns)
 //! stats (summaries/percentiles, post-run) · samples (raw samples file) · report (JSON, text)
 //! live (--ndjson of msgs/rr/crr: a reporter thread reading counters the timed loop publishes)
 //! units (durations, byte counts, rates, size lists as people write them)
-//! remote (a coordinator's asks of an agent: facts, clock offset, run_from, SysctlHold)
+//! http (HTTP/1.1 load: the response reader, the client's loops, the built-in file server)
 //! ```
 //!
-//! This crate parses no flags: crates/cli does, into the configs and plain options that
-//! [`front`] (and [`http::front`]) run and print.
+//! This crate parses no flags and links no lab: crates/cli parses the flags, and
+//! `tcplab_front` places a run (a remote agent, or two hosts of a lab, with the emulator's
+//! verdict) and prints it. The server around the workloads' server routines, and the asks, are
+//! `tcplab_agent`'s; keys and the sealed channel are `tcplab_auth`'s.
 //!
 //! Workloads, one module each, each with a serde config (`validate` names the flag), a
 //! `run_client(cfg, target, facts, ..) -> Result<XResult>` (msgs, rr and crr also a
@@ -38,38 +42,31 @@
 //! timeout (SO_RCVTIMEO/SO_SNDTIMEO or poll); a peer that goes away mid-test yields a partial
 //! result with `complete: false` and the reason.
 //!
-//! [`lab`] runs both sides inside a tcplab lab (crates/lab): the server bound to the server
-//! host's lab address on a thread entered into that host, the client on a thread entered into
-//! the client host; the lab's facts go into the result.
-//!
-//! Every control connection is authenticated both ways and sealed ([`auth`]); the server is
-//! the fleet's agent ([`agent`]): keys, loopback-and-lab scope without keys, and limits
+//! Every control connection is authenticated both ways and sealed (`tcplab_auth`); the server
+//! is the fleet's agent (`tcplab_agent`): keys, loopback-and-lab scope without keys, and limits
 //! (docs/fleet.md). The server listens on [`proto::DEFAULT_PORT`] (5301) by default. JSON output follows
 //! `schema/result.schema.json`; raw samples follow docs/samples.md; the JSON result is documented in docs/results.md.
 
-pub mod agent;
-pub mod auth;
+pub mod bpf;
 pub mod bulk;
+pub mod cause;
 pub mod client;
 pub mod clock;
 pub mod crr;
 pub mod error;
-pub mod front;
 pub mod http;
-pub mod lab;
 pub mod live;
 pub mod msgs;
-mod net;
-pub mod place;
+pub mod net;
 pub mod proto;
-pub mod remote;
 /// The result of every workload and its human form (`tcplab_results::report`).
 pub use tcplab_results::report;
 pub mod rr;
 pub mod rrul;
 pub mod samples;
 pub mod sched;
-pub mod server;
+pub mod serve;
+pub mod serve_ctx;
 pub mod session;
 pub mod sockdiag;
 pub mod sockopt;
@@ -83,4 +80,3 @@ pub mod units;
 
 pub use error::{LoadError, Result};
 pub use report::Report;
-pub use server::Server;

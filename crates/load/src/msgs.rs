@@ -27,7 +27,7 @@ use crate::error::{LoadError, Result};
 use crate::live::{OnLive, Published, Span, with_reporter};
 use crate::net::reason;
 use crate::proto::ServerReport;
-use crate::server::ServerCtx;
+use crate::serve_ctx::ServerCtx;
 use crate::session::FoldIn;
 use crate::session::{RunMeta, Session};
 use crate::sockopt::{read_back, rearm_quickack};

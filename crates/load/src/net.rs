@@ -14,7 +14,7 @@ use crate::sockopt::SockOpts;
 /// Errors from [`connect`]: the socket could not be configured, or the connect itself failed
 /// (the io::Error keeps the errno, which crr classifies).
 #[derive(Debug)]
-pub(crate) enum ConnectError {
+pub enum ConnectError {
     /// A requested option could not be applied.
     Option(crate::error::LoadError),
     /// socket()/connect() failed.
@@ -74,10 +74,7 @@ fn new_socket(addr: &SocketAddr) -> io::Result<OwnedFd> {
 /// Applies `opts` to a fresh, unconnected socket of `addr`'s family and closes it: a workload
 /// that opens its connections late (rrul's load, after the idle phase) learns at once that the
 /// kernel refuses an option, instead of after the time it would have spent waiting.
-pub(crate) fn check_opts(
-    addr: &SocketAddr,
-    opts: &SockOpts,
-) -> Result<(), crate::error::LoadError> {
+pub fn check_opts(addr: &SocketAddr, opts: &SockOpts) -> Result<(), crate::error::LoadError> {
     let fd = new_socket(addr)
         .map_err(|e| crate::error::LoadError::io("opening a socket to check options", e))?;
     opts.apply(fd.as_raw_fd())
@@ -102,7 +99,7 @@ fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
 }
 
 /// Connects to `addr` with `opts` applied first, waiting at most `timeout`.
-pub(crate) fn connect(
+pub fn connect(
     addr: SocketAddr,
     opts: &SockOpts,
     timeout: Duration,
@@ -163,7 +160,7 @@ fn wait_connected(fd: RawFd, timeout: Duration) -> io::Result<()> {
 /// Binds and listens on `addr` with `opts` applied to the listener (accepted sockets inherit
 /// them) and SO_REUSEADDR so a restarted server does not trip over its own TIME_WAITs.
 #[cfg(test)]
-pub(crate) fn listen(
+pub fn listen(
     addr: SocketAddr,
     opts: &SockOpts,
     backlog: i32,
@@ -173,7 +170,7 @@ pub(crate) fn listen(
 
 /// [`listen`], with `prepare` run on the socket before it binds: a socket filter attached there
 /// applies from the first SYN, with no window in which another peer could connect.
-pub(crate) fn listen_with(
+pub fn listen_with(
     addr: SocketAddr,
     opts: &SockOpts,
     backlog: i32,
@@ -216,7 +213,7 @@ pub(crate) fn listen_with(
 }
 
 /// True when an I/O error means "the peer went away" rather than a local fault.
-pub(crate) fn is_peer_gone(e: &io::Error) -> bool {
+pub fn is_peer_gone(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::ConnectionReset
@@ -227,7 +224,7 @@ pub(crate) fn is_peer_gone(e: &io::Error) -> bool {
 }
 
 /// A short reason for a partial result, from the error that cut the run.
-pub(crate) fn reason(what: &str, e: &io::Error) -> String {
+pub fn reason(what: &str, e: &io::Error) -> String {
     match e.kind() {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
             format!("{what}: timed out waiting for the peer")

@@ -1,6 +1,7 @@
 //! The control protocol. One TCP connection per test carries length-prefixed frames (4-byte
-//! big-endian length, then a body). It opens with the Noise handshake of [`crate::auth`], which
-//! authenticates both ends; every frame after it is sealed. The messages are JSON [`Ctrl`]
+//! big-endian length, then a body). It opens with the Noise handshake of `tcplab_auth`, which
+//! authenticates both ends (the client's side in [`crate::session`], the server's in
+//! `tcplab_agent::handshake`); every frame after it is sealed. The messages are JSON [`Ctrl`]
 //! values, and after every `Report` binary bulk frames ([`crate::bulk`]) with the per-message
 //! arrays (msgs' receive stamps), which as JSON numbers cost ~1.5 MB and 10 ms of decoding per
 //! 100,000 messages: at most [`BULK_CHUNK`] stamps each, then an empty one, so neither end
@@ -42,23 +43,24 @@
 //! clear) with both versions named, so a peer out of step is a clear [`LoadError::Protocol`] or
 //! [`LoadError::Refused`], never garbage. [`write_frame`] and [`read_frame`] keep a `Report` and
 //! its bulk frame together, so callers see one [`Ctrl`] value, over a sealed
-//! [`Channel`](crate::auth::Channel) or (for the version refusal and tests) a plain stream.
+//! [`Channel`] or (for the version refusal and tests) a plain stream.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use tcplab_results::facts::Facts;
 
 use serde::{Deserialize, Serialize};
+use tcplab_auth::{Channel, ChannelError};
+use tcplab_results::spec::WorkloadSpec;
+use tcplab_results::stamps::Stamps;
+use tcplab_results::stream::IntervalSample;
 
-use crate::auth::Channel;
 use crate::bulk;
+pub use crate::cause::Cause;
 use crate::clock::ThreadTimes;
 use crate::error::{LoadError, Result};
 use crate::sockopt::AppliedOpts;
 use crate::stamplog::StampLog;
-use crate::stream::IntervalSample;
-use tcplab_results::spec::WorkloadSpec;
-use tcplab_results::stamps::Stamps;
 
 /// Protocol version; a server refuses other versions with a clear message. Version 2: the
 /// report's `recv_ns` travels in a bulk frame after the JSON report. Version 3: the control
@@ -79,43 +81,11 @@ pub const CTRL_BUFFER: u32 = 1 << 20;
 /// Default control port of `tcplab serve` (iperf3's 5201 is left free for side-by-side runs).
 pub const DEFAULT_PORT: u16 = 5301;
 /// Most stamps a report carries (msgs' largest run).
-const MAX_STAMPS: u64 = crate::msgs::MAX_COUNT;
+const MAX_STAMPS: u64 = tcplab_results::msgs::MAX_COUNT;
 /// Largest frame accepted (a bulk frame of 10 M stamps of up to 10 bytes each fits).
 const MAX_FRAME: usize = 256 << 20;
 /// Bytes set aside for a plain frame's body before any arrives; more as they do.
 const FIRST_READ: usize = 64 << 10;
-
-/// Why a peer refused or stopped a test or an ask.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    /// The request is wrong (a parameter out of range, a kind the server does not run): the
-    /// client's usage to fix, exit code 2, the same on every retry.
-    Invalid,
-    /// The client's key was refused: usage to fix, exit code 2.
-    Auth,
-    /// The peers speak different protocol versions, or one sent what the other did not expect.
-    Protocol,
-    /// A limit of the server's (`--max-duration`, `--max-bytes`) refused the test or stopped
-    /// it; the message names the flag. The same test is refused again.
-    Limit,
-    /// The server is busy (`--max-concurrent`, `--max-threads`, the connection and handshake
-    /// rates) or stopping: the same request may run later.
-    Busy,
-    /// The server tried and failed (it could not open a data port, a socket option).
-    #[default]
-    Failed,
-}
-
-impl Cause {
-    /// True when the same request would be refused again whenever it is sent.
-    pub fn is_permanent(self) -> bool {
-        matches!(
-            self,
-            Self::Invalid | Self::Auth | Self::Protocol | Self::Limit
-        )
-    }
-}
 
 impl Ctrl {
     /// A refusal with its cause.
@@ -123,6 +93,24 @@ impl Ctrl {
         Self::Error {
             message: message.into(),
             cause,
+        }
+    }
+
+    /// The message's kind, for messages (never its contents, which may be large).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Hello { .. } => "Hello",
+            Self::Ready { .. } => "Ready",
+            Self::Start => "Start",
+            Self::Done => "Done",
+            Self::Report(_) => "Report",
+            Self::Error { .. } => "Error",
+            Self::Ask { .. } => "Ask",
+            Self::Answer(_) => "Answer",
+            Self::Ping { .. } => "Ping",
+            Self::Pong { .. } => "Pong",
+            Self::Renew => "Renew",
+            Self::Release => "Release",
         }
     }
 }
@@ -254,7 +242,7 @@ pub struct AgentFacts {
     pub authenticated: bool,
     /// True when it runs with `--allow-sysctl`.
     pub allow_sysctl: bool,
-    /// The machine as the agent sees it (`tcplab_lab::facts::machine()`: kernel, HZ, CPUs,
+    /// The machine as the agent sees it (`tcplab_host::facts::machine()`: kernel, HZ, CPUs,
     /// congestion control, buffers), in its own network namespace.
     pub facts: Option<Facts>,
     /// The agent's own network namespace as a host (its per-namespace sysctls such as
@@ -324,7 +312,7 @@ impl Frames for TcpStream {
     fn send_bodies(&mut self, bodies: &[&[u8]]) -> Result<()> {
         let mut buf = Vec::with_capacity(bodies.iter().map(|b| b.len() + 4).sum());
         for b in bodies {
-            crate::auth::push_frame(&mut buf, b);
+            tcplab_auth::push_frame(&mut buf, b);
         }
         self.write_all(&buf)
             .map_err(|e| LoadError::io("writing to the control connection", e))
@@ -337,11 +325,23 @@ impl Frames for TcpStream {
 
 impl Frames for Channel {
     fn send_bodies(&mut self, bodies: &[&[u8]]) -> Result<()> {
-        self.send(bodies)
+        Ok(self.send(bodies)?)
     }
 
     fn recv_body(&mut self) -> Result<Vec<u8>> {
-        self.recv()
+        Ok(self.recv()?)
+    }
+}
+
+/// The sealed channel's failures in the protocol's words: a read that failed says which
+/// protocol version the peer should speak.
+impl From<ChannelError> for LoadError {
+    fn from(e: ChannelError) -> Self {
+        match e {
+            ChannelError::Read(e) => read_failed(&e),
+            ChannelError::Write(e) => LoadError::io("writing to the control connection", e),
+            ChannelError::Noise(e) => LoadError::Protocol(e.to_string()),
+        }
     }
 }
 
@@ -449,8 +449,8 @@ pub fn decode(body: &[u8]) -> Result<Ctrl> {
 
 /// Text a peer sent (a refusal's message, or a decoder's words about its frame, which quote
 /// it), fit for a one-line error: control characters escaped, cut to a few hundred characters.
-pub(crate) fn peer_text(text: &str) -> String {
-    tcplab_emu::error::one_line(text)
+pub fn peer_text(text: &str) -> String {
+    tcplab_text::one_line(text)
 }
 
 /// An error reading a control frame, with what to check.

@@ -14,7 +14,7 @@ pub const TCP_RTO_MIN_US: libc::c_int = 45;
 /// `TCP_DELACK_MAX_US` (Linux 6.15+); absent from older userspace headers.
 pub const TCP_DELACK_MAX_US: libc::c_int = 46;
 
-pub(crate) fn set_int(
+pub fn set_int(
     fd: RawFd,
     level: libc::c_int,
     opt: libc::c_int,
@@ -38,7 +38,7 @@ pub(crate) fn set_int(
 }
 
 /// Reads an integer socket option.
-pub(crate) fn get_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
+pub fn get_int(fd: RawFd, level: libc::c_int, opt: libc::c_int) -> io::Result<libc::c_int> {
     let mut val: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // Safety: `val` and `len` are live and writable; len tells the kernel the buffer size.
@@ -85,7 +85,7 @@ fn to_int(flag: &'static str, v: u32) -> Result<libc::c_int> {
 
 /// Applying a request to a socket: the I/O half of [`SockOpts`] (its checks are pure, in
 /// `tcplab_results`).
-pub(crate) trait Apply {
+pub trait Apply {
     /// Applies every requested option to `fd`. Call before connect/listen so buffer sizes take
     /// effect on the window scale; calling again on a connected socket is harmless.
     fn apply(&self, fd: RawFd) -> Result<()>;
@@ -228,7 +228,7 @@ pub(crate) fn rearm_quickack(fd: RawFd) {
 }
 
 /// Sets SO_RCVTIMEO and SO_SNDTIMEO so that no blocking call waits forever.
-pub(crate) fn set_timeouts(fd: RawFd, timeout: std::time::Duration) -> io::Result<()> {
+pub fn set_timeouts(fd: RawFd, timeout: std::time::Duration) -> io::Result<()> {
     let tv = libc::timeval {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_usec: timeout.subsec_micros() as libc::suseconds_t,

@@ -20,7 +20,7 @@ use crate::clock::{ThreadTimes, now_ns};
 use crate::error::Result;
 use crate::net::reason;
 use crate::proto::{Ctrl, ServerReport};
-use crate::server::ServerCtx;
+use crate::serve_ctx::ServerCtx;
 use crate::session::FoldIn;
 use crate::session::Session;
 use crate::sockopt::{read_back, rearm_quickack};
@@ -385,10 +385,7 @@ pub(crate) fn serve(ctx: &mut ServerCtx, cfg: &StreamConfig) -> ServerReport {
     match crate::proto::read_frame(&mut ctx.ctrl) {
         Ok(Ctrl::Start) => {}
         Ok(other) => {
-            report.incomplete_reason = Some(format!(
-                "expected Start, got {}",
-                crate::agent::handshake::kind(&other)
-            ));
+            report.incomplete_reason = Some(format!("expected Start, got {}", other.kind()));
             return report;
         }
         Err(e) => {

@@ -3,8 +3,8 @@
 //! scenario file's values go through too), size lists and doubling ranges. crates/cli hands
 //! these to its flags as value parsers, so a bad value's message is the same everywhere.
 
-use tcplab_emu::error::shown;
 use tcplab_results::units::{Bytes, Dur, Rate};
+use tcplab_text::shown;
 
 /// Seconds (`1.5`, `2s`, `250ms`) to milliseconds, as [`Dur`] reads them.
 pub fn parse_duration_ms(s: &str) -> Result<u64, String> {

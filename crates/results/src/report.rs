@@ -191,7 +191,7 @@ pub(crate) fn footer(f: &mut fmt::Formatter<'_>, m: &RunMeta) -> fmt::Result {
 }
 
 /// What the emulator's model gave during the run, per direction that has a queue or a delay
-/// line (`facts.emulator.realised`, recorded by `tcplab_load::lab`): the queueing delay the link added
+/// line (`facts.emulator.realised`, recorded by `tcplab_front::lab`): the queueing delay the link added
 /// and the jitter it really produced, which may be far from the configured one.
 fn emulator_account(f: &mut fmt::Formatter<'_>, emulator: Option<&EmulatorRecord>) -> fmt::Result {
     let Some(realised) = emulator.and_then(|e| e.realised.as_ref()) else {
@@ -209,7 +209,7 @@ fn emulator_account(f: &mut fmt::Formatter<'_>, emulator: Option<&EmulatorRecord
 }
 
 /// The verdict of the emulator the run crossed, if it crossed one (`facts.emulator.fidelity`,
-/// recorded by `tcplab_load::lab`): a result that crossed an emulator that fell behind says so where
+/// recorded by `tcplab_front::lab`): a result that crossed an emulator that fell behind says so where
 /// it is read, not only in its JSON.
 fn emulator_verdict(f: &mut fmt::Formatter<'_>, emulator: Option<&EmulatorRecord>) -> fmt::Result {
     match emulator.map(|e| &e.fidelity) {

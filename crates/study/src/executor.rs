@@ -182,7 +182,7 @@ impl Executor for LabExecutor {
                 // The web server is started in the server host for the run and the client's
                 // event loops in the client host, by the load crate itself: the session's
                 // tcplab server and kept client thread have no part in it.
-                WorkloadSpec::Http(h) => tcplab_load::http::run::run_in_lab(
+                WorkloadSpec::Http(h) => tcplab_front::http::run_in_lab(
                     lab,
                     &hosts.0,
                     &hosts.1,
@@ -200,7 +200,7 @@ impl Executor for LabExecutor {
             };
             if let Some(b) = &before {
                 let after = lab.emulator_status().ok();
-                let verdict = tcplab_load::lab::judge_workload(&report, b, after.as_ref());
+                let verdict = tcplab_front::lab::judge_workload(&report, b, after.as_ref());
                 verdicts.push((kind_of(&report), verdict));
             }
             Ok(report)

@@ -1,6 +1,6 @@
 //! A lab kept between runs, with its tcplab server already listening in the server host.
 //!
-//! Starting the server per run (as `tcplab_load::lab::run_on` does) costs its accept loop's
+//! Starting the server per run (as `tcplab_front::lab::run_on` does) costs its accept loop's
 //! stop poll on every run; here the server lives as long as the lab, each run's client connects
 //! to it, and the lab is torn down (server first) only when the executor needs another one.
 //!
@@ -73,7 +73,7 @@ impl LabSession {
             }
         };
         let srv = shost
-            .run(|| tcplab_load::Server::bind(SocketAddr::new(ip, 0)))
+            .run(|| tcplab_agent::Server::bind(SocketAddr::new(ip, 0)))
             .map_err(failed)?
             .map_err(|e| RunError::Failed(e.to_string()))?;
         let addr = srv
@@ -274,14 +274,14 @@ impl LabSession {
         if let Some(&own) = self.per_namespace.get(key) {
             return Ok(own);
         }
-        tcplab_lab::sysctl::validate_key(key).map_err(lab_error)?;
+        tcplab_host::sysctl::validate_key(key).map_err(lab_error)?;
         let Some(first) = self.lab.hosts().first().map(|h| h.name().to_string()) else {
             return Ok(false);
         };
         let k = key.to_string();
         let own = self
             .worker(&first)?
-            .run(move || tcplab_lab::sysctl::writable_here(&k))?
+            .run(move || tcplab_host::sysctl::writable_here(&k))?
             == Some(true);
         self.per_namespace.insert(key.to_string(), own);
         Ok(own)
@@ -294,7 +294,7 @@ impl LabSession {
         for s in settings {
             let worker = self.worker(&s.host)?;
             let p = worker
-                .submit(move || tcplab_lab::sysctl::write_verified(&s.host, &s.key, &s.value))?;
+                .submit(move || tcplab_host::sysctl::write_verified(&s.host, &s.key, &s.value))?;
             pending.push(p);
         }
         let mut first_error = None;
@@ -323,7 +323,7 @@ impl LabSession {
                 if s.host == "all" || s.host == h.name() {
                     out.insert(
                         (h.name().to_string(), s.key.clone()),
-                        tcplab_lab::sysctl::normalize(&s.value),
+                        tcplab_host::sysctl::normalize(&s.value),
                     );
                 }
             }
@@ -375,6 +375,6 @@ fn failed(e: tcplab_lab::LabError) -> RunError {
     RunError::Failed(e.to_string())
 }
 
-fn lab_error(e: tcplab_lab::LabError) -> RunError {
-    crate::executor::lab_error(e)
+fn lab_error(e: impl Into<tcplab_lab::LabError>) -> RunError {
+    crate::executor::lab_error(e.into())
 }

@@ -12,8 +12,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use tcplab_load::auth::ClientAuth;
-use tcplab_load::remote::SysctlHold;
+use tcplab_agent::remote::SysctlHold;
+use tcplab_auth::ClientAuth;
 
 use crate::executor::run_workloads;
 use crate::plan::PlannedRun;

@@ -135,7 +135,7 @@ pub fn remote(lab: &Lab, req: &Request) -> Result<(Battery, Truth)> {
     })?;
     let addr = SocketAddr::new(ip.into(), tcplab_load::proto::DEFAULT_PORT);
     let agent = shost
-        .run(|| tcplab_load::Server::bind(addr))?
+        .run(|| tcplab_agent::Server::bind(addr))?
         .map_err(|e| BatteryError::Invalid {
             field: "agent".into(),
             problem: e.to_string(),
@@ -145,7 +145,7 @@ pub fn remote(lab: &Lab, req: &Request) -> Result<(Battery, Truth)> {
     let battery = std::thread::scope(|s| -> Result<Battery> {
         let serving = shost.spawn_scoped(s, "tcplab-agent", || agent.serve(&stop, None))?;
         // The agent stops even if the battery panics, or the scope would wait for it forever.
-        let stop_on_exit = tcplab_load::lab::StopOnDrop(&stop);
+        let stop_on_exit = tcplab_front::lab::StopOnDrop(&stop);
         let battery =
             chost.run(|| crate::run(&Target::Remote(addr), req, PathInfo::default(), &|_| {}))?;
         drop(stop_on_exit);

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tcplab_load::Server;
+use tcplab_agent::Server;
 use tcplab_results::Facts;
 use tcplab_results::facts::HostFacts;
 

@@ -120,8 +120,8 @@ struct HostCheck {
     address: String,
     ok: bool,
     error: Option<String>,
-    facts: Option<tcplab_load::remote::AgentFacts>,
-    clock: Option<tcplab_load::remote::ClockOffset>,
+    facts: Option<tcplab_agent::remote::AgentFacts>,
+    clock: Option<tcplab_agent::remote::ClockOffset>,
 }
 
 impl CheckArgs {
@@ -135,11 +135,11 @@ impl CheckArgs {
                 let auth = fleet
                     .auth_for(&a.name)
                     .unwrap_or_else(|| fleet.auth.clone());
-                let facts = tcplab_load::remote::facts(a.addr, &auth, timeout);
+                let facts = tcplab_agent::remote::facts(a.addr, &auth, timeout);
                 let clock = facts
                     .as_ref()
                     .ok()
-                    .map(|_| tcplab_load::remote::clock(a.addr, &auth, self.probes, timeout));
+                    .map(|_| tcplab_agent::remote::clock(a.addr, &auth, self.probes, timeout));
                 let error = match (&facts, &clock) {
                     (Err(e), _) | (_, Some(Err(e))) => Some(e.to_string()),
                     _ => None,

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use tcplab_load::auth::KeyPair;
-use tcplab_load::auth::client::default_key_path;
+use tcplab_auth::KeyPair;
+use tcplab_auth::client::default_key_path;
 
 use crate::output;
 

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
+use tcplab_auth::ClientAuth;
 use tcplab_fleet::inventory::Inventory;
 use tcplab_fleet::launch::{Fleet, LaunchOptions, launch};
-use tcplab_load::auth::ClientAuth;
 
 /// A remote agent and, when this process launched it, the guard that stops it.
 #[derive(Debug)]

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use tcplab_load::auth::args::ClientKeys;
-use tcplab_load::front::{ClientOptions, Output};
+use tcplab_auth::args::ClientKeys;
+use tcplab_front::{ClientOptions, Output};
 use tcplab_load::sockopt::SockOpts;
 use tcplab_load::units::{parse_duration_ms, parse_size_list};
 

@@ -4,12 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use tcplab_front::Output;
+use tcplab_front::http::{self as run, LabServer};
+use tcplab_front::http::{HttpOptions, read_url_paths, run_http};
 use tcplab_load::LoadError;
-use tcplab_load::front::Output;
 use tcplab_load::http::config::HttpConfig;
-use tcplab_load::http::front::{HttpOptions, read_url_paths, run_http};
 use tcplab_load::http::mix::Mix;
-use tcplab_load::http::run::{self, LabServer};
 use tcplab_load::units::{parse_duration_ms, parse_interval_ms};
 
 use super::common::SockOptArgs;
@@ -226,7 +226,7 @@ impl HttpArgs {
         let opts = self.options();
         match self.config() {
             Ok(cfg) => run_http(&cfg, &opts, out),
-            Err(e) => tcplab_load::front::print_error(&opts.output, out, &e),
+            Err(e) => tcplab_front::print_error(&opts.output, out, &e),
         }
     }
 }

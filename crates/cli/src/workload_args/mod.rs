@@ -1,6 +1,6 @@
 //! The workload commands' flags (`serve`, `stream`, `msgs`, `rr`, `crr`, `rrul`, `http`): clap
-//! parses them here into tcplab-load's configs and options ([`tcplab_load::front`],
-//! [`tcplab_load::http::front`]), which run, print and pick the exit code. One file per
+//! parses them here into tcplab-load's configs and options ([`tcplab_front`],
+//! [`tcplab_front::http`]), which run, print and pick the exit code. One file per
 //! workload family; the flags every client shares in [`common`].
 
 pub mod common;

@@ -86,7 +86,7 @@ impl RrArgs {
 
     /// Runs the workload and prints to `out` (what `run` does with stdout).
     pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
-        tcplab_load::front::run_rr(&self.config(), self.interval, &self.common.options(), out)
+        tcplab_front::run_rr(&self.config(), self.interval, &self.common.options(), out)
     }
 }
 
@@ -157,6 +157,6 @@ impl CrrArgs {
 
     /// Runs the workload and prints to `out` (what `run` does with stdout).
     pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
-        tcplab_load::front::run_crr(&self.config(), self.interval, &self.common.options(), out)
+        tcplab_front::run_crr(&self.config(), self.interval, &self.common.options(), out)
     }
 }

@@ -101,6 +101,6 @@ impl RrulArgs {
 
     /// Runs the workload and prints to `out` (what `run` does with stdout).
     pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
-        tcplab_load::front::run_rrul(&self.config(), &self.common.options(), out)
+        tcplab_front::run_rrul(&self.config(), &self.common.options(), out)
     }
 }

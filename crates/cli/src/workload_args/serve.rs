@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tcplab_load::agent::Limits;
-use tcplab_load::agent::args::AgentOptions;
-use tcplab_load::front::ServeOptions;
+use tcplab_agent::Limits;
+use tcplab_agent::args::AgentOptions;
+use tcplab_front::ServeOptions;
 use tcplab_load::http::fileset::MAX_DIRS;
 use tcplab_load::http::serve::{HttpLimits, HttpServeOptions};
 use tcplab_load::proto::DEFAULT_PORT;

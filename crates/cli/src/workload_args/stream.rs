@@ -97,6 +97,6 @@ impl StreamArgs {
 
     /// Runs the workload and prints to `out` (what `run` does with stdout).
     pub fn run_with(&self, out: &mut (dyn Write + Send)) -> ExitCode {
-        tcplab_load::front::run_stream(&self.config(), &self.common.options(), out)
+        tcplab_front::run_stream(&self.config(), &self.common.options(), out)
     }
 }

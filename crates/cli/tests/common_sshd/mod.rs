@@ -128,7 +128,7 @@ impl Sshd {
     pub fn start(namespace: &str, address: IpAddr) -> Sshd {
         require_sshd();
         assert!(
-            tcplab_load::auth::is_lab_or_loopback(address),
+            tcplab_auth::is_lab_or_loopback(address),
             "sshd is started on lab addresses only, not {address}"
         );
         // Privilege separation directory; Debian creates it only when its service starts.

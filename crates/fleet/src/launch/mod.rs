@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tcplab_load::auth::{ClientAuth, KeyList, KeyPair, PublicKey};
+use tcplab_auth::{ClientAuth, KeyList, KeyPair, PublicKey};
 
 use crate::inventory::{Inventory, Launch};
 
@@ -132,7 +132,7 @@ pub enum LaunchError {
         /// Which key.
         what: String,
         /// The error.
-        source: tcplab_load::auth::KeyError,
+        source: tcplab_auth::KeyError,
     },
     /// The coordinator's credentials (TCPLAB_KEY) could not be read.
     #[error("the coordinator's key: {0}")]

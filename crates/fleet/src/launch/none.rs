@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use tcplab_load::auth::{ClientAuth, KeyPair, is_lab_or_loopback};
+use tcplab_auth::{ClientAuth, KeyPair, is_lab_or_loopback};
 
 use super::{Agent, LaunchError, LaunchOptions};
 use crate::inventory::{Inventory, Launch};

@@ -20,7 +20,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use tcplab_load::auth::KeyPair;
+use tcplab_auth::KeyPair;
 
 use super::proc::{self, Input, Spawner, Tail, sh_quote};
 use super::{Agent, LaunchError, LaunchOptions, build_id};
@@ -382,7 +382,7 @@ impl SrunLaunch {
         }
     }
 
-    fn server_key(&self) -> Result<tcplab_load::auth::PublicKey, LaunchError> {
+    fn server_key(&self) -> Result<tcplab_auth::PublicKey, LaunchError> {
         KeyPair::load(&self.run_dir.join("key"))
             .map(|k| k.public())
             .map_err(|source| LaunchError::Key {

@@ -21,7 +21,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
-use tcplab_load::auth::KeyPair;
+use tcplab_auth::KeyPair;
 
 use super::proc::{self, Input, Spawner, Tail, sh_quote};
 use super::{Agent, LaunchError, LaunchOptions, build_id, parallel};
@@ -519,13 +519,13 @@ impl Ctx {
     }
 
     /// The launch's public key (every launched agent's own key).
-    fn server_key(&self) -> tcplab_load::auth::PublicKey {
+    fn server_key(&self) -> tcplab_auth::PublicKey {
         // The first accepted line is the launch key's; it was made from a valid key.
         self.accept
             .first()
-            .and_then(|l| tcplab_load::auth::PublicKey::parse(l).ok())
+            .and_then(|l| tcplab_auth::PublicKey::parse(l).ok())
             .map(|(k, _)| k)
-            .unwrap_or_else(|| tcplab_load::auth::PublicKey::from_bytes([0; 32]))
+            .unwrap_or_else(|| tcplab_auth::PublicKey::from_bytes([0; 32]))
     }
 
     /// Stops one host: its agent, its per-launch directory, its master.

@@ -9,8 +9,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tcplab_results::spec::WorkloadSpec;
 
+use tcplab_auth::{ClientAuth, PublicKey};
 use tcplab_load::Report;
-use tcplab_load::auth::{ClientAuth, PublicKey};
 
 use super::outcome::figures;
 use super::schedule::Step;
@@ -51,7 +51,7 @@ impl PairRunner for AgentPairs {
             .auth
             .get(&src.name)
             .ok_or_else(|| format!("no credentials for host {}", src.name))?;
-        tcplab_load::remote::run_from(
+        tcplab_agent::remote::run_from(
             src.addr,
             auth,
             dst.addr,

@@ -37,8 +37,8 @@ pub fn refuse_unchangeable_sysctls(settings: &[SysctlSetting]) -> Result<()> {
             Ok(keys
                 .into_iter()
                 .filter(|k| {
-                    crate::sysctl::validate_key(k).is_ok()
-                        && crate::sysctl::writable_here(k) == Some(false)
+                    tcplab_host::sysctl::validate_key(k).is_ok()
+                        && tcplab_host::sysctl::writable_here(k) == Some(false)
                 })
                 .collect())
         })

@@ -4,7 +4,6 @@
 
 pub mod client;
 pub mod files;
-pub mod front;
 pub mod parse;
 pub mod run;
 pub mod serve;

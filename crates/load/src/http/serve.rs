@@ -36,11 +36,11 @@ mod conn;
 mod worker;
 
 use super::fileset::{CLASSES, FILES_PER_CLASS, FileId, FileSet};
-use crate::agent::bpf;
-use crate::auth::scope::{LAB_RANGES, is_lab_or_loopback, is_wildcard};
+use crate::bpf;
 use crate::error::{LoadError, Result};
 use crate::net::{self, ConnectError};
 use crate::sockopt::SockOpts;
+use tcplab_auth::scope::{LAB_RANGES, is_lab_or_loopback, is_wildcard};
 
 /// Longest request head (request line and headers), bytes; a longer one is answered 431.
 pub const MAX_HEAD: usize = 16 * 1024;

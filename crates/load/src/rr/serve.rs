@@ -8,7 +8,7 @@ use super::RrConfig;
 use crate::clock::{ThreadTimes, now_ns};
 use crate::net::reason;
 use crate::proto::ServerReport;
-use crate::server::ServerCtx;
+use crate::serve_ctx::ServerCtx;
 use crate::sockopt::rearm_quickack;
 
 /// Reads until `buf` is full or EOF; returns the bytes read.

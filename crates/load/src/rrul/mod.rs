@@ -48,7 +48,7 @@ const PROBE_TICK_MS: u64 = 50;
 /// The open loop schedules its first probe this long after it starts (rr's `open_loop`).
 const OPEN_LOOP_LEAD_NS: u64 = 1_000_000;
 
-/// Runs rrul against `target` (a `tcplab serve`, or the server of [`crate::lab::run_on`]).
+/// Runs rrul against `target` (a `tcplab serve`, or the server of `tcplab_front::lab::run_on`).
 pub fn run_client(
     cfg: &RrulConfig,
     target: SocketAddr,
@@ -76,7 +76,7 @@ fn run_tests(cfg: &RrulConfig, target: SocketAddr) -> Result<(RrResult, StreamRe
     };
     // The probes open their session on a thread of their own: with this thread's credentials
     // (an agent's Run ask scopes its own key to the thread that runs the test).
-    let auth = crate::auth::ClientAuth::current()?;
+    let auth = tcplab_auth::ClientAuth::current()?;
     std::thread::scope(|s| {
         let prober = s.spawn(|| {
             let on: &(dyn Fn(&RrInterval) + Sync) = &on_tick;

@@ -3,7 +3,7 @@
 //! [`crate::emulator::need`] has the argument for each bound), and what its model really gave the
 //! run's packets ([`RunAccount`]). Pure: the counters come in as values.
 //!
-//! Who calls what: `tcplab_load::lab` judges each workload it runs in a lab (a stream as
+//! Who calls what: `tcplab_front::lab` judges each workload it runs in a lab (a stream as
 //! throughput, the rest as latency) into `facts.emulator.fidelity`; the study's executor does
 //! the same per workload of a run; a caller that runs workloads itself reads the emulator's
 //! status before and after each one and calls [`judge_for`]. [`judge`] stays for callers

@@ -12,9 +12,9 @@ use super::conn::{Conn, Cx, Verdict, error_reply, send_iov};
 use super::{
     ACCEPT_BATCH, CLOSE, HttpServer, LINGER, LISTENER, MAX_HEAD, S408, S503, Stats, TICK, bump,
 };
-use crate::auth::scope::is_lab_or_loopback;
 use crate::error::{LoadError, Result};
 use crate::sockopt::Apply;
+use tcplab_auth::scope::is_lab_or_loopback;
 
 /// An epoll instance.
 struct Epoll(OwnedFd);
