@@ -89,6 +89,7 @@ pub fn facts(hz: u32) -> Facts {
         },
         scheduling: Default::default(),
         rootless: Default::default(),
+        emulator_override: None,
         machine_sysctls: [
             ("net.core.rmem_max", "212992"),
             ("net.core.wmem_max", "212992"),

@@ -51,6 +51,7 @@ pub fn machine() -> Facts {
         ),
         hosts: BTreeMap::new(),
         rootless: Rootless::default(),
+        emulator_override: None,
     }
 }
 

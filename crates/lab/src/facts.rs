@@ -8,10 +8,12 @@ use crate::lab::Lab;
 pub use tcplab_host::facts::{build, config_preemption, preemption, set_build, this_host};
 pub use tcplab_results::facts::*;
 
-/// Facts about the machine alone, with whether unprivileged users may build labs here.
+/// Facts about the machine alone, with whether unprivileged users may build labs here and the
+/// emulator's I/O override if one is set (`TCPLAB_EMU_IO`).
 pub fn machine() -> Facts {
     Facts {
         rootless: crate::privileges::rootless_facts(),
+        emulator_override: crate::emulation::io_options_override(),
         ..tcplab_host::facts::machine()
     }
 }

@@ -138,6 +138,11 @@ pub struct Facts {
     /// results stored before it was recorded).
     #[serde(default)]
     pub rootless: Rootless,
+    /// `TCPLAB_EMU_IO` as it was set: an override of the emulator's I/O options (docs/lab.md,
+    /// "The emulator's tuning") that changes what every emulated lab measures, so a result made
+    /// under one says so. Absent when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulator_override: Option<String>,
 }
 
 /// Rootless labs: an unprivileged user's labs live in a user namespace it owns, where the

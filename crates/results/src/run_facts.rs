@@ -137,6 +137,7 @@ mod tests {
             scheduling: Default::default(),
             hosts: Default::default(),
             rootless: Default::default(),
+            emulator_override: None,
         }
     }
 

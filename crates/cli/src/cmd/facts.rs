@@ -73,6 +73,9 @@ impl FactsArgs {
         } else {
             outln!("rootless    not allowed: {}", rootless.why_not.join("; "));
         }
+        if let Some(o) = &facts.emulator_override {
+            outln!("emulator    TCPLAB_EMU_IO = {o} (overrides the labs' emulator options)");
+        }
         for (k, v) in &facts.machine_sysctls {
             outln!("machine     {k} = {v}");
         }
