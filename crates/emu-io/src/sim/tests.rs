@@ -97,10 +97,11 @@ what each one buys\" (with the copy's figures of then).
 
 Until 2026-12-07 the harness ran a copy of the turn. Given the copy's receive (only the frames
 that had arrived when it began, their cost charged after it) the real code reproduces every
-figure the copy gave. The real receive loop also takes the frames that land while it runs, and
-such a frame, stamped after the loop read its clocks, gets the loop's start as its arrival (the
-fallback of `arrival_time`): it is scheduled up to one loop early. That moved the bulk medians
-by up to 1.6 µs, and the p99 and max figures within what the harness's seed alone moves them
+figure the copy gave. The real receive loop also takes the frames that land while it runs; such
+a frame, stamped after the loop read its clocks, first got the loop's start as its arrival (the
+fallback of `arrival_time`), scheduled up to one loop early, and now makes the loop read its
+clocks again, so it keeps its true arrival. Both moved the bulk medians by up to 1.6 µs, and
+the p99 and max figures within what the harness's seed alone moves them
 (docs/notebook/emu-turn-2026-12-07.md).
 
 ";

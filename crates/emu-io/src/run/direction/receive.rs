@@ -39,7 +39,7 @@ enum Cut {
 impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
     /// Drains up to one batch of received frames through the model. Returns frames seen.
     pub fn receive<C: Clock>(&mut self, clock: &C) -> usize {
-        let (real_now, mono_now) = (clock.realtime(), clock.now());
+        let (mut real_now, mut mono_now) = (clock.realtime(), clock.now());
         let c = std::sync::Arc::clone(&self.counters);
         let mut seen = 0;
         while seen < self.batch {
@@ -57,6 +57,12 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
                 RxNext::Frame(f) => Some(f),
             };
             if let Some(f) = f {
+                if self.ring_timestamps && f.ts_ns > real_now {
+                    // The frame landed after the clocks were read (the loop peeks the ring
+                    // live): read them again, or its arrival would fall back to the loop's
+                    // start and its emulated delay be short by the loop's length so far.
+                    (real_now, mono_now) = (clock.realtime(), clock.now());
+                }
                 let now = if self.ring_timestamps {
                     arrival_time(f.ts_ns, real_now, mono_now)
                 } else {
