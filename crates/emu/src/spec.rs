@@ -100,10 +100,15 @@ pub fn parse_duration(s: &str) -> Result<Nanos, ValueError> {
         "us" | "µs" => 1_000,
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
+        // Minutes and longer, for schedules and retention (`--every 10m`, `--keep 30d`), as
+        // Prometheus and Go write them; `m` is never milli here (`ms` is).
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
         _ => {
             return Err(ValueError::UnknownUnit {
                 unit: unit.to_owned(),
-                allowed: "ns, us, ms or s",
+                allowed: "ns, us, ms, s, m (minutes), h or d",
             });
         }
     };
@@ -289,9 +294,13 @@ mod tests {
             parse_duration("10").unwrap_err().to_string(),
             "missing unit: write e.g. 10ms, 250us, 1.5s or 0"
         );
+        assert_eq!(parse_duration("10min"), Ok(600_000_000_000));
+        assert_eq!(parse_duration("10m"), Ok(600_000_000_000));
+        assert_eq!(parse_duration("1.5h"), Ok(5_400_000_000_000));
+        assert_eq!(parse_duration("30d"), Ok(2_592_000_000_000_000));
         assert_eq!(
-            parse_duration("10min").unwrap_err().to_string(),
-            "unknown unit `min`: use ns, us, ms or s"
+            parse_duration("10fortnights").unwrap_err().to_string(),
+            "unknown unit `fortnights`: use ns, us, ms, s, m (minutes), h or d"
         );
         assert!(
             parse_duration("-5ms")

@@ -469,7 +469,7 @@ fn an_echoed_value_stays_on_one_line() {
     let e = f.to_link_config().unwrap_err().to_string();
     assert_eq!(
         e,
-        "--delay 10m\\ns: unknown unit `m\\ns`: use ns, us, ms or s"
+        "--delay 10m\\ns: unknown unit `m\\ns`: use ns, us, ms, s, m (minutes), h or d"
     );
     let f = ImpairmentFlags {
         loss_model: Some(format!("gilbert{}", "x".repeat(5000))),
