@@ -72,6 +72,9 @@ enum Command {
     /// Every ordered pair of a fleet's hosts runs a workload: the N×N grid, worst pairs, and
     /// the chance one all-to-all meets a stall.
     Mesh(cmd::fleet::MeshArgs),
+    /// A fleet measured continuously: every pair on a schedule, the history kept, /metrics for
+    /// Prometheus, regressions against each pair's own history (`monitor alerts` lists them).
+    Monitor(cmd::monitor::MonitorArgs),
     /// Print the facts that explain a measurement on this machine (kernel, HZ, CPUs, sysctls).
     Facts(cmd::facts::FactsArgs),
     /// Shell completions (bash, zsh, fish, elvish, powershell) on stdout.
@@ -145,6 +148,7 @@ fn lab_use(command: &Command) -> Option<tcplab_lab::rootless::Join> {
         | Command::Report(_)
         | Command::Key(_)
         | Command::Fleet(_)
+        | Command::Monitor(_)
         | Command::Completions(_)
         | Command::Man(_) => None,
     }
@@ -172,6 +176,7 @@ fn dispatch(command: Command) -> ExitCode {
         Command::Key(c) => c.run(),
         Command::Fleet(c) => c.run(),
         Command::Mesh(a) => a.run(),
+        Command::Monitor(a) => a.run(),
         Command::Completions(a) => a.run(Cli::command()),
         Command::Man(a) => a.run(Cli::command()),
     }

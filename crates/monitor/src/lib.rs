@@ -34,3 +34,4 @@ pub mod store;
 pub use alerts::{Alerts, Event, Watched};
 pub use core::{Finished, Monitor, Workload};
 pub use schedule::{Cadence, Schedule, Slot};
+pub use tcplab_stats::RegressionConfig;

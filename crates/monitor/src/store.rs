@@ -95,6 +95,10 @@ pub enum StoreError {
 }
 
 const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS monitor_meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS monitor_run (
   src TEXT NOT NULL,
   dst TEXT NOT NULL,
@@ -163,6 +167,27 @@ impl MonitorStore {
             path: self.path.clone(),
             problem,
         }
+    }
+
+    /// The schedule's seed: the one stored, or `fresh` stored now. A restarted monitor takes
+    /// the same seed, so its jittered times are the stopped one's.
+    pub fn seed(&self, fresh: u64) -> Result<u64, StoreError> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO monitor_meta (key, value) VALUES ('seed', ?1)",
+                params![fresh.to_string()],
+            )
+            .map_err(|e| self.err(e))?;
+        let text: String = self
+            .conn
+            .query_row(
+                "SELECT value FROM monitor_meta WHERE key = 'seed'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        text.parse()
+            .map_err(|_| self.corrupt(format!("the stored seed {text:?} is not a number")))
     }
 
     /// Records a finished run and, if given, its full result as the slot's last. False when

@@ -109,3 +109,11 @@ fn a_file_that_is_not_a_database_is_an_error_naming_it() {
     let e = MonitorStore::open(&path).unwrap_err().to_string();
     assert!(e.contains("not.db") && e.contains("--db"), "{e}");
 }
+
+#[test]
+fn the_seed_is_kept_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.db");
+    assert_eq!(MonitorStore::open(&path).unwrap().seed(7).unwrap(), 7);
+    assert_eq!(MonitorStore::open(&path).unwrap().seed(99).unwrap(), 7);
+}

@@ -27,8 +27,9 @@ use crate::output;
 pub struct LaunchArgs {
     /// The hosts file (TOML; docs/fleet.md): each host's name, address and how its agent is
     /// reached (ssh, srun, or already running).
-    #[arg(long, value_name = "FILE")]
-    pub hosts: PathBuf,
+    // An Option that clap requires: `tcplab monitor alerts` (a subcommand) can then leave it out.
+    #[arg(long, value_name = "FILE", required = true)]
+    hosts: Option<PathBuf>,
     /// An option for OpenSSH's client, before the destination (repeatable), e.g.
     /// `--ssh-option=-i --ssh-option=KEY` or `--ssh-option=-oPort=2222`.
     #[arg(long = "ssh-option", value_name = "OPT", allow_hyphen_values = true)]
@@ -51,9 +52,16 @@ pub struct LaunchArgs {
 }
 
 impl LaunchArgs {
+    /// The hosts file (clap requires `--hosts` wherever these arguments are parsed).
+    pub fn hosts_file(&self) -> &std::path::Path {
+        self.hosts
+            .as_deref()
+            .unwrap_or(std::path::Path::new("hosts.toml"))
+    }
+
     /// Reads the hosts file and starts (or finds) every agent.
     pub fn launch(&self, allow_sysctl: bool) -> anyhow::Result<(Inventory, Fleet)> {
-        let inv = Inventory::load(&self.hosts)?;
+        let inv = Inventory::load(self.hosts_file())?;
         let opts = LaunchOptions {
             allow_sysctl,
             start_timeout: Duration::from_secs(self.start_timeout.max(1)),
@@ -63,20 +71,89 @@ impl LaunchArgs {
             shared_dir: self.shared_dir.clone(),
             ..LaunchOptions::default()
         };
-        let fleet = launch(&inv, &opts)
-            .with_context(|| format!("--hosts {}: starting the agents", self.hosts.display()))?;
+        let fleet = launch(&inv, &opts).with_context(|| {
+            format!(
+                "--hosts {}: starting the agents",
+                self.hosts_file().display()
+            )
+        })?;
         Ok((inv, fleet))
     }
 }
 
 /// Stops the agents when Ctrl-C or SIGTERM arrives: the flag is polled between tests, and the
 /// fleet's guard stops the agents when the command returns.
-fn stop_flag() -> Arc<AtomicBool> {
+pub(crate) fn stop_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
     }
     stop
+}
+
+/// What one pair's test is: the mesh's and the monitor's flags.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// msgs: messages per test; rr/crr: transactions per test.
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// msgs: message size; rr/crr: request and response size, bytes.
+    #[arg(long, value_name = "BYTES")]
+    size: Option<u32>,
+    /// stream (and rr/crr without --count): seconds per test.
+    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
+    duration: f64,
+    /// msgs: a receive gap above this many ms is a stall; rr: a transaction slower than it.
+    #[arg(long, value_name = "MS")]
+    stall_ms: Option<f64>,
+}
+
+impl TestArgs {
+    /// The test every pair runs for a workload of `kind`.
+    pub fn spec(&self, kind: WorkloadKind) -> anyhow::Result<WorkloadSpec> {
+        let ms = (self.duration * 1e3).round() as u64;
+        if !(self.duration > 0.0 && self.duration <= 3600.0) {
+            anyhow::bail!("--duration {}: give 0 < SECS <= 3600", self.duration);
+        }
+        let test = match kind {
+            WorkloadKind::Msgs => {
+                let mut c = tcplab_load::msgs::MsgsConfig::default();
+                c.count = self.count.unwrap_or(c.count);
+                c.size = self.size.unwrap_or(c.size);
+                c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
+                WorkloadSpec::Msgs(c)
+            }
+            WorkloadKind::Rr => {
+                let mut c = tcplab_load::rr::RrConfig::default();
+                let size = self.size.unwrap_or(c.req);
+                (c.req, c.resp) = (size, size);
+                c.count = self.count;
+                c.duration_ms = self.count.is_none().then_some(ms);
+                c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
+                WorkloadSpec::Rr(c)
+            }
+            WorkloadKind::Stream => {
+                let c = tcplab_load::stream::StreamConfig {
+                    duration_ms: Some(ms),
+                    ..Default::default()
+                };
+                WorkloadSpec::Stream(c)
+            }
+            WorkloadKind::Crr => {
+                let mut c = tcplab_load::crr::CrrConfig::default();
+                let size = self.size.unwrap_or(c.req);
+                (c.req, c.resp) = (size, size);
+                c.count = self.count;
+                c.duration_ms = self.count.is_none().then_some(ms);
+                WorkloadSpec::Crr(c)
+            }
+            other @ (WorkloadKind::Rrul | WorkloadKind::Http) => {
+                anyhow::bail!("--workload {other}: a mesh runs msgs, rr, stream or crr")
+            }
+        };
+        test.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(test)
+    }
 }
 
 /// `tcplab fleet ...`.
@@ -229,18 +306,8 @@ pub struct MeshArgs {
     /// The workload every ordered pair runs: msgs, rr, stream or crr.
     #[arg(long, value_name = "NAME", value_parser = parse_workload)]
     workload: WorkloadKind,
-    /// msgs: messages per test; rr/crr: transactions per test.
-    #[arg(long, value_name = "N")]
-    count: Option<u64>,
-    /// msgs: message size; rr/crr: request and response size, bytes.
-    #[arg(long, value_name = "BYTES")]
-    size: Option<u32>,
-    /// stream (and rr/crr without --count): seconds per test.
-    #[arg(long, value_name = "SECS", default_value_t = 2.0)]
-    duration: f64,
-    /// msgs: a receive gap above this many ms is a stall; rr: a transaction slower than it.
-    #[arg(long, value_name = "MS")]
-    stall_ms: Option<f64>,
+    #[command(flatten)]
+    test: TestArgs,
     /// msgs and rr only: run up to N tests at once whatever hosts they share (default: the
     /// tournament, where no host is in two tests at once).
     #[arg(long, value_name = "N")]
@@ -305,51 +372,6 @@ impl MeshArgs {
         output::finish(json, self.run_inner())
     }
 
-    fn test(&self) -> anyhow::Result<WorkloadSpec> {
-        let ms = (self.duration * 1e3).round() as u64;
-        if !(self.duration > 0.0 && self.duration <= 3600.0) {
-            anyhow::bail!("--duration {}: give 0 < SECS <= 3600", self.duration);
-        }
-        let test = match self.workload {
-            WorkloadKind::Msgs => {
-                let mut c = tcplab_load::msgs::MsgsConfig::default();
-                c.count = self.count.unwrap_or(c.count);
-                c.size = self.size.unwrap_or(c.size);
-                c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
-                WorkloadSpec::Msgs(c)
-            }
-            WorkloadKind::Rr => {
-                let mut c = tcplab_load::rr::RrConfig::default();
-                let size = self.size.unwrap_or(c.req);
-                (c.req, c.resp) = (size, size);
-                c.count = self.count;
-                c.duration_ms = self.count.is_none().then_some(ms);
-                c.stall_ms = self.stall_ms.unwrap_or(c.stall_ms);
-                WorkloadSpec::Rr(c)
-            }
-            WorkloadKind::Stream => {
-                let c = tcplab_load::stream::StreamConfig {
-                    duration_ms: Some(ms),
-                    ..Default::default()
-                };
-                WorkloadSpec::Stream(c)
-            }
-            WorkloadKind::Crr => {
-                let mut c = tcplab_load::crr::CrrConfig::default();
-                let size = self.size.unwrap_or(c.req);
-                (c.req, c.resp) = (size, size);
-                c.count = self.count;
-                c.duration_ms = self.count.is_none().then_some(ms);
-                WorkloadSpec::Crr(c)
-            }
-            other @ (WorkloadKind::Rrul | WorkloadKind::Http) => {
-                anyhow::bail!("--workload {other}: a mesh runs msgs, rr, stream or crr")
-            }
-        };
-        test.validate().map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(test)
-    }
-
     fn steps(&self, n: usize) -> anyhow::Result<Vec<Step>> {
         match self.concurrent {
             None => Ok(tournament(n)),
@@ -364,12 +386,12 @@ impl MeshArgs {
     }
 
     fn run_inner(self) -> anyhow::Result<ExitCode> {
-        let test = self.test()?;
-        let inv = Inventory::load(&self.launch.hosts)?;
+        let test = self.test.spec(self.workload)?;
+        let inv = Inventory::load(self.launch.hosts_file())?;
         if inv.hosts.len() < 2 {
             anyhow::bail!(
                 "--hosts {}: a mesh needs at least 2 hosts, the file has {}",
-                self.launch.hosts.display(),
+                self.launch.hosts_file().display(),
                 inv.hosts.len()
             );
         }

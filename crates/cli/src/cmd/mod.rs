@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod key;
 pub mod lab;
 pub mod mesh_lab;
+pub mod monitor;
 pub mod path;
 pub mod remote;
 pub mod study;
