@@ -83,6 +83,31 @@ impl LaunchArgs {
 
 /// Stops the agents when Ctrl-C or SIGTERM arrives: the flag is polled between tests, and the
 /// fleet's guard stops the agents when the command returns.
+/// The fleet's agents as the mesh's hosts, and the coordinator's credentials per host name,
+/// each pinning that host's agent's key (a fleet may mix pinned agents with unpinned lab ones).
+pub(crate) fn mesh_hosts(
+    fleet: &Fleet,
+) -> (
+    Vec<MeshHost>,
+    std::collections::BTreeMap<String, tcplab_auth::ClientAuth>,
+) {
+    let hosts = fleet
+        .agents
+        .iter()
+        .map(|a| MeshHost {
+            name: a.name.clone(),
+            addr: a.addr,
+            key: a.server_key,
+        })
+        .collect();
+    let auth = fleet
+        .agents
+        .iter()
+        .filter_map(|a| Some((a.name.clone(), fleet.auth_for(&a.name)?)))
+        .collect();
+    (hosts, auth)
+}
+
 pub(crate) fn stop_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -429,21 +454,9 @@ impl MeshArgs {
         let mut timing = MeshTiming::default();
         if !steps.is_empty() {
             let (_, fleet) = self.launch.launch(false)?;
-            let hosts: Vec<MeshHost> = fleet
-                .agents
-                .iter()
-                .map(|a| MeshHost {
-                    name: a.name.clone(),
-                    addr: a.addr,
-                    key: a.server_key,
-                })
-                .collect();
+            let (hosts, auth) = mesh_hosts(&fleet);
             let runner = AgentPairs {
-                auth: fleet
-                    .agents
-                    .iter()
-                    .filter_map(|a| Some((a.name.clone(), fleet.auth_for(&a.name)?)))
-                    .collect(),
+                auth,
                 test,
                 timeout: Duration::from_secs(30),
             };

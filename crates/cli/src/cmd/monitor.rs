@@ -22,7 +22,7 @@ use tcplab_monitor::store::MonitorStore;
 use tcplab_monitor::{Event, RegressionConfig};
 use tcplab_results::units::Dur;
 
-use super::fleet::{LaunchArgs, TestArgs, stop_flag};
+use super::fleet::{LaunchArgs, TestArgs, mesh_hosts, stop_flag};
 use crate::output;
 
 /// `tcplab monitor [alerts]`.
@@ -208,20 +208,7 @@ impl RunArgs {
                 inv.hosts.len()
             );
         }
-        let hosts: Vec<MeshHost> = fleet
-            .agents
-            .iter()
-            .map(|a| MeshHost {
-                name: a.name.clone(),
-                addr: a.addr,
-                key: a.server_key,
-            })
-            .collect();
-        let auth: std::collections::BTreeMap<_, _> = fleet
-            .agents
-            .iter()
-            .filter_map(|a| Some((a.name.clone(), fleet.auth_for(&a.name)?)))
-            .collect();
+        let (hosts, auth) = mesh_hosts(&fleet);
         let runners: Runners = specs
             .into_iter()
             .map(|test| {
