@@ -297,7 +297,7 @@ fn stream_measures_a_tbf_limited_100_mbit_link() {
     let bps = st.summary.throughput_bps.expect("bps");
     eprintln!("tbf 100mbit: {:.2} Mbit/s", bps / 1e6);
     // Payload share of a 1514-byte frame TBF counts: 1448/1514 = 95.6 %. A 2-second window on
-    // a loaded 2-vCPU machine measured 92.9 once (CI, 2026-12-08): the bound below the share
+    // a loaded 2-vCPU machine measured 92.9 once in CI: the bound below the share
     // leaves room for that, and still fails a link the shaper did not hold to 100 Mbit/s.
     assert!(
         (88e6..=100e6).contains(&bps),
