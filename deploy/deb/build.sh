@@ -58,6 +58,19 @@ install -d "$stage/lib/systemd/system"
 } >"$stage/lib/systemd/system/tcplab-agent.service"
 grep -q '^User=tcplab$' "$stage/lib/systemd/system/tcplab-agent.service" ||
   { echo "deploy/deb/build.sh: deploy/tcplab-agent.service no longer says DynamicUser=yes; update this script" >&2; exit 1; }
+{
+  echo "# tcplab monitor, as installed by the tcplab package: disabled until enabled with its key"
+  echo "# and hosts file. Set up: tcplab key gen --out /etc/tcplab/monitor.key; the fleet in"
+  echo "# /etc/tcplab/hosts.toml; then systemctl enable --now tcplab-monitor. See docs/monitor.md."
+  sed -e '1,/^$/d' \
+    -e 's|/usr/local/bin/tcplab|/usr/bin/tcplab|g' \
+    -e 's|^DynamicUser=yes$|User=tcplab\nGroup=tcplab|' \
+    -e 's|^Documentation=.*|Documentation=man:tcplab-monitor(1)|' \
+    -e 's|^\[Unit\]$|[Unit]\nConditionPathExists=/etc/tcplab/monitor.key\nConditionPathExists=/etc/tcplab/hosts.toml|' \
+    "$root/deploy/tcplab-monitor.service"
+} >"$stage/lib/systemd/system/tcplab-monitor.service"
+grep -q '^User=tcplab$' "$stage/lib/systemd/system/tcplab-monitor.service" ||
+  { echo "deploy/deb/build.sh: deploy/tcplab-monitor.service no longer says DynamicUser=yes; update this script" >&2; exit 1; }
 
 install -d "$stage/usr/share/doc/tcplab"
 {
@@ -85,7 +98,9 @@ Description: TCP performance lab for Linux
  authenticated agent), runs workloads that show how the kernel's TCP stack
  behaves, diagnoses what limits a path, and finds settings that are
  consistently fast, with evidence. The tcplab-agent service (disabled until
- given keys) is the far end of tests from other hosts.
+ given keys) is the far end of tests from other hosts; the tcplab-monitor
+ service (disabled until given a key and a hosts file) measures a fleet on a
+ schedule for Prometheus and explains its regressions.
 CONTROL
 install -m 755 "$root/deploy/deb/postinst" "$root/deploy/deb/prerm" "$root/deploy/deb/postrm" "$stage/DEBIAN/"
 

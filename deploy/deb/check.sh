@@ -45,6 +45,11 @@ unit=/lib/systemd/system/tcplab-agent.service
 grep -q '^User=tcplab$' "$unit" || fail "$unit does not run as tcplab"
 grep -q '^ExecStart=/usr/bin/tcplab serve' "$unit" || fail "$unit does not start /usr/bin/tcplab"
 [ ! -e /etc/systemd/system/multi-user.target.wants/tcplab-agent.service ] || fail "the agent's unit was enabled"
+monitor_unit=/lib/systemd/system/tcplab-monitor.service
+grep -q '^User=tcplab$' "$monitor_unit" || fail "$monitor_unit does not run as tcplab"
+grep -q '^ExecStart=/usr/bin/tcplab monitor' "$monitor_unit" || fail "$monitor_unit does not start /usr/bin/tcplab"
+grep -q '^ConditionPathExists=/etc/tcplab/hosts.toml$' "$monitor_unit" || fail "$monitor_unit starts without a hosts file"
+[ ! -e /etc/systemd/system/multi-user.target.wants/tcplab-monitor.service ] || fail "the monitor's unit was enabled"
 
 echo "# run from the package"
 /usr/bin/tcplab lab up --name debcheck --topology path >/dev/null
@@ -61,6 +66,7 @@ echo "# removed"
 dpkg -r tcplab >/dev/null
 [ ! -e /usr/bin/tcplab ] || fail "dpkg -r left /usr/bin/tcplab"
 [ ! -e "$unit" ] || fail "dpkg -r left $unit"
+[ ! -e "$monitor_unit" ] || fail "dpkg -r left $monitor_unit"
 dpkg -P tcplab >/dev/null
 ! getent passwd tcplab >/dev/null || fail "purge left the tcplab user"
 ! dpkg -s tcplab >/dev/null 2>&1 || fail "the package is still known to dpkg"

@@ -152,11 +152,18 @@ pub(crate) fn run(
     };
     let _ = ctrl.set_write_timeout(Some(config.limits.idle_timeout));
     let workload = test.kind().name();
+    let before = tcplab_load::sysinfo::all_counters();
     let outcome = auth.scoped(|| tcplab_load::client::run(&test, target, None));
     let msg = match outcome {
-        Ok(result) => Ctrl::Answer(Box::new(Answer::Run {
-            result: Box::new(result),
-        })),
+        Ok(mut result) => {
+            // The caller is elsewhere: what moved in this host's TCP stack goes with the result
+            // (the doctor reads a far client's retransmissions and drops from it).
+            let after = tcplab_load::sysinfo::all_counters();
+            result.meta_mut().client_counters = Some(tcplab_results::peer::moved(&before, &after));
+            Ctrl::Answer(Box::new(Answer::Run {
+                result: Box::new(result),
+            }))
+        }
         Err(e) => Ctrl::refusal(
             run_cause(&e),
             format!("running {workload} toward {target}: {e}"),

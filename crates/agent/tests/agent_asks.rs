@@ -288,6 +288,13 @@ fn run_from_one_agent_toward_another() {
     assert_eq!(m.config.count, 2_000);
     assert_eq!(m.meta.target, y.addr.to_string());
     assert_eq!(m.runs.first().map(|r| r.received), Some(2_000));
+    // The caller is not on X: what moved in X's TCP stack comes with the result (the doctor
+    // between two agents reads the client's retransmissions from it).
+    let moved = m.meta.client_counters.as_ref().expect("X's counters");
+    assert!(
+        moved.get("Tcp.ActiveOpens").is_some_and(|n| *n >= 1),
+        "the client's connection is among X's counters: {moved:?}"
+    );
 }
 
 /// rrul is a client's two tests side by side: an agent asked to Run it runs both toward the

@@ -16,4 +16,4 @@ pub mod evidence;
 pub mod run;
 
 pub use error::{BatteryError, Result};
-pub use run::{Target, run};
+pub use run::{AgentAt, Target, run};

@@ -1,14 +1,17 @@
 //! The doctor's plan carried out: each part of `tcplab_doctor::plan` sized again from what the
 //! battery found so far (`plan::refine`), then run by one generic step against a lab (client
-//! and server threads entered into its hosts) or a remote `tcplab serve`. Every part is
-//! recorded the same way: its result; the kernel counters that moved on the client's side
-//! (read here) and on the server's (from the server's own view in its report, so a real far
-//! host is seen as a lab's server host is); on an emulated lab, the emulator's verdict over it.
+//! and server threads entered into its hosts), a remote `tcplab serve`, or between two agents
+//! of a fleet (the first runs each part's client toward the second: the monitor's pairs).
+//! Every part is recorded the same way: its result; the kernel counters that moved on the
+//! client's side (read here, or sent back by the client agent) and on the server's (from the
+//! server's own view in its report, so a real far host is seen as a lab's server host is); on
+//! an emulated lab, the emulator's verdict over it.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use tcplab_auth::{ClientAuth, PublicKey};
 use tcplab_doctor::plan::{self, Part, PartKind, Request};
 use tcplab_doctor::{Battery, EmulatorFidelity, Ends, PathInfo, Role};
 use tcplab_lab::Lab;
@@ -32,7 +35,30 @@ pub enum Target<'a> {
     },
     /// Against a host running `tcplab serve`, from the calling thread's network namespace.
     Remote(SocketAddr),
+    /// From one agent toward another: the client agent runs each part (`Ask::Run`) and sends
+    /// back its result with the counters that moved on its host. Neither end is this host.
+    Between {
+        /// The agent that runs the clients.
+        client: &'a AgentAt,
+        /// The agent that serves them.
+        server: &'a AgentAt,
+    },
 }
+
+/// An agent of a fleet as this program reaches it.
+#[derive(Debug, Clone)]
+pub struct AgentAt {
+    /// Its control address.
+    pub addr: SocketAddr,
+    /// The key it proves (None: an unauthenticated lab agent).
+    pub key: Option<PublicKey>,
+    /// This program's credentials toward it, pinning `key`.
+    pub auth: ClientAuth,
+}
+
+/// How long a part's answer may take beyond the part's own length before the client agent is
+/// given up on.
+const BETWEEN_SLACK: Duration = Duration::from_secs(30);
 
 /// How long the agent's facts may take to arrive.
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,7 +85,7 @@ pub fn run(
     path: PathInfo,
     progress: &dyn Fn(&str),
 ) -> Result<Battery> {
-    let remote = matches!(target, Target::Remote(_));
+    let remote = !matches!(target, Target::Lab { .. });
     if req.http && remote {
         return Err(BatteryError::Invalid {
             field: "--http".into(),
@@ -74,8 +100,10 @@ pub fn run(
         path,
         ..Battery::default()
     };
-    if let Target::Remote(addr) = target {
-        battery.ends = Some(ends(*addr)?);
+    match target {
+        Target::Remote(addr) => battery.ends = Some(ends(*addr)?),
+        Target::Between { client, server } => battery.ends = Some(ends_between(client, server)?),
+        Target::Lab { .. } => {}
     }
     let mut judged: Vec<(PartKind, RunFidelity)> = Vec::new();
     let mut trap = None;
@@ -110,6 +138,11 @@ pub fn run(
             battery.fidelity = combine(&judged);
         }
         Target::Remote(_) => battery.facts = Some(tcplab_lab::facts::machine()),
+        Target::Between { client, .. } => {
+            battery.facts = tcplab_agent::remote::facts(client.addr, &client.auth, FACTS_TIMEOUT)
+                .ok()
+                .and_then(|f| f.facts);
+        }
     }
     if battery.path.measured_rtt_ms.is_none() {
         battery.path.measured_rtt_ms = battery
@@ -132,10 +165,17 @@ fn ends(addr: SocketAddr) -> Result<Ends> {
         part: "facts".into(),
         problem: e.to_string(),
     })?;
-    let client = tcplab_lab::facts::this_host(&[]).ok();
-    match tcplab_agent::remote::facts(addr, &auth, FACTS_TIMEOUT) {
+    Ok(Ends {
+        client: tcplab_lab::facts::this_host(&[]).ok(),
+        ..ends_of(addr, &auth)?
+    })
+}
+
+/// The far host as its agent answers about itself (the client's side left unknown).
+fn ends_of(addr: SocketAddr, auth: &ClientAuth) -> Result<Ends> {
+    match tcplab_agent::remote::facts(addr, auth, FACTS_TIMEOUT) {
         Ok(facts) => Ok(Ends {
-            client,
+            client: None,
             server: facts.host,
             server_machine: facts.facts,
             agent_version: Some(facts.tcplab),
@@ -151,11 +191,23 @@ fn ends(addr: SocketAddr) -> Result<Ends> {
             problem: format!("asking the agent at {addr} what it is: {e}"),
         }),
         Err(e) => Ok(Ends {
-            client,
             unanswered: Some(format!("the agent at {addr} did not say what it is: {e}")),
             ..Ends::default()
         }),
     }
+}
+
+/// The two hosts of a run between two agents, each as it answers about itself. The server's
+/// answer is what [`ends`] asks of a remote host; the client's is its host (its sysctls).
+fn ends_between(client: &AgentAt, server: &AgentAt) -> Result<Ends> {
+    let mut ends = ends_of(server.addr, &server.auth)?;
+    ends.client = tcplab_agent::remote::facts(client.addr, &client.auth, FACTS_TIMEOUT)
+        .map_err(|e| BatteryError::Part {
+            part: "facts".into(),
+            problem: format!("asking the client agent at {} what it is: {e}", client.addr),
+        })?
+        .host;
+    Ok(ends)
 }
 
 /// Puts one part's result where the doctor reads it.
@@ -191,7 +243,7 @@ fn step(
     let kind = part.kind();
     let status = |t: &Target<'_>| match t {
         Target::Lab { lab, .. } => lab.emulator_status().ok(),
-        Target::Remote(_) => None,
+        Target::Remote(_) | Target::Between { .. } => None,
     };
     let emulator_before = status(target);
     let before = client_counters(target);
@@ -203,6 +255,13 @@ fn step(
     let mut sides = BTreeMap::new();
     if let (Some(b), Some(a)) = (before, after) {
         sides.insert(Role::Client, tcplab_results::peer::moved(&b, &a));
+    }
+    if let Some(sent) = report
+        .as_ref()
+        .ok()
+        .and_then(|r| r.meta().client_counters.as_ref())
+    {
+        sides.insert(Role::Client, sent.clone());
     }
     if let Some(view) = report
         .as_ref()
@@ -235,6 +294,14 @@ fn workload(target: &Target<'_>, spec: &WorkloadSpec) -> tcplab_load::Result<Rep
             server: s,
         } => tcplab_front::lab::run_on(lab, c, s, client),
         Target::Remote(addr) => client(*addr, Some(tcplab_lab::facts::machine())),
+        Target::Between { client, server } => tcplab_agent::remote::run_from(
+            client.addr,
+            &client.auth,
+            server.addr,
+            server.key,
+            spec.clone(),
+            BETWEEN_SLACK,
+        ),
     }
 }
 
@@ -271,6 +338,8 @@ fn client_counters(target: &Target<'_>) -> Option<BTreeMap<String, u64>> {
             .run(tcplab_load::sysinfo::all_counters)
             .ok(),
         Target::Remote(_) => Some(tcplab_load::sysinfo::all_counters()),
+        // The client agent sends its own with each result.
+        Target::Between { .. } => None,
     }
 }
 

@@ -1,17 +1,23 @@
-//! The monitor's decisions in one place, pure: which tests start, what a finished test changes
-//! (its run, its alerts, the pair's state on the metrics page), resumed from the runs a
-//! database kept. The coordinator (I/O) asks it what to start, runs the tests, and hands each
-//! outcome back; a simulation drives the same code in virtual time.
+//! The monitor's decisions in one place, pure: which tests and doctor runs start, what a
+//! finished test changes (its run, its alerts, the pair's state on the metrics page), what a
+//! doctor's verdict changes (the cause its pair's alerts name), resumed from the runs and
+//! alerts a database kept. The coordinator (I/O) asks it what to start, runs the tasks, and
+//! hands each outcome back; a simulation drives the same code in virtual time.
+//!
+//! A regression queues the doctor on its pair. The doctor needs both hosts to itself, as a
+//! test does: from the moment it is queued no test starts on either host, so it starts as soon
+//! as the tests in flight there end, and the pair's other tests wait for it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use tcplab_results::report::Report;
 use tcplab_stats::{RegressionConfig, StatsError};
 
 use crate::alerts::{Alerts, Event, Watched};
+use crate::evidence::Cause;
 use crate::figures::{self, Figure};
 use crate::metrics::{Outcome, PairState, Snapshot};
-use crate::schedule::{Cadence, Schedule, ScheduleError, Slot, SlotHistory};
+use crate::schedule::{Cadence, Pair, Schedule, ScheduleError, Slot, SlotHistory};
 use crate::store::Run;
 
 /// A workload the monitor runs on every pair.
@@ -21,6 +27,15 @@ pub struct Workload {
     pub label: String,
     /// How often.
     pub cadence: Cadence,
+}
+
+/// What the coordinator starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    /// A slot's test.
+    Test(Slot),
+    /// The doctor on a pair with a newly opened alert.
+    Diagnose(Pair),
 }
 
 /// How a test ended, as the coordinator saw it.
@@ -46,6 +61,14 @@ pub struct Monitor {
     alerts: Alerts,
     pairs: BTreeMap<Slot, PairState>,
     running: BTreeMap<Slot, (u64, u64)>,
+    /// Whether a regression queues the doctor (`--no-doctor` says not).
+    diagnose: bool,
+    /// Pairs waiting for the doctor, oldest first; their hosts take no new test.
+    to_diagnose: VecDeque<Pair>,
+    /// Pairs the doctor is on now.
+    diagnosing: BTreeSet<Pair>,
+    /// What each pair with an open alert is known to suffer from.
+    causes: BTreeMap<Pair, Cause>,
 }
 
 impl Monitor {
@@ -89,6 +112,10 @@ impl Monitor {
             alerts: Alerts::new(regression),
             pairs: BTreeMap::new(),
             running: BTreeMap::new(),
+            diagnose: true,
+            to_diagnose: VecDeque::new(),
+            diagnosing: BTreeSet::new(),
+            causes: BTreeMap::new(),
         };
         for (slot, r) in placed {
             // Replaying what was already judged: the events were stored when they happened.
@@ -97,16 +124,113 @@ impl Monitor {
         Ok(monitor)
     }
 
-    /// The tests to start at `now_ms` (no host in two at once); each is marked running.
-    pub fn start(&mut self, now_ms: u64) -> Vec<Slot> {
-        let busy: BTreeSet<usize> = self.running.keys().flat_map(|s| [s.src, s.dst]).collect();
-        let slots = self.schedule.to_start(now_ms, &busy);
-        for slot in &slots {
-            let index = self.schedule.slot(*slot).map_or(0, |(_, runs)| runs);
-            self.schedule.started(*slot, now_ms);
-            self.running.insert(*slot, (now_ms, index));
+    /// Without the doctor: a regression's cause is [`Cause::NotDiagnosed`] and nothing is
+    /// queued.
+    pub fn without_doctor(mut self) -> Monitor {
+        self.diagnose = false;
+        self
+    }
+
+    /// Picks up the alerts a database kept open (after [`Monitor::new`] replayed the runs):
+    /// each pair's cause as its evidence said, and the doctor queued again on pairs whose
+    /// alert never got its evidence (the monitor stopped first). `open` gives (source, target)
+    /// host names and the stored cause, if any.
+    pub fn resume_alerts<'a>(
+        &mut self,
+        open: impl IntoIterator<Item = (&'a str, &'a str, Option<Cause>)>,
+    ) {
+        for (src, dst, cause) in open {
+            let (Some(src), Some(dst)) = (self.host_index(src), self.host_index(dst)) else {
+                continue;
+            };
+            let pair = Pair { src, dst };
+            match cause {
+                Some(c) => {
+                    self.causes.insert(pair, c);
+                }
+                None => self.queue_doctor(pair),
+            }
         }
-        slots
+    }
+
+    fn host_index(&self, name: &str) -> Option<usize> {
+        self.hosts.iter().position(|h| h == name)
+    }
+
+    /// The tasks to start at `now_ms` (no host in two at once): the doctor on queued pairs
+    /// whose hosts are free first, then the tests that are due on hosts neither busy nor
+    /// waiting for the doctor. Each is marked running.
+    pub fn start(&mut self, now_ms: u64) -> Vec<Task> {
+        let mut busy: BTreeSet<usize> = self
+            .running
+            .keys()
+            .map(|s| s.pair())
+            .chain(self.diagnosing.iter().copied())
+            .flat_map(|p| [p.src, p.dst])
+            .collect();
+        let mut tasks = Vec::new();
+        let mut waiting = VecDeque::new();
+        while let Some(pair) = self.to_diagnose.pop_front() {
+            if busy.contains(&pair.src) || busy.contains(&pair.dst) {
+                waiting.push_back(pair);
+            } else {
+                busy.extend([pair.src, pair.dst]);
+                self.diagnosing.insert(pair);
+                tasks.push(Task::Diagnose(pair));
+            }
+        }
+        // A queued doctor holds its hosts: tests there would keep it waiting for ever.
+        busy.extend(waiting.iter().flat_map(|p| [p.src, p.dst]));
+        self.to_diagnose = waiting;
+        for slot in self.schedule.to_start(now_ms, &busy) {
+            let index = self.schedule.slot(slot).map_or(0, |(_, runs)| runs);
+            self.schedule.started(slot, now_ms);
+            self.running.insert(slot, (now_ms, index));
+            tasks.push(Task::Test(slot));
+        }
+        tasks
+    }
+
+    /// Takes the doctor's verdict on `pair` (started by [`Monitor::start`]): the cause its
+    /// open alerts name from now on. A pair the doctor was not on changes nothing.
+    pub fn diagnosed(&mut self, pair: Pair, cause: Cause) -> bool {
+        if !self.diagnosing.remove(&pair) {
+            return false;
+        }
+        if self.pair_has_open_alert(pair) {
+            self.causes.insert(pair, cause);
+        } else {
+            // The pair recovered while the doctor ran: nothing is open to name a cause.
+            self.causes.remove(&pair);
+        }
+        true
+    }
+
+    fn queue_doctor(&mut self, pair: Pair) {
+        if !self.diagnose {
+            self.causes.insert(pair, Cause::NotDiagnosed);
+            return;
+        }
+        self.causes.insert(pair, Cause::Pending);
+        if !self.to_diagnose.contains(&pair) && !self.diagnosing.contains(&pair) {
+            self.to_diagnose.push_back(pair);
+        }
+    }
+
+    fn pair_has_open_alert(&self, pair: Pair) -> bool {
+        self.pairs
+            .iter()
+            .any(|(slot, p)| slot.pair() == pair && !p.regressed.is_empty())
+    }
+
+    /// The cause the open alerts of `pair` name (None: it has none open).
+    pub fn cause(&self, pair: Pair) -> Option<&Cause> {
+        self.causes.get(&pair)
+    }
+
+    /// Doctor runs queued or running.
+    pub fn diagnoses(&self) -> usize {
+        self.to_diagnose.len() + self.diagnosing.len()
     }
 
     /// Takes a started test's outcome: the run to record and the alerts it opened or closed.
@@ -138,6 +262,15 @@ impl Monitor {
             emulator_trustworthy,
         };
         let events = self.absorb(slot, &run).unwrap_or_default();
+        for e in &events {
+            match e {
+                Event::Opened { .. } => self.queue_doctor(slot.pair()),
+                Event::Closed { .. } if !self.pair_has_open_alert(slot.pair()) => {
+                    self.causes.remove(&slot.pair());
+                }
+                Event::Closed { .. } => {}
+            }
+        }
         Some((run, events))
     }
 
@@ -153,6 +286,7 @@ impl Monitor {
             figures: Vec::new(),
             emulator_trustworthy: None,
             regressed: Vec::new(),
+            cause: None,
         });
         state.last_run_unix_s = run.started_ms as f64 / 1e3;
         state.last_outcome = run.outcome;
@@ -201,7 +335,14 @@ impl Monitor {
             hosts: self.hosts.len(),
             hosts_up,
             lag_s: self.schedule.lag_ms(now_ms) as f64 / 1e3,
-            pairs: self.pairs.values().cloned().collect(),
+            pairs: self
+                .pairs
+                .iter()
+                .map(|(slot, p)| PairState {
+                    cause: self.causes.get(&slot.pair()).map(|c| c.label().to_string()),
+                    ..p.clone()
+                })
+                .collect(),
         }
     }
 
@@ -214,9 +355,14 @@ impl Monitor {
         )
     }
 
-    /// Tests running now.
+    /// Tests and doctor runs in flight now.
     pub fn running(&self) -> usize {
-        self.running.len()
+        self.running.len() + self.diagnosing.len()
+    }
+
+    /// The names of a pair's hosts.
+    pub fn pair_names(&self, pair: Pair) -> (&str, &str) {
+        (&self.hosts[pair.src], &self.hosts[pair.dst])
     }
 
     /// Figures with an open alert.

@@ -2,6 +2,7 @@ use tcplab_results::session::RunMeta;
 use tcplab_results::stream::{StreamResult, StreamSummary};
 
 use super::*;
+use crate::evidence::Cause;
 
 const S: u64 = 1_000;
 
@@ -42,8 +43,18 @@ fn healthy(slot: Slot, t: u64) -> f64 {
     940e6 * (1.0 + 0.02 * ((h % 11) as f64 / 5.0 - 1.0))
 }
 
-/// Drives the monitor in virtual time: tests take `test_ms`; `path` gives each test's
-/// throughput. Returns every run and every event.
+/// How long the simulated doctor takes, and what it finds.
+const DOCTOR_MS: u64 = 60 * S;
+
+fn doctor_finds() -> Cause {
+    Cause::Found {
+        id: "rwnd_limited".into(),
+    }
+}
+
+/// Drives the monitor in virtual time: tests take `test_ms`, the doctor [`DOCTOR_MS`]; `path`
+/// gives each test's throughput. Returns every run and every event; checks that no host is
+/// ever in two tasks at once.
 fn simulate(
     m: &mut Monitor,
     from_ms: u64,
@@ -51,25 +62,56 @@ fn simulate(
     test_ms: u64,
     path: impl Fn(Slot, u64) -> f64,
 ) -> (Vec<Run>, Vec<Event>) {
-    let mut running: Vec<(u64, Slot)> = Vec::new();
+    let mut running: Vec<(u64, Task)> = Vec::new();
     let (mut runs, mut events) = (Vec::new(), Vec::new());
     let mut now = from_ms;
+    let pair_of = |t: &Task| match t {
+        Task::Test(slot) => slot.pair(),
+        Task::Diagnose(pair) => *pair,
+    };
     while now <= until_ms {
-        running.sort();
-        while let Some(&(end, slot)) = running.first().filter(|(end, _)| *end <= now) {
+        running.sort_by_key(|(end, _)| *end);
+        while let Some(&(end, task)) = running.first().filter(|(end, _)| *end <= now) {
             running.remove(0);
-            let (run, ev) = m
-                .finish(slot, stream(path(slot, end)))
-                .expect("it was running");
-            runs.push(run);
-            events.extend(ev);
+            match task {
+                Task::Test(slot) => {
+                    let (run, ev) = m
+                        .finish(slot, stream(path(slot, end)))
+                        .expect("it was running");
+                    runs.push(run);
+                    events.extend(ev);
+                }
+                Task::Diagnose(pair) => assert!(m.diagnosed(pair, doctor_finds())),
+            }
         }
-        for slot in m.start(now) {
-            running.push((now + test_ms, slot));
+        for task in m.start(now) {
+            let p = pair_of(&task);
+            for (_, other) in &running {
+                let o = pair_of(other);
+                assert!(
+                    [o.src, o.dst].iter().all(|h| *h != p.src && *h != p.dst),
+                    "{task:?} shares a host with {other:?}"
+                );
+            }
+            let ends = match task {
+                Task::Test(_) => now + test_ms,
+                Task::Diagnose(_) => now + DOCTOR_MS,
+            };
+            running.push((ends, task));
         }
         now += 250;
     }
     (runs, events)
+}
+
+fn tests_of(tasks: Vec<Task>) -> Vec<Slot> {
+    tasks
+        .into_iter()
+        .filter_map(|t| match t {
+            Task::Test(slot) => Some(slot),
+            Task::Diagnose(_) => None,
+        })
+        .collect()
 }
 
 /// The figure, in compressed time: 16 hosts (240 pairs) measured every 60 s for an
@@ -121,7 +163,16 @@ fn a_sixteen_host_hour_flags_the_one_regressed_pair_and_no_other() {
         Event::Closed { .. } => unreachable!(),
     }
     assert_eq!(m.open_alerts(), vec![(bad, Figure::ThroughputBps)]);
-    assert_eq!(m.snapshot(3600 * S, 16).pairs.len(), 240);
+    assert_eq!(
+        m.cause(bad.pair()),
+        Some(&doctor_finds()),
+        "the doctor ran on it"
+    );
+    let snap = m.snapshot(3600 * S, 16);
+    assert_eq!(snap.pairs.len(), 240);
+    let labelled: Vec<&PairState> = snap.pairs.iter().filter(|p| p.cause.is_some()).collect();
+    assert_eq!(labelled.len(), 1);
+    assert_eq!(labelled[0].cause.as_deref(), Some("rwnd_limited"));
     assert!(m.alerts.watched() <= 240);
 }
 
@@ -151,7 +202,7 @@ fn a_restart_resumes_the_counts_and_the_alerts_from_the_kept_runs() {
     let (runs, _) = simulate(&mut a, 0, 2 * 3600 * S, S, path);
     // Killed here; a new monitor starts from the database's runs.
     let now = 2 * 3600 * S + 500;
-    let b = Monitor::new(
+    let mut b = Monitor::new(
         hosts(3),
         stream_every(60),
         9,
@@ -165,6 +216,81 @@ fn a_restart_resumes_the_counts_and_the_alerts_from_the_kept_runs() {
         assert_eq!(a.pairs[slot].runs, b.pairs[slot].runs, "{slot:?}");
     }
     assert_eq!(b.open_alerts(), vec![(bad, Figure::ThroughputBps)]);
+    // The database kept the alert without evidence (killed before the doctor ended): the
+    // doctor is queued again, and goes first.
+    b.resume_alerts([("h1", "h2", None)]);
+    assert_eq!(b.cause(bad.pair()), Some(&Cause::Pending));
+    assert_eq!(b.start(now + 3600 * S)[0], Task::Diagnose(bad.pair()));
+    let mut c = Monitor::new(
+        hosts(3),
+        stream_every(60),
+        9,
+        now,
+        RegressionConfig::default(),
+        &runs,
+    )
+    .unwrap();
+    c.resume_alerts([("h1", "h2", Some(doctor_finds())), ("gone", "h2", None)]);
+    assert_eq!(c.cause(bad.pair()), Some(&doctor_finds()));
+    assert_eq!(c.diagnoses(), 0, "evidence kept: no doctor again");
+}
+
+/// A queued doctor holds its hosts: the tests in flight there end, none starts, and the doctor
+/// starts as soon as both hosts are free, before any test that is due.
+#[test]
+fn a_queued_doctor_holds_its_hosts_until_they_are_free() {
+    let mut m = Monitor::new(
+        hosts(4),
+        stream_every(1),
+        3,
+        0,
+        RegressionConfig::default(),
+        &[],
+    )
+    .unwrap();
+    // Every slot is due within its first interval: by 1 s two disjoint pairs run.
+    let mut first = Vec::new();
+    for t in (0..=S).step_by(50) {
+        first.extend(tests_of(m.start(t)));
+    }
+    assert_eq!(
+        first.len(),
+        2,
+        "two disjoint pairs of four hosts: {first:?}"
+    );
+    let (a, b) = (first[0], first[1]);
+    let pair = Pair {
+        src: a.src,
+        dst: b.dst,
+    };
+    m.queue_doctor(pair);
+    assert_eq!(m.diagnoses(), 1);
+    // Both hosts are busy: the doctor waits, and no test starts on its hosts.
+    assert!(m.start(5 * S).is_empty());
+    m.finish(a, stream(9e8)).unwrap();
+    let started = m.start(6 * S);
+    assert!(
+        tests_of(started.clone())
+            .iter()
+            .all(|s| ![s.src, s.dst].contains(&pair.src) && ![s.src, s.dst].contains(&pair.dst)),
+        "{started:?}"
+    );
+    for slot in tests_of(started) {
+        m.finish(slot, stream(9e8)).unwrap();
+    }
+    m.finish(b, stream(9e8)).unwrap();
+    assert_eq!(m.start(7 * S)[0], Task::Diagnose(pair));
+    assert!(
+        !m.diagnosed(Pair { src: 9, dst: 9 }, Cause::Unexplained),
+        "not running"
+    );
+    assert!(m.diagnosed(pair, Cause::Unexplained));
+    assert_eq!(
+        m.cause(pair),
+        None,
+        "no alert open on the pair: no cause kept"
+    );
+    assert_eq!(m.diagnoses(), 0);
 }
 
 #[test]
@@ -181,7 +307,7 @@ fn failed_and_untrustworthy_runs_count_but_do_not_judge_the_path() {
     let mut n = 0;
     let mut now = 0;
     while n < 80 {
-        for slot in m.start(now) {
+        for slot in tests_of(m.start(now)) {
             let finished = match n % 4 {
                 0 => Finished::Failed,
                 1 => Finished::Result {

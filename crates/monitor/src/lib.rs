@@ -13,25 +13,33 @@
 //! - [`alerts`] (pure): each result's figures against the pair's own history
 //!   (`tcplab_stats::regression`); an alert opens on a regression, keeps the pre-regression
 //!   baseline while open, and closes when the pair is back.
+//! - [`evidence`] (pure): the doctor's findings on a regressed pair and the cause its alerts
+//!   name.
 //! - [`figures`] (pure): the few figures kept per result, each with its better direction.
 //! - [`metrics`] (pure): the state as an OpenMetrics page (`prometheus-client`), labels
 //!   bounded by the fleet.
 //! - [`run`]: the coordinator: each test on its own thread through the mesh's `PairRunner`,
 //!   each outcome recorded as it ends, the page's snapshot kept current.
 //! - [`serve`]: `/metrics` over HTTP (httparse; a bearer token off loopback).
+//! - [`text`] (pure): how alerts read in the log and in `tcplab monitor alerts`.
+//! - [`webhook`]: each alert's change POSTed as JSON (`--webhook`), from its own thread.
 //! - [`store`]: the SQLite history (figures per run, the last full result per slot, alerts
 //!   with the doctor's evidence), a run noted twice kept once, pruned to `--keep`.
 
 pub mod alerts;
 pub mod core;
+pub mod evidence;
 pub mod figures;
 pub mod metrics;
 pub mod run;
 pub mod schedule;
 pub mod serve;
 pub mod store;
+pub mod text;
+pub mod webhook;
 
 pub use alerts::{Alerts, Event, Watched};
-pub use core::{Finished, Monitor, Workload};
-pub use schedule::{Cadence, Schedule, Slot};
+pub use core::{Finished, Monitor, Task, Workload};
+pub use evidence::{Cause, Evidence};
+pub use schedule::{Cadence, Pair, Schedule, Slot};
 pub use tcplab_stats::RegressionConfig;

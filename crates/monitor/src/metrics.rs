@@ -65,6 +65,10 @@ pub struct PairState {
     pub emulator_trustworthy: Option<bool>,
     /// Figures with an open regression alert.
     pub regressed: Vec<Figure>,
+    /// While one is open: the cause the pair's alerts name ([`crate::evidence::Cause::label`]:
+    /// a doctor finding's id, `pending`, `unexplained`, ...).
+    #[serde(default)]
+    pub cause: Option<String>,
 }
 
 /// Everything one scrape shows.
@@ -109,6 +113,9 @@ struct FigureLabels {
     dst: String,
     workload: String,
     figure: String,
+    /// The doctor's cause while the alert is open, `none` when it is not (values: the
+    /// doctor's finding ids and a few words of the monitor's, a bounded set).
+    cause: String,
 }
 
 type FloatGauge = Gauge<f64, AtomicU64>;
@@ -199,7 +206,8 @@ impl Page {
         );
         registry.register(
             "pair_regression",
-            "1 while the figure has an open regression alert against the pair's own history",
+            "1 while the figure has an open regression alert against the pair's own history; \
+             cause is the doctor's finding on the pair",
             self.regression.clone(),
         );
     }
@@ -258,6 +266,11 @@ impl Page {
                         dst: p.dst.clone(),
                         workload: p.workload.clone(),
                         figure: figure.name().into(),
+                        cause: match (p.regressed.contains(figure), &p.cause) {
+                            (true, Some(c)) => c.clone(),
+                            (true, None) => "pending".into(),
+                            (false, _) => "none".into(),
+                        },
                     })
                     .set(i64::from(p.regressed.contains(figure)));
             }

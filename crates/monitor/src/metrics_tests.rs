@@ -11,12 +11,14 @@ fn pair(src: &str, dst: &str, workload: &str, figures: Vec<(Figure, f64)>) -> Pa
         figures,
         emulator_trustworthy: None,
         regressed: Vec::new(),
+        cause: None,
     }
 }
 
 fn page() -> String {
     let mut slow = pair("h2", "h1", "stream", vec![(Figure::ThroughputBps, 4.7e8)]);
     slow.regressed = vec![Figure::ThroughputBps];
+    slow.cause = Some("rwnd_limited".into());
     slow.emulator_trustworthy = Some(true);
     render(&Snapshot {
         hosts: 3,
@@ -51,8 +53,8 @@ fn the_page_is_openmetrics_with_types_units_and_eof() {
         "tcplab_pair_throughput_bits_per_second{src=\"h1\",dst=\"h2\",workload=\"stream\"} 940000000.0",
         "tcplab_pair_latency_seconds{src=\"h1\",dst=\"h3\",workload=\"rr\",quantile=\"0.99\"} 0.0011",
         "tcplab_pair_runs_total{src=\"h1\",dst=\"h2\",workload=\"stream\",outcome=\"failed\"} 2",
-        "tcplab_pair_regression{src=\"h2\",dst=\"h1\",workload=\"stream\",figure=\"throughput_bps\"} 1",
-        "tcplab_pair_regression{src=\"h1\",dst=\"h2\",workload=\"stream\",figure=\"throughput_bps\"} 0",
+        "tcplab_pair_regression{src=\"h2\",dst=\"h1\",workload=\"stream\",figure=\"throughput_bps\",cause=\"rwnd_limited\"} 1",
+        "tcplab_pair_regression{src=\"h1\",dst=\"h2\",workload=\"stream\",figure=\"throughput_bps\",cause=\"none\"} 0",
         "tcplab_pair_emulator_trustworthy{src=\"h2\",dst=\"h1\",workload=\"stream\"} 1",
         "tcplab_monitor_schedule_lag_seconds 1.5",
         "tcplab_monitor_hosts_up 2",

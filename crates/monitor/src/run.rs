@@ -1,7 +1,9 @@
 //! The coordinator: asks the [`Monitor`] what to start, runs each test on its own thread
 //! through the mesh's [`PairRunner`] (the source agent runs the client toward the
-//! destination's), records each outcome as it ends, and keeps the metrics page's snapshot
-//! current. A stop request lets the tests in flight end and records them; nothing else starts.
+//! destination's) and each doctor run through a [`PairDoctor`], records each outcome as it
+//! ends, tells the world of each alert's change ([`Notice`]), and keeps the metrics page's
+//! snapshot current. A stop request lets the tasks in flight end and records them; nothing
+//! else starts.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,14 +11,45 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde::Serialize;
+use tcplab_doctor::Finding;
 use tcplab_fleet::mesh::run::{MeshHost, PairRunner};
 use tcplab_results::report::Report;
 
 use crate::alerts::Event;
-use crate::core::{Finished, Monitor};
+use crate::core::{Finished, Monitor, Task};
+use crate::evidence::Evidence;
 use crate::metrics::{Outcome, Snapshot};
-use crate::schedule::Slot;
-use crate::store::{MonitorStore, StoreError};
+use crate::schedule::{Pair, Slot};
+use crate::store::{AlertRow, MonitorStore, StoreError};
+
+/// Runs the doctor on a pair: its findings, ranked, or why it could not run.
+pub trait PairDoctor: Send + Sync {
+    /// `src`'s agent runs the battery's clients toward `dst`'s agent.
+    fn diagnose(&self, src: &MeshHost, dst: &MeshHost) -> Result<Vec<Finding>, String>;
+}
+
+/// What changed about an alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// A figure regressed.
+    Opened,
+    /// The doctor's evidence arrived.
+    Diagnosed,
+    /// The pair is back.
+    Closed,
+}
+
+/// An alert's change, with the alert as the database now holds it: what the log line, the
+/// webhook's payload and `tcplab monitor alerts` all show.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Notice {
+    /// What changed.
+    pub change: Change,
+    /// The alert.
+    pub alert: AlertRow,
+}
 
 /// A runner per workload, in the monitor's workload order.
 pub type Runners = Vec<Arc<dyn PairRunner + Send + Sync>>;
@@ -43,6 +76,8 @@ pub struct Totals {
     pub opened: u64,
     /// Alerts closed.
     pub closed: u64,
+    /// Doctor runs that ended.
+    pub diagnoses: u64,
 }
 
 /// The fleet the tests run on.
@@ -52,6 +87,9 @@ pub struct Fleet<'a> {
     pub hosts: &'a [MeshHost],
     /// A runner per workload.
     pub runners: &'a Runners,
+    /// The doctor a regression calls on its pair (None: the monitor was made
+    /// [`Monitor::without_doctor`], and queues none).
+    pub doctor: Option<&'a Arc<dyn PairDoctor>>,
 }
 
 impl std::fmt::Debug for Fleet<'_> {
@@ -63,13 +101,18 @@ impl std::fmt::Debug for Fleet<'_> {
     }
 }
 
-/// Where the coordinator tells the world: the metrics page's snapshot and each alert's change
-/// (with its id in the database, so the doctor's evidence can be attached to it).
+/// Where the coordinator tells the world: the metrics page's snapshot and each alert's change.
 pub struct Outputs<'a> {
     /// The snapshot `/metrics` renders.
     pub page: &'a Mutex<Snapshot>,
-    /// Called for every alert opened or closed.
-    pub on_event: &'a mut dyn FnMut(&Event, Option<i64>),
+    /// Called for every alert opened, diagnosed or closed.
+    pub on_notice: &'a mut dyn FnMut(&Notice),
+}
+
+/// A task's end, as its thread sends it.
+enum Done {
+    Test(Slot, Result<Box<Report>, String>),
+    Diagnosis(Pair, Result<Vec<Finding>, String>),
 }
 
 impl std::fmt::Debug for Outputs<'_> {
@@ -88,19 +131,15 @@ pub fn coordinate(
     stop: &AtomicBool,
     keep: Keep,
 ) -> Result<Totals, StoreError> {
-    let (tx, rx) = mpsc::channel::<(Slot, Result<Report, String>)>();
+    let (tx, rx) = mpsc::channel::<Done>();
     let mut totals = Totals::default();
     let mut up: BTreeMap<usize, bool> = BTreeMap::new();
     let mut pruned_at = clock();
     loop {
         let now = clock();
         if !stop.load(Ordering::Relaxed) {
-            for slot in monitor.start(now) {
-                let (src, dst) = (fleet.hosts[slot.src].clone(), fleet.hosts[slot.dst].clone());
-                let (runner, tx) = (fleet.runners[slot.workload].clone(), tx.clone());
-                std::thread::spawn(move || {
-                    let _ = tx.send((slot, runner.run(&src, &dst)));
-                });
+            for task in monitor.start(now) {
+                spawn(task, fleet, tx.clone());
             }
         } else if monitor.running() == 0 {
             return Ok(totals);
@@ -110,11 +149,27 @@ pub fn coordinate(
             .map_or(1_000, |due| due.saturating_sub(now))
             .clamp(5, 1_000);
         match rx.recv_timeout(Duration::from_millis(wait)) {
-            Ok((slot, result)) => {
+            Ok(Done::Test(slot, result)) => {
                 let ok = result.is_ok();
                 up.insert(slot.src, ok);
                 up.insert(slot.dst, ok);
-                record(monitor, store, slot, result, &mut totals, out.on_event)?;
+                record(monitor, store, slot, result, &mut totals, out.on_notice)?;
+            }
+            Ok(Done::Diagnosis(pair, findings)) => {
+                totals.diagnoses += 1;
+                let evidence = match findings {
+                    Ok(f) => Evidence::of(f, clock()),
+                    Err(why) => Evidence::failed(why, clock()),
+                };
+                if monitor.diagnosed(pair, evidence.cause.clone()) {
+                    let (src, dst) = monitor.pair_names(pair);
+                    for alert in store.set_evidence(src, dst, &evidence)? {
+                        (out.on_notice)(&Notice {
+                            change: Change::Diagnosed,
+                            alert,
+                        });
+                    }
+                }
             }
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
@@ -128,14 +183,38 @@ pub fn coordinate(
     }
 }
 
+/// Starts a task on its own thread; its end comes back on `tx`.
+fn spawn(task: Task, fleet: Fleet<'_>, tx: mpsc::Sender<Done>) {
+    match task {
+        Task::Test(slot) => {
+            let (src, dst) = (fleet.hosts[slot.src].clone(), fleet.hosts[slot.dst].clone());
+            let runner = fleet.runners[slot.workload].clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(Done::Test(slot, runner.run(&src, &dst).map(Box::new)));
+            });
+        }
+        Task::Diagnose(pair) => {
+            let (src, dst) = (fleet.hosts[pair.src].clone(), fleet.hosts[pair.dst].clone());
+            let doctor = fleet.doctor.cloned();
+            std::thread::spawn(move || {
+                let findings = match doctor {
+                    Some(d) => d.diagnose(&src, &dst),
+                    None => Err("the monitor has no doctor to run".to_string()),
+                };
+                let _ = tx.send(Done::Diagnosis(pair, findings));
+            });
+        }
+    }
+}
+
 /// Folds one ended test into the monitor and the database.
 fn record(
     monitor: &mut Monitor,
     store: &MonitorStore,
     slot: Slot,
-    result: Result<Report, String>,
+    result: Result<Box<Report>, String>,
     totals: &mut Totals,
-    on_event: &mut dyn FnMut(&Event, Option<i64>),
+    on_notice: &mut dyn FnMut(&Notice),
 ) -> Result<(), StoreError> {
     let (finished, json) = match result {
         Ok(report) => {
@@ -148,7 +227,7 @@ fn record(
             let json = serde_json::to_string(&report).ok();
             (
                 Finished::Result {
-                    report: Box::new(report),
+                    report,
                     emulator_trustworthy: trustworthy,
                 },
                 json,
@@ -163,23 +242,25 @@ fn record(
     totals.failed += u64::from(run.outcome == Outcome::Failed);
     store.record(&run, json.as_deref())?;
     for event in &events {
-        let id = match event {
+        let (change, id) = match event {
             Event::Opened {
                 watched,
                 at_ms,
                 check,
             } => {
                 totals.opened += 1;
-                let check = serde_json::to_string(check).unwrap_or_default();
-                Some(store.open_alert(&run.slot(), &watched.figure, *at_ms, &check)?)
+                let id = store.open_alert(&run.slot(), &watched.figure, *at_ms, check)?;
+                (Change::Opened, Some(id))
             }
             Event::Closed { watched, at_ms, .. } => {
                 totals.closed += 1;
-                store.close_alert(&run.slot(), &watched.figure, *at_ms)?;
-                None
+                let id = store.close_alert(&run.slot(), &watched.figure, *at_ms)?;
+                (Change::Closed, id)
             }
         };
-        on_event(event, id);
+        if let Some(alert) = id.map(|id| store.alert(id)).transpose()?.flatten() {
+            on_notice(&Notice { change, alert });
+        }
     }
     Ok(())
 }

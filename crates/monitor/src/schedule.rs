@@ -29,6 +29,25 @@ pub struct Slot {
     pub workload: usize,
 }
 
+/// An ordered pair of hosts (indices in the monitor's host list): the doctor's unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Pair {
+    /// The client's index.
+    pub src: usize,
+    /// The server's index.
+    pub dst: usize,
+}
+
+impl Slot {
+    /// The slot's pair of hosts.
+    pub fn pair(self) -> Pair {
+        Pair {
+            src: self.src,
+            dst: self.dst,
+        }
+    }
+}
+
 /// How often one workload runs on every pair.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cadence {

@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
+use tcplab_stats::RegressionCheck;
+
+use crate::evidence::Evidence;
 use crate::figures::Figure;
 use crate::metrics::Outcome;
 use crate::schedule::SlotHistory;
@@ -67,10 +70,10 @@ pub struct AlertRow {
     pub opened_ms: u64,
     /// When it closed (the pair recovered), Unix ms.
     pub closed_ms: Option<u64>,
-    /// The regression check that opened it (JSON of `tcplab_stats::RegressionCheck`).
-    pub check: String,
-    /// The doctor's findings on the pair when it opened (JSON), once the doctor has run.
-    pub evidence: Option<String>,
+    /// The regression check that opened it.
+    pub check: RegressionCheck,
+    /// The doctor's findings on the pair when it opened, once the doctor has run.
+    pub evidence: Option<Evidence>,
 }
 
 /// What went wrong with the database; each names the file.
@@ -355,8 +358,9 @@ impl MonitorStore {
         slot: &SlotKey,
         figure: &str,
         opened_ms: u64,
-        check_json: &str,
+        check: &RegressionCheck,
     ) -> Result<i64, StoreError> {
+        let check_json = serde_json::to_string(check).map_err(|e| self.corrupt(e.to_string()))?;
         self.conn
             .execute(
                 "INSERT INTO monitor_alert (src, dst, workload, figure, opened_ms, check_json)
@@ -367,62 +371,132 @@ impl MonitorStore {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Stores the doctor's findings for an alert.
-    pub fn set_evidence(&self, id: i64, evidence: &str) -> Result<(), StoreError> {
-        self.conn
-            .execute(
-                "UPDATE monitor_alert SET evidence = ?2 WHERE id = ?1",
-                params![id, evidence],
-            )
-            .map(|_| ())
-            .map_err(|e| self.err(e))
+    /// Stores the doctor's findings on the pair `src` -> `dst` as the evidence of each of its
+    /// open alerts that has none yet; returns those alerts.
+    pub fn set_evidence(
+        &self,
+        src: &str,
+        dst: &str,
+        evidence: &Evidence,
+    ) -> Result<Vec<AlertRow>, StoreError> {
+        let json = serde_json::to_string(evidence).map_err(|e| self.corrupt(e.to_string()))?;
+        let waiting: Vec<AlertRow> = self
+            .alerts(true)?
+            .into_iter()
+            .filter(|a| a.src == src && a.dst == dst && a.evidence.is_none())
+            .collect();
+        for a in &waiting {
+            self.conn
+                .execute(
+                    "UPDATE monitor_alert SET evidence = ?2 WHERE id = ?1",
+                    params![a.id, json],
+                )
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(waiting
+            .into_iter()
+            .map(|a| AlertRow {
+                evidence: Some(evidence.clone()),
+                ..a
+            })
+            .collect())
     }
 
-    /// Closes the open alert of this slot and figure, if any.
+    /// Closes the open alert of this slot and figure, if any; returns its id.
     pub fn close_alert(
         &self,
         slot: &SlotKey,
         figure: &str,
         closed_ms: u64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<i64>, StoreError> {
         self.conn
-            .execute(
+            .query_row(
                 "UPDATE monitor_alert SET closed_ms = ?5
-                 WHERE src = ?1 AND dst = ?2 AND workload = ?3 AND figure = ?4 AND closed_ms IS NULL",
+                 WHERE src = ?1 AND dst = ?2 AND workload = ?3 AND figure = ?4 AND closed_ms IS NULL
+                 RETURNING id",
                 params![slot.0, slot.1, slot.2, figure, closed_ms as i64],
+                |r| r.get(0),
             )
-            .map(|_| ())
+            .optional()
             .map_err(|e| self.err(e))
     }
 
     /// The alerts, newest first (only the open ones with `open_only`).
     pub fn alerts(&self, open_only: bool) -> Result<Vec<AlertRow>, StoreError> {
+        let filter = if open_only {
+            "WHERE closed_ms IS NULL"
+        } else {
+            ""
+        };
+        self.select_alerts(filter, [])
+    }
+
+    /// One alert by id.
+    pub fn alert(&self, id: i64) -> Result<Option<AlertRow>, StoreError> {
+        Ok(self.select_alerts("WHERE id = ?1", [id])?.pop())
+    }
+
+    fn select_alerts<P: rusqlite::Params>(
+        &self,
+        filter: &str,
+        params: P,
+    ) -> Result<Vec<AlertRow>, StoreError> {
         let sql = format!(
             "SELECT id, src, dst, workload, figure, opened_ms, closed_ms, check_json, evidence
-             FROM monitor_alert {} ORDER BY opened_ms DESC, id DESC",
-            if open_only {
-                "WHERE closed_ms IS NULL"
-            } else {
-                ""
-            }
+             FROM monitor_alert {filter} ORDER BY opened_ms DESC, id DESC"
         );
         let mut stmt = self.conn.prepare(&sql).map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(AlertRow {
-                    id: r.get(0)?,
-                    src: r.get(1)?,
-                    dst: r.get(2)?,
-                    workload: r.get(3)?,
-                    figure: r.get(4)?,
-                    opened_ms: r.get::<_, i64>(5)?.max(0) as u64,
-                    closed_ms: r.get::<_, Option<i64>>(6)?.map(|v| v.max(0) as u64),
-                    check: r.get(7)?,
-                    evidence: r.get(8)?,
-                })
+        type Raw = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            i64,
+            Option<i64>,
+            String,
+            Option<String>,
+        );
+        let raw = stmt
+            .query_map(params, |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                ))
             })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<Raw>, _>>()
             .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        raw.into_iter()
+            .map(
+                |(id, src, dst, workload, figure, opened, closed, check, evidence)| {
+                    let check = serde_json::from_str(&check)
+                        .map_err(|e| self.corrupt(format!("alert {id}'s check: {e}")))?;
+                    let evidence = evidence
+                        .map(|e| serde_json::from_str(&e))
+                        .transpose()
+                        .map_err(|e| self.corrupt(format!("alert {id}'s evidence: {e}")))?;
+                    Ok(AlertRow {
+                        id,
+                        src,
+                        dst,
+                        workload,
+                        figure,
+                        opened_ms: opened.max(0) as u64,
+                        closed_ms: closed.map(|v| v.max(0) as u64),
+                        check,
+                        evidence,
+                    })
+                },
+            )
+            .collect()
     }
 
     /// How many runs are kept.

@@ -84,21 +84,79 @@ fn pruning_bounds_the_history_but_keeps_each_slots_newest_run() {
     assert!(dir.path().join("monitor.db").exists());
 }
 
+fn check() -> RegressionCheck {
+    RegressionCheck {
+        regressed: true,
+        p_value: 0.004,
+        baseline: 940e6,
+        recent: 400e6,
+        worse_by: 0.57,
+        worse_needed: 0.2,
+        history_used: 19,
+    }
+}
+
 #[test]
-fn alerts_open_carry_evidence_and_close() {
+fn alerts_open_carry_evidence_to_every_open_alert_of_the_pair_and_close() {
     let (_dir, s) = store();
     let slot = ("a".to_string(), "b".to_string(), "stream".to_string());
-    let id = s.open_alert(&slot, "throughput_bps", 10_000, "{}").unwrap();
-    s.set_evidence(id, "[{\"id\":\"loss.path\"}]").unwrap();
-    let open = s.alerts(true).unwrap();
-    assert_eq!(open.len(), 1);
-    assert_eq!(
-        open[0].evidence.as_deref(),
-        Some("[{\"id\":\"loss.path\"}]")
+    let rr = ("a".to_string(), "b".to_string(), "rr".to_string());
+    let other = ("b".to_string(), "a".to_string(), "stream".to_string());
+    let id = s
+        .open_alert(&slot, "throughput_bps", 10_000, &check())
+        .unwrap();
+    let id_rr = s.open_alert(&rr, "rr_p99_s", 10_500, &check()).unwrap();
+    let id_other = s
+        .open_alert(&other, "throughput_bps", 10_700, &check())
+        .unwrap();
+    let evidence = Evidence::of(
+        vec![tcplab_doctor::Finding::new(
+            "rwnd_limited",
+            tcplab_doctor::Severity::Warning,
+            "receive window",
+        )],
+        11_000,
     );
-    s.close_alert(&slot, "throughput_bps", 20_000).unwrap();
-    assert!(s.alerts(true).unwrap().is_empty());
-    assert_eq!(s.alerts(false).unwrap()[0].closed_ms, Some(20_000));
+    let given = s.set_evidence("a", "b", &evidence).unwrap();
+    let mut ids: Vec<i64> = given.iter().map(|a| a.id).collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids,
+        [id, id_rr],
+        "the pair's alerts, not the reverse pair's"
+    );
+    // Evidence already given is not overwritten by a later doctor run.
+    assert!(
+        s.set_evidence("a", "b", &Evidence::failed("x".into(), 12_000))
+            .unwrap()
+            .is_empty()
+    );
+    let open = s.alerts(true).unwrap();
+    assert_eq!(open.len(), 3);
+    let first = open.iter().find(|a| a.id == id).unwrap();
+    assert_eq!(first.evidence.as_ref(), Some(&evidence));
+    assert_eq!(first.check, check());
+    assert!(
+        open.iter()
+            .find(|a| a.id == id_other)
+            .unwrap()
+            .evidence
+            .is_none()
+    );
+    assert_eq!(
+        s.close_alert(&slot, "throughput_bps", 20_000).unwrap(),
+        Some(id)
+    );
+    assert_eq!(
+        s.close_alert(&slot, "throughput_bps", 21_000).unwrap(),
+        None
+    );
+    assert_eq!(s.alerts(true).unwrap().len(), 2);
+    let all = s.alerts(false).unwrap();
+    assert_eq!(
+        all.iter().find(|a| a.id == id).unwrap().closed_ms,
+        Some(20_000)
+    );
 }
 
 #[test]

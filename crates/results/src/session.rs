@@ -50,6 +50,12 @@ pub struct RunMeta {
     /// connection); `None` from a server that predates it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_view: Option<crate::peer::PeerView>,
+    /// The client's kernel counters that rose during the run, when the client ran on behalf of
+    /// someone else (an agent asked to be the client, `Ask::Run`): the caller cannot read that
+    /// host's counters itself, so they travel with the result. `None` when the caller ran the
+    /// client and read them where it stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_counters: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 impl RunMeta {

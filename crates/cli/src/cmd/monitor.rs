@@ -1,6 +1,7 @@
 //! `tcplab monitor`: every ordered pair of a fleet measured on a schedule, the history kept, the
-//! page for Prometheus served, regressions against each pair's own history found
-//! (crates/monitor; docs/monitor.md). `tcplab monitor alerts` lists what was found.
+//! page for Prometheus served, regressions against each pair's own history found and the
+//! doctor run on each regressed pair (crates/monitor; docs/monitor.md). `tcplab monitor
+//! alerts` lists what was found.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -11,15 +12,18 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use tcplab_auth::ClientAuth;
+use tcplab_battery::run::{self as battery, AgentAt, Target};
 use tcplab_fleet::mesh::outcome::{WorkloadKind, parse_workload};
 use tcplab_fleet::mesh::run::{AgentPairs, MeshHost};
+use tcplab_monitor::RegressionConfig;
 use tcplab_monitor::core::{Monitor, Workload};
 use tcplab_monitor::metrics::{Snapshot, render};
-use tcplab_monitor::run::{Fleet, Keep, Outputs, Runners, coordinate};
+use tcplab_monitor::run::{Fleet, Keep, Notice, Outputs, PairDoctor, Runners, coordinate};
 use tcplab_monitor::schedule::Cadence;
 use tcplab_monitor::serve::{Access, bind, serve};
 use tcplab_monitor::store::MonitorStore;
-use tcplab_monitor::{Event, RegressionConfig};
+use tcplab_monitor::webhook::{Retry, Webhook};
 use tcplab_results::units::Dur;
 
 use super::fleet::{LaunchArgs, TestArgs, mesh_hosts, stop_flag};
@@ -83,6 +87,56 @@ struct RunArgs {
     /// Stop after this long (default: until SIGINT or SIGTERM).
     #[arg(long = "for", value_name = "DURATION")]
     run_for: Option<Dur>,
+    /// The doctor's time on a regressed pair (its battery, run from the pair's client agent
+    /// toward its server agent; both hosts take no other test meanwhile). At least 10s.
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    doctor_budget: Dur,
+    /// Do not run the doctor on regressed pairs (their alerts' cause is then not_diagnosed).
+    #[arg(long)]
+    no_doctor: bool,
+    /// POST every alert's change (opened, diagnosed with the doctor's findings, closed) as
+    /// JSON to this http:// URL.
+    #[arg(long, value_name = "URL")]
+    webhook: Option<String>,
+}
+
+/// The doctor on a pair of the fleet: the battery from the source's agent toward the
+/// destination's, judged by the doctor's rules.
+struct FleetDoctor {
+    auth: std::collections::BTreeMap<String, ClientAuth>,
+    budget: Duration,
+}
+
+impl FleetDoctor {
+    fn agent(&self, host: &MeshHost) -> Result<AgentAt, String> {
+        let auth = self
+            .auth
+            .get(&host.name)
+            .ok_or_else(|| format!("no credentials for host {}", host.name))?;
+        Ok(AgentAt {
+            addr: host.addr,
+            key: host.key,
+            auth: auth.clone(),
+        })
+    }
+}
+
+impl PairDoctor for FleetDoctor {
+    fn diagnose(
+        &self,
+        src: &MeshHost,
+        dst: &MeshHost,
+    ) -> Result<Vec<tcplab_doctor::Finding>, String> {
+        let (client, server) = (self.agent(src)?, self.agent(dst)?);
+        let target = Target::Between {
+            client: &client,
+            server: &server,
+        };
+        let plan = tcplab_doctor::plan::Request::new(self.budget);
+        let found = battery::run(&target, &plan, battery::path_of(None), &|_| {})
+            .map_err(|e| format!("the doctor on {} -> {}: {e}", src.name, dst.name))?;
+        Ok(tcplab_doctor::diagnosis(&found).findings)
+    }
 }
 
 /// `tcplab monitor alerts`.
@@ -192,6 +246,18 @@ impl RunArgs {
 
     fn run(self) -> anyhow::Result<ExitCode> {
         let workloads = self.workloads()?;
+        let doctor_budget = Duration::from_nanos(self.doctor_budget.ns());
+        if !self.no_doctor && doctor_budget < Duration::from_secs(10) {
+            anyhow::bail!(
+                "--doctor-budget {}: the doctor's battery needs at least 10s",
+                self.doctor_budget
+            );
+        }
+        let mut webhook = self
+            .webhook
+            .as_deref()
+            .map(|url| Webhook::start(url, Retry::DEFAULT, |m| eprintln!("tcplab monitor: {m}")))
+            .transpose()?;
         let specs = workloads
             .iter()
             .map(|(kind, _)| self.test.spec(*kind))
@@ -236,6 +302,23 @@ impl RunArgs {
             RegressionConfig::default(),
             &past,
         )?;
+        if self.no_doctor {
+            monitor = monitor.without_doctor();
+        }
+        let open = store.alerts(true)?;
+        monitor.resume_alerts(open.iter().map(|a| {
+            (
+                a.src.as_str(),
+                a.dst.as_str(),
+                a.evidence.as_ref().map(|e| e.cause.clone()),
+            )
+        }));
+        let doctor: Option<Arc<dyn PairDoctor>> = (!self.no_doctor).then(|| {
+            Arc::new(FleetDoctor {
+                auth: auth.clone(),
+                budget: doctor_budget,
+            }) as Arc<dyn PairDoctor>
+        });
         eprintln!(
             "tcplab monitor: {} hosts, {} workload(s), {} runs kept in {}; /metrics on {}",
             hosts.len(),
@@ -263,23 +346,10 @@ impl RunArgs {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || stop_at(at, &stop))
         });
-        let mut on_event = |e: &Event, _id: Option<i64>| match e {
-            Event::Opened { watched, check, .. } => {
-                let (src, dst, w) = monitor_names(&hosts, &workloads, watched.slot);
-                eprintln!(
-                    "tcplab monitor: regression {src} -> {dst} {w} {}: {:.0} % worse than its \
-                     history (p = {:.4})",
-                    watched.figure,
-                    check.worse_by * 100.0,
-                    check.p_value
-                );
-            }
-            Event::Closed { watched, .. } => {
-                let (src, dst, w) = monitor_names(&hosts, &workloads, watched.slot);
-                eprintln!(
-                    "tcplab monitor: {src} -> {dst} {w} {} is back",
-                    watched.figure
-                );
+        let mut on_notice = |n: &Notice| {
+            eprintln!("tcplab monitor: {}", n.line());
+            if let Some(hook) = webhook.as_mut() {
+                hook.send(n);
             }
         };
         let totals = coordinate(
@@ -288,10 +358,11 @@ impl RunArgs {
             Fleet {
                 hosts: &hosts,
                 runners: &runners,
+                doctor: doctor.as_ref(),
             },
             Outputs {
                 page: &page,
-                on_event: &mut on_event,
+                on_notice: &mut on_notice,
             },
             &unix_ms,
             &stop,
@@ -310,9 +381,18 @@ impl RunArgs {
             eprintln!("tcplab monitor: stopping the agents: {p}");
         }
         eprintln!(
-            "tcplab monitor: {} runs ({} without a result), {} regressions found, {} recovered",
-            totals.runs, totals.failed, totals.opened, totals.closed
+            "tcplab monitor: {} runs ({} without a result), {} regressions found, {} recovered, \
+             {} doctor runs",
+            totals.runs, totals.failed, totals.opened, totals.closed, totals.diagnoses
         );
+        if let Some(hook) = webhook {
+            let d = hook.finish();
+            eprintln!(
+                "tcplab monitor: webhook: {} notices delivered, {} given up on, {} dropped \
+                 (queue full)",
+                d.sent, d.failed, d.dropped
+            );
+        }
         Ok(ExitCode::SUCCESS)
     }
 }
@@ -323,18 +403,6 @@ fn stop_at(at: Instant, stop: &AtomicBool) {
         std::thread::sleep(Duration::from_millis(100));
     }
     stop.store(true, Ordering::Relaxed);
-}
-
-fn monitor_names<'a>(
-    hosts: &'a [MeshHost],
-    workloads: &[(WorkloadKind, Cadence)],
-    slot: tcplab_monitor::Slot,
-) -> (&'a str, &'a str, &'static str) {
-    (
-        &hosts[slot.src].name,
-        &hosts[slot.dst].name,
-        workloads[slot.workload].0.name(),
-    )
 }
 
 impl AlertsArgs {
@@ -359,19 +427,7 @@ impl AlertsArgs {
             );
         }
         for a in &alerts {
-            let state = match a.closed_ms {
-                Some(c) => format!("closed after {:.0} min", (c - a.opened_ms) as f64 / 60e3),
-                None => "open".to_string(),
-            };
-            outln!(
-                "{} -> {} {} {}: {state}, opened at {} (Unix ms); check {}",
-                a.src,
-                a.dst,
-                a.workload,
-                a.figure,
-                a.opened_ms,
-                a.check
-            );
+            outln!("{}", a.report());
         }
         Ok(ExitCode::SUCCESS)
     }
