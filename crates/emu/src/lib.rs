@@ -20,6 +20,9 @@
 //!   loss.rs  duplicate.rs  rate.rs, queue_stats.rs           reorder.rs   delay.rs,     corrupt.rs
 //!   pattern.rs                                                            jitter.rs, dist.rs
 //! ```
+//! * Queue management (RED, CoDel, FQ-CoDel, PIE) lives in [`aqm`]: disciplines with
+//!   `enqueue`/`dequeue` and the rate server that dequeues at the instants the link frees,
+//!   since their decisions (a packet's sojourn, which flow goes next) are only known then.
 //! * Loss happens at the entry, so a lost packet takes no queue space.
 //! * The bottleneck queue is separate from the propagation delay (dummynet's model): it fills
 //!   only when arrivals outpace the rate. Its limit counts the packet being serialised: a
@@ -63,6 +66,7 @@
 //! previous packet's, so the caller needs a time-ordered heap. [`DirectionModel::reconfigure`]
 //! changes settings on a live link without dropping or re-timing what is already decided.
 
+pub mod aqm;
 mod config;
 pub mod corrupt;
 pub mod delay;

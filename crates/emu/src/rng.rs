@@ -21,6 +21,8 @@ pub(crate) enum Stream {
     Reorder = 3,
     Jitter = 4,
     Corrupt = 5,
+    /// The random disciplines at the bottleneck (RED, PIE).
+    Aqm = 6,
 }
 
 /// Which direction of a link a model serves; part of the stream number.

@@ -1,0 +1,144 @@
+//! The link that drains a discipline: it asks for the next packet at the instant the last one
+//! finished serialising (or when one arrives at an idle link), and serialises it at the rate
+//! with the same exact arithmetic as the drop-tail bottleneck (the sub-ns remainder carried
+//! through a back-to-back train).
+//!
+//! Event order is the caller's contract: before offering a packet that arrives at `now`, every
+//! dequeue due by `now` is made (each at its own instant, so CoDel sees each packet's true
+//! sojourn and FQ-CoDel chooses among the flows queued at that instant); [`Server::arrive`]
+//! does this itself, and the caller also calls [`Server::advance`] at [`Server::next_due`]. In
+//! virtual time this is exact; in real time a late call still dequeues at the instants that
+//! were due, as the drop-tail model keeps departures exact under lateness.
+
+use super::{Backlog, Discipline, Dropped, Packet};
+use crate::Nanos;
+
+const NS_PER_S: u128 = 1_000_000_000;
+
+/// A packet the link took: when its serialisation started and ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Served {
+    /// The packet.
+    pub packet: Packet,
+    /// The discipline marked it CE.
+    pub marked: bool,
+    /// When it was dequeued (its first bit on the wire).
+    pub starts: Nanos,
+    /// When its last bit is serialised: it leaves the bottleneck.
+    pub leaves: Nanos,
+}
+
+/// A discipline and the rate that drains it.
+#[derive(Debug, Clone)]
+pub struct Server {
+    discipline: Discipline,
+    rate_bps: Option<u64>,
+    overhead: u32,
+    /// When the packet on the wire finishes.
+    busy_until: Nanos,
+    /// Its length.
+    on_wire_len: u32,
+    /// Fraction of a ns owed by `busy_until`, in units of 1/rate ns.
+    remainder: u128,
+    /// Since when the discipline has held packets (None: empty).
+    nonempty_since: Option<Nanos>,
+}
+
+impl Server {
+    /// `discipline` drained at `rate_bps` (None: infinitely fast), `overhead` bytes per frame.
+    pub fn new(discipline: Discipline, rate_bps: Option<u64>, overhead: u32) -> Server {
+        Server {
+            discipline,
+            rate_bps,
+            overhead,
+            busy_until: 0,
+            on_wire_len: 0,
+            remainder: 0,
+            nonempty_since: None,
+        }
+    }
+
+    /// A packet arrives at `now`: the dequeues due by then are made first (appended to `out`,
+    /// drops to `dropped`), then it is offered, then served at once if the link is idle.
+    pub fn arrive(
+        &mut self,
+        packet: Packet,
+        now: Nanos,
+        out: &mut Vec<Served>,
+        dropped: &mut Vec<Dropped>,
+    ) {
+        self.advance(now, out, dropped);
+        let on_wire = if self.busy_until > now {
+            Backlog {
+                packets: 1,
+                bytes: u64::from(self.on_wire_len),
+            }
+        } else {
+            Backlog::default()
+        };
+        self.discipline.enqueue(packet, now, on_wire, dropped);
+        if self.nonempty_since.is_none() && self.discipline.backlog().packets > 0 {
+            self.nonempty_since = Some(now);
+        }
+        self.advance(now, out, dropped);
+    }
+
+    /// Makes every dequeue due by `now`, each at its own instant.
+    pub fn advance(&mut self, now: Nanos, out: &mut Vec<Served>, dropped: &mut Vec<Dropped>) {
+        while let Some(t) = self.next_due() {
+            if t > now {
+                break;
+            }
+            match self.discipline.dequeue(t, dropped) {
+                Some(d) => {
+                    let leaves = self.serialise(d.packet.len, t);
+                    out.push(Served {
+                        packet: d.packet,
+                        marked: d.marked,
+                        starts: t,
+                        leaves,
+                    });
+                }
+                None => self.nonempty_since = None,
+            }
+            if self.discipline.backlog().packets == 0 {
+                self.nonempty_since = None;
+            }
+        }
+    }
+
+    /// When the next dequeue is due (None: nothing is queued).
+    pub fn next_due(&self) -> Option<Nanos> {
+        self.nonempty_since.map(|since| since.max(self.busy_until))
+    }
+
+    /// Occupies the link with a frame of `len` bytes from `t`; returns when it is done.
+    fn serialise(&mut self, len: u32, t: Nanos) -> Nanos {
+        self.on_wire_len = len;
+        let Some(rate) = self.rate_bps else {
+            self.busy_until = self.busy_until.max(t);
+            return t;
+        };
+        if self.busy_until < t {
+            self.busy_until = t;
+            self.remainder = 0;
+        }
+        let bits = (u128::from(len) + u128::from(self.overhead)) * 8;
+        let numerator = bits * NS_PER_S + self.remainder;
+        let rate = u128::from(rate);
+        self.remainder = numerator % rate;
+        let service = u64::try_from(numerator / rate).unwrap_or(u64::MAX);
+        self.busy_until = self.busy_until.saturating_add(service);
+        self.busy_until
+    }
+
+    /// The discipline (its counters and state).
+    pub fn discipline(&self) -> &Discipline {
+        &self.discipline
+    }
+
+    /// What is queued.
+    pub fn backlog(&self) -> Backlog {
+        self.discipline.backlog()
+    }
+}
