@@ -69,6 +69,7 @@
 pub mod aqm;
 mod config;
 pub mod corrupt;
+pub mod deferred;
 pub mod delay;
 pub mod describe;
 pub mod dist;
@@ -78,7 +79,7 @@ pub mod flags;
 pub mod jitter;
 pub mod limits;
 pub mod loss;
-mod model;
+pub(crate) mod model;
 pub mod pattern;
 pub mod queue_stats;
 pub mod rate;

@@ -155,6 +155,10 @@ pub struct DirectionCounters {
     pub corrupted: u64,
     /// Packets that skipped the delay line.
     pub reordered: u64,
+    /// Dropped by a queue discipline (early drop, CoDel, memory limit): [`crate::deferred`].
+    pub dropped_aqm: u64,
+    /// Departures a queue discipline marked CE instead of dropping.
+    pub marked_ce: u64,
     /// Bottleneck queue occupancy (up to the last arrival).
     pub queue: QueueStats,
 }
