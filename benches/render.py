@@ -376,7 +376,25 @@ def rootless(d):
     return "\n".join(rows) + "\n" + caption(d, notes)
 
 
+def monitor(d):
+    """The monitor's long run: counts of the injected regression's pairs, false alarms, memory
+    over the run's two halves, the database, and runs lost across the restarts."""
+    rows = ["| measure | tcplab | beside it | goal |", "|---|---|---|---|"]
+    for g in d["goals"]:
+        t = g["tcplab"]
+        if "count" in t:
+            value = f"{t['count']} of {t['of']}"
+        else:
+            value = figure(t, g.get("unit", ""))
+        p = g.get("peer")
+        beside = f"{p['name']}: {figure(p, g.get('unit', ''))}" if p else "—"
+        rows.append(f"| {g['label']} | {value} | {beside} | {g.get('target', '')} |")
+    params = d.get("parameters") or {}
+    return "\n".join(rows) + "\n" + caption(d, params.get("events", ""))
+
+
 RENDERERS = {
+    "monitor": monitor,
     "rootless": rootless,
     "lab_updown": lab_updown,
     "emu": emu,
