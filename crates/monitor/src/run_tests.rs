@@ -114,6 +114,24 @@ fn host(i: u16) -> MeshHost {
     }
 }
 
+/// A monitor of `hosts` running stream every `every_ms`.
+fn stream_monitor(hosts: &[MeshHost], every_ms: u64, jitter: f64) -> Monitor {
+    let names = hosts.iter().map(|h| h.name.clone()).collect();
+    let workloads = vec![Workload {
+        label: "stream".into(),
+        cadence: Cadence { every_ms, jitter },
+    }];
+    Monitor::new(
+        names,
+        workloads,
+        1,
+        unix_ms(),
+        RegressionConfig::default(),
+        &[],
+    )
+    .unwrap()
+}
+
 fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -127,23 +145,7 @@ fn the_coordinator_runs_records_and_stops() {
     let dir = tempfile::tempdir().unwrap();
     let store = MonitorStore::open(&dir.path().join("m.db")).unwrap();
     let hosts: Vec<MeshHost> = (1..=4).map(host).collect();
-    let names = hosts.iter().map(|h| h.name.clone()).collect();
-    let workloads = vec![Workload {
-        label: "stream".into(),
-        cadence: Cadence {
-            every_ms: 100,
-            jitter: 0.2,
-        },
-    }];
-    let mut monitor = Monitor::new(
-        names,
-        workloads,
-        1,
-        unix_ms(),
-        RegressionConfig::default(),
-        &[],
-    )
-    .unwrap();
+    let mut monitor = stream_monitor(&hosts, 100, 0.2);
     let busy = Arc::new(Hosts::default());
     let fleet: Arc<dyn PairRunner + Send + Sync> = Arc::new(FakeFleet {
         fail_to: Some("h4".into()),
@@ -211,23 +213,7 @@ fn a_regression_calls_the_doctor_on_its_pair_and_the_alert_names_its_finding() {
     let dir = tempfile::tempdir().unwrap();
     let store = MonitorStore::open(&dir.path().join("m.db")).unwrap();
     let hosts: Vec<MeshHost> = (1..=3).map(host).collect();
-    let names = hosts.iter().map(|h| h.name.clone()).collect();
-    let workloads = vec![Workload {
-        label: "stream".into(),
-        cadence: Cadence {
-            every_ms: 20,
-            jitter: 0.0,
-        },
-    }];
-    let mut monitor = Monitor::new(
-        names,
-        workloads,
-        1,
-        unix_ms(),
-        RegressionConfig::default(),
-        &[],
-    )
-    .unwrap();
+    let mut monitor = stream_monitor(&hosts, 20, 0.0);
     let busy = Arc::new(Hosts::default());
     let fleet: Arc<dyn PairRunner + Send + Sync> = Arc::new(FakeFleet {
         slow: Some(("h1".into(), "h2".into())),

@@ -510,6 +510,30 @@ impl MonitorStore {
     }
 }
 
+/// An alert for tests: h1 -> h2 stream throughput 67 % worse than its history, open.
+#[cfg(test)]
+pub(crate) fn sample_alert() -> AlertRow {
+    AlertRow {
+        id: 4,
+        src: "h1".into(),
+        dst: "h2".into(),
+        workload: "stream".into(),
+        figure: "throughput_bps".into(),
+        opened_ms: 60_000,
+        closed_ms: None,
+        check: RegressionCheck {
+            regressed: true,
+            p_value: 0.0048,
+            baseline: 9.4e8,
+            recent: 3.1e8,
+            worse_by: 0.67,
+            worse_needed: 0.2,
+            history_used: 19,
+        },
+        evidence: None,
+    }
+}
+
 #[cfg(test)]
 #[path = "store_tests.rs"]
 mod tests;

@@ -94,36 +94,13 @@ fn figure_value(figure: &str, v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use tcplab_doctor::{Finding, Severity};
-    use tcplab_stats::RegressionCheck;
 
     use super::*;
     use crate::evidence::Evidence;
 
-    fn row() -> AlertRow {
-        AlertRow {
-            id: 1,
-            src: "h1".into(),
-            dst: "h2".into(),
-            workload: "stream".into(),
-            figure: "throughput_bps".into(),
-            opened_ms: 60_000,
-            closed_ms: None,
-            check: RegressionCheck {
-                regressed: true,
-                p_value: 0.0048,
-                baseline: 9.4e8,
-                recent: 3.1e8,
-                worse_by: 0.67,
-                worse_needed: 0.2,
-                history_used: 19,
-            },
-            evidence: None,
-        }
-    }
-
     #[test]
     fn an_alert_reads_with_its_figures_and_its_cause() {
-        let mut a = row();
+        let mut a = crate::store::sample_alert();
         let r = a.report();
         assert!(r.starts_with("h1 -> h2 stream throughput_bps: open"), "{r}");
         assert!(

@@ -2,34 +2,13 @@ use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use tcplab_stats::RegressionCheck;
-
 use super::*;
 use crate::run::Change;
-use crate::store::AlertRow;
 
 fn notice(change: Change) -> Notice {
     Notice {
         change,
-        alert: AlertRow {
-            id: 4,
-            src: "h1".into(),
-            dst: "h2".into(),
-            workload: "stream".into(),
-            figure: "throughput_bps".into(),
-            opened_ms: 1_000,
-            closed_ms: None,
-            check: RegressionCheck {
-                regressed: true,
-                p_value: 0.004,
-                baseline: 9.4e8,
-                recent: 3.1e8,
-                worse_by: 0.67,
-                worse_needed: 0.2,
-                history_used: 19,
-            },
-            evidence: None,
-        },
+        alert: crate::store::sample_alert(),
     }
 }
 

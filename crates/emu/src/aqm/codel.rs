@@ -7,8 +7,7 @@
 //! RFC's pseudocode (section 5) and Linux's `codel_dequeue` for ECN: a packet that may be
 //! marked is marked and sent instead of dropped, and the control law advances as for a drop.
 
-use std::collections::VecDeque;
-
+use super::fifo::FifoQueue;
 use super::{AqmCounters, AqmDrop, Backlog, Dequeued, Dropped, Packet};
 use crate::aqm::config::CodelParams;
 use crate::{Nanos, QueueLimit};
@@ -153,28 +152,9 @@ impl CodelVars {
 #[derive(Debug, Clone)]
 pub struct Codel {
     params: CodelParams,
-    limit: QueueLimit,
-    queue: VecDeque<Packet>,
-    backlog: Backlog,
+    queue: FifoQueue,
     vars: CodelVars,
     pub(super) counters: AqmCounters,
-}
-
-struct Fifo<'a> {
-    queue: &'a mut VecDeque<Packet>,
-    backlog: &'a mut Backlog,
-}
-
-impl CodelQueue for Fifo<'_> {
-    fn pop(&mut self) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
-        self.backlog.remove(&p);
-        Some(p)
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.backlog.bytes
-    }
 }
 
 impl Codel {
@@ -182,36 +162,23 @@ impl Codel {
     pub fn new(params: CodelParams, limit: QueueLimit) -> Codel {
         Codel {
             params,
-            limit,
-            queue: VecDeque::new(),
-            backlog: Backlog::default(),
+            queue: FifoQueue::new(limit),
             vars: CodelVars::default(),
             counters: AqmCounters::default(),
         }
     }
 
     pub(super) fn enqueue(&mut self, packet: Packet, on_wire: Backlog, dropped: &mut Vec<Dropped>) {
-        if !self.backlog.fits(on_wire, self.limit, packet.len) {
-            dropped.push(Dropped {
-                packet,
-                why: AqmDrop::Overlimit,
-            });
-            return;
-        }
-        self.backlog.add(&packet);
-        self.queue.push_back(packet);
+        self.queue.push(packet, false, on_wire, dropped);
     }
 
     pub(super) fn dequeue(&mut self, now: Nanos, dropped: &mut Vec<Dropped>) -> Option<Dequeued> {
-        let mut q = Fifo {
-            queue: &mut self.queue,
-            backlog: &mut self.backlog,
-        };
-        self.vars.dequeue(&mut q, now, &self.params, dropped)
+        self.vars
+            .dequeue(&mut self.queue, now, &self.params, dropped)
     }
 
     pub(super) fn backlog(&self) -> Backlog {
-        self.backlog
+        self.queue.backlog()
     }
 
     /// CoDel's state (for tests and the emulator's account).

@@ -9,10 +9,9 @@
 //! Each arriving packet draws one uniform value from the seeded stream, used or not, so the
 //! draws of packet k do not depend on earlier decisions.
 
-use std::collections::VecDeque;
-
 use rand::Rng as _;
 
+use super::fifo::FifoQueue;
 use super::{AqmCounters, AqmDrop, Backlog, Dequeued, Dropped, Packet};
 use crate::aqm::config::PieParams;
 use crate::rng::{Rng, Stream, stream};
@@ -39,10 +38,7 @@ pub struct PieVars {
 #[derive(Debug, Clone)]
 pub struct Pie {
     params: PieParams,
-    limit: QueueLimit,
-    /// Packets, each with whether it was marked CE on its way in.
-    queue: VecDeque<(Packet, bool)>,
-    backlog: Backlog,
+    queue: FifoQueue,
     vars: PieVars,
     rng: Rng,
     pub(super) counters: AqmCounters,
@@ -57,9 +53,7 @@ impl Pie {
     pub fn new(params: PieParams, limit: QueueLimit, seed: u64, direction: Direction) -> Pie {
         Pie {
             params,
-            limit,
-            queue: VecDeque::new(),
-            backlog: Backlog::default(),
+            queue: FifoQueue::new(limit),
             vars: PieVars {
                 burst_allowance: params.max_burst_ns,
                 ..PieVars::default()
@@ -145,7 +139,7 @@ impl Pie {
         if 2 * v.qdelay_old < p.target_ns && v.prob < 0.2 {
             return false;
         }
-        if self.backlog.bytes + u64::from(len) <= 2 * u64::from(p.mtu_bytes) {
+        if self.queue.backlog().bytes + u64::from(len) <= 2 * u64::from(p.mtu_bytes) {
             return false;
         }
         if v.prob == 0.0 {
@@ -171,7 +165,7 @@ impl Pie {
     ) {
         self.catch_up(now);
         let u: f64 = self.rng.random();
-        if !self.backlog.fits(on_wire, self.limit, packet.len) {
+        if !self.queue.fits(on_wire, packet.len) {
             dropped.push(Dropped {
                 packet,
                 why: AqmDrop::Overlimit,
@@ -193,27 +187,25 @@ impl Pie {
             // Marked on its way in; the mark is reported when it leaves.
             marked = true;
         }
-        self.backlog.add(&packet);
-        self.queue.push_back((packet, marked));
+        self.queue.push(packet, marked, on_wire, dropped);
     }
 
     pub(super) fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
         self.catch_up(now);
-        let Some((packet, marked)) = self.queue.pop_front() else {
+        let Some(d) = self.queue.pop() else {
             self.vars.qdelay = 0;
             return None;
         };
-        self.backlog.remove(&packet);
         self.vars.qdelay = if self.queue.is_empty() {
             0
         } else {
-            now.saturating_sub(packet.enqueued_at)
+            now.saturating_sub(d.packet.enqueued_at)
         };
-        Some(Dequeued { packet, marked })
+        Some(d)
     }
 
     pub(super) fn backlog(&self) -> Backlog {
-        self.backlog
+        self.queue.backlog()
     }
 }
 

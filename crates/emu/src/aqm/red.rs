@@ -7,10 +7,9 @@
 //! packet is marked instead of dropped (Linux's default, without `harddrop`). Each arriving
 //! packet draws one uniform value, used or not.
 
-use std::collections::VecDeque;
-
 use rand::Rng as _;
 
+use super::fifo::FifoQueue;
 use super::{AqmCounters, AqmDrop, Backlog, Dequeued, Dropped, Packet};
 use crate::aqm::config::RedParams;
 use crate::rng::{Rng, Stream, stream};
@@ -31,10 +30,8 @@ pub struct RedVars {
 #[derive(Debug, Clone)]
 pub struct Red {
     params: RedParams,
-    limit: QueueLimit,
     rate_bps: Option<u64>,
-    queue: VecDeque<(Packet, bool)>,
-    backlog: Backlog,
+    queue: FifoQueue,
     vars: RedVars,
     rng: Rng,
     pub(super) counters: AqmCounters,
@@ -52,10 +49,8 @@ impl Red {
     ) -> Red {
         Red {
             params,
-            limit,
             rate_bps,
-            queue: VecDeque::new(),
-            backlog: Backlog::default(),
+            queue: FifoQueue::new(limit),
             vars: RedVars {
                 idle_since: Some(0),
                 ..RedVars::default()
@@ -86,7 +81,7 @@ impl Red {
                 };
                 v.avg *= (1.0 - p.wq).powf(m);
             }
-            None => v.avg = (1.0 - p.wq) * v.avg + p.wq * self.backlog.bytes as f64,
+            None => v.avg = (1.0 - p.wq) * v.avg + p.wq * self.queue.backlog().bytes as f64,
         }
     }
 
@@ -127,7 +122,7 @@ impl Red {
     ) {
         let u: f64 = self.rng.random();
         self.average(now);
-        if !self.backlog.fits(on_wire, self.limit, packet.len) {
+        if !self.queue.fits(on_wire, packet.len) {
             dropped.push(Dropped {
                 packet,
                 why: AqmDrop::Overlimit,
@@ -148,21 +143,19 @@ impl Red {
             }
             marked = true;
         }
-        self.backlog.add(&packet);
-        self.queue.push_back((packet, marked));
+        self.queue.push(packet, marked, on_wire, dropped);
     }
 
     pub(super) fn dequeue(&mut self, now: Nanos) -> Option<Dequeued> {
-        let (packet, marked) = self.queue.pop_front()?;
-        self.backlog.remove(&packet);
+        let d = self.queue.pop()?;
         if self.queue.is_empty() {
             self.vars.idle_since = Some(now);
         }
-        Some(Dequeued { packet, marked })
+        Some(d)
     }
 
     pub(super) fn backlog(&self) -> Backlog {
-        self.backlog
+        self.queue.backlog()
     }
 }
 
