@@ -152,3 +152,37 @@ fn the_monitor_records_serves_metrics_and_survives_a_sigkill() {
         assert_eq!(idx, want, "{pair:?}");
     }
 }
+
+/// Settings the monitor cannot use are refused before any agent is contacted, naming the flag
+/// and the fix, with exit code 2 (bad usage).
+#[test]
+fn a_doctor_budget_too_short_or_an_https_webhook_is_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("hosts.toml"),
+        "[[host]]\nname = \"a\"\naddress = \"127.0.0.41\"\n[[host]]\nname = \"b\"\naddress = \"127.0.0.42\"\n",
+    )
+    .unwrap();
+    for (flags, says) in [
+        (["--doctor-budget", "5s"], "--doctor-budget"),
+        (["--webhook", "https://hooks.example/x"], "https"),
+    ] {
+        let out = Command::new(BIN)
+            .current_dir(dir.path())
+            .args([
+                "monitor",
+                "--hosts",
+                "hosts.toml",
+                "--db",
+                "m.db",
+                "--for",
+                "1s",
+            ])
+            .args(flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(says), "{flags:?}: {err}");
+    }
+}
