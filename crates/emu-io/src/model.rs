@@ -8,6 +8,7 @@
 //! implements it by calling its own methods.
 
 use crate::time::Nanos;
+use tcplab_emu::deferred::{Decision, Frame};
 use tcplab_emu::{DropCause, Verdict};
 
 /// One direction's link model, as the I/O layer sees it.
@@ -34,6 +35,28 @@ pub trait Model: Send + 'static {
     /// Applies a new configuration without dropping what is queued; an error leaves the old
     /// configuration in force and is reported by the bridge.
     fn reconfigure(&mut self, cfg: &Self::Config, now: Nanos) -> Result<(), String>;
+    /// True if the model decides departures when its link takes a frame, not when the frame
+    /// arrives (a queue discipline at the bottleneck: `tcplab_emu::deferred`). The I/O layer
+    /// then stores every frame, gives it to [`Model::offer`] instead of [`Model::arrive`], and
+    /// calls [`Model::advance`] at [`Model::next_due`]; each [`Decision`] names the frame.
+    fn defers(&self) -> bool {
+        false
+    }
+    /// A deferring model takes a frame arriving at `now`; decisions due so far are appended
+    /// to `out`. True if it duplicated the frame (a decision with `copy` set will name it).
+    /// Models that do not defer never see it.
+    fn offer(&mut self, frame: Frame, now: Nanos, out: &mut Vec<Decision>) -> bool {
+        let _ = (frame, now, out);
+        false
+    }
+    /// A deferring model decides what is due by `now`, appended to `out`.
+    fn advance(&mut self, now: Nanos, out: &mut Vec<Decision>) {
+        let _ = (now, out);
+    }
+    /// When a deferring model next has a decision to make.
+    fn next_due(&self) -> Option<Nanos> {
+        None
+    }
     /// What the model really did up to `now` (its bottleneck queue, the delay it gave), for
     /// the counters' snapshot. Default: nothing to report.
     fn realised(&self, now: Nanos) -> tcplab_emu::Realised {

@@ -153,8 +153,9 @@ impl DeferredDirection {
 
     /// A frame arrives at `now`: what was due by then is decided first, then the frame's own
     /// fate as far as it is known (a loss, a refusal, or a departure if the link was idle),
-    /// all appended to `out`.
-    pub fn offer(&mut self, frame: Frame, now: Nanos, out: &mut Vec<Decision>) {
+    /// all appended to `out`. True when the frame was duplicated: a decision with `copy` set
+    /// will name it, so the caller keeps a copy of the frame now.
+    pub fn offer(&mut self, frame: Frame, now: Nanos, out: &mut Vec<Decision>) -> bool {
         let now = now.max(self.last_now);
         self.last_now = now;
         self.advance(now, out);
@@ -173,7 +174,7 @@ impl DeferredDirection {
                 copy: false,
                 cause: DeferredDrop::Loss,
             });
-            return;
+            return false;
         }
         let copies: &[(bool, Option<Corruption>)] = if duplicated {
             &[(false, corruption[0]), (true, corruption[1])]
@@ -202,6 +203,7 @@ impl DeferredDirection {
             );
         }
         self.decide(out);
+        duplicated
     }
 
     /// Decides every departure due by `now` (append to `out`).
@@ -262,6 +264,36 @@ impl DeferredDirection {
                 mark_ce: s.marked,
             });
         }
+    }
+
+    /// Applies new settings at `now` to every element; the discipline and what it holds stay
+    /// (the rate and the queue's limit change for what comes next). On error nothing changes.
+    pub fn reconfigure(&mut self, cfg: &DirectionConfig, now: Nanos) -> Result<(), ConfigError> {
+        cfg.validate()?;
+        let Some(rate) = cfg.rate_bps else {
+            return Err(ConfigError::Needs {
+                flag: "--queue-discipline",
+                needs: "--rate",
+                fix: "a link with a queue discipline keeps a rate; give one",
+            });
+        };
+        self.last_now = self.last_now.max(now);
+        self.loss.reconfigure(cfg.loss.as_ref());
+        self.duplicate.reconfigure(cfg.duplicate);
+        self.server
+            .reconfigure(rate, cfg.overhead_bytes, cfg.queue_limit());
+        self.reorder.reconfigure(cfg.reorder.as_ref());
+        self.jitter.reconfigure(cfg.jitter.as_ref());
+        let keep_order = !cfg.jitter.as_ref().is_some_and(|j| j.allow_reorder);
+        self.delay.reconfigure(cfg.delay_ns, keep_order);
+        self.corrupt.reconfigure(cfg.corrupt);
+        self.cfg = cfg.clone();
+        Ok(())
+    }
+
+    /// True if departures can come out of the order they were decided in.
+    pub fn may_reorder(&self) -> bool {
+        self.cfg.may_reorder()
     }
 
     /// What this direction did so far.

@@ -5,6 +5,7 @@
 //! Configurations are validated on the caller's thread before anything changes, so a bad
 //! `reconfigure` leaves both directions as they were.
 
+use tcplab_emu::deferred::{Decision, DeferredDirection, Frame};
 use tcplab_emu::{DirectionConfig, DirectionModel, LinkConfig, LinkModel, Verdict};
 
 use crate::error::IoError;
@@ -42,6 +43,45 @@ impl Model for DirectionModel {
 
     fn realised(&self, now: Nanos) -> tcplab_emu::Realised {
         DirectionModel::realised(self, now)
+    }
+}
+
+/// The chain with a queue discipline at its bottleneck: decisions when the link takes a frame.
+impl Model for DeferredDirection {
+    type Config = DirectionConfig;
+
+    /// Never called: the direction offers every frame ([`Model::defers`]).
+    fn arrive(&mut self, _len: u32, _now: Nanos) -> Verdict {
+        Verdict::Drop(tcplab_emu::DropCause::QueueFull)
+    }
+
+    fn defers(&self) -> bool {
+        true
+    }
+
+    fn offer(&mut self, frame: Frame, now: Nanos, out: &mut Vec<Decision>) -> bool {
+        DeferredDirection::offer(self, frame, now, out)
+    }
+
+    fn advance(&mut self, now: Nanos, out: &mut Vec<Decision>) {
+        DeferredDirection::advance(self, now, out);
+    }
+
+    fn next_due(&self) -> Option<Nanos> {
+        DeferredDirection::next_due(self)
+    }
+
+    fn may_reorder(&self) -> bool {
+        DeferredDirection::may_reorder(self)
+    }
+
+    /// A discipline acts on single packets: super-packets are cut first.
+    fn needs_per_packet(&self) -> bool {
+        true
+    }
+
+    fn reconfigure(&mut self, cfg: &DirectionConfig, now: Nanos) -> Result<(), String> {
+        DeferredDirection::reconfigure(self, cfg, now).map_err(|e| e.to_string())
     }
 }
 

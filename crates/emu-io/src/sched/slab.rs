@@ -47,6 +47,16 @@ impl Slab {
         self.buf.get(start..start + self.slot_size).unwrap_or(&[])
     }
 
+    /// Copies the first `len` bytes of slot `from` into slot `to`.
+    pub fn copy(&mut self, from: u32, to: u32, len: usize) {
+        let len = len.min(self.slot_size);
+        let src = from as usize * self.slot_size;
+        let dst = to as usize * self.slot_size;
+        if src + len <= self.buf.len() && dst + len <= self.buf.len() {
+            self.buf.copy_within(src..src + len, dst);
+        }
+    }
+
     /// The slot's bytes, writable.
     pub fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
         let start = slot as usize * self.slot_size;

@@ -7,8 +7,8 @@
 
 /// Ethertypes of 802.1Q and 802.1ad tags, skipped to reach the payload's type.
 const VLAN_TAGS: [u16; 2] = [0x8100, 0x88a8];
-const ETH_IPV4: u16 = 0x0800;
-const ETH_IPV6: u16 = 0x86dd;
+pub(crate) const ETH_IPV4: u16 = 0x0800;
+pub(crate) const ETH_IPV6: u16 = 0x86dd;
 /// IP protocols whose first four payload bytes are the source and destination ports.
 const PORTED: [u8; 4] = [6, 17, 132, 136];
 
@@ -34,7 +34,7 @@ pub fn flow_key(frame: &[u8]) -> u32 {
 }
 
 /// The innermost ethertype and the bytes after it, past any VLAN tags.
-fn payload(frame: &[u8]) -> Option<(u16, &[u8])> {
+pub(crate) fn payload(frame: &[u8]) -> Option<(u16, &[u8])> {
     let mut at = 12;
     loop {
         let t = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);

@@ -181,6 +181,10 @@ impl Codel {
         self.queue.backlog()
     }
 
+    pub(super) fn set_limit(&mut self, limit: QueueLimit) {
+        self.queue.set_limit(limit);
+    }
+
     /// CoDel's state (for tests and the emulator's account).
     pub fn vars(&self) -> &CodelVars {
         &self.vars

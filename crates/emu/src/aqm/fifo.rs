@@ -28,6 +28,11 @@ impl FifoQueue {
         }
     }
 
+    /// A new limit for what arrives next.
+    pub fn set_limit(&mut self, limit: QueueLimit) {
+        self.limit = limit;
+    }
+
     /// Whether `len` more bytes fit with `on_wire` on the link.
     pub fn fits(&self, on_wire: Backlog, len: u32) -> bool {
         self.backlog.fits(on_wire, self.limit, len)
@@ -107,5 +112,9 @@ impl Fifo {
 
     pub(super) fn backlog(&self) -> Backlog {
         self.queue.backlog()
+    }
+
+    pub(super) fn set_limit(&mut self, limit: QueueLimit) {
+        self.queue.set_limit(limit);
     }
 }

@@ -190,6 +190,10 @@ impl FqCodel {
         self.backlog
     }
 
+    pub(super) fn set_limit(&mut self, limit: QueueLimit) {
+        self.limit = limit;
+    }
+
     /// Buckets on the new and old lists now.
     pub fn active(&self) -> (usize, usize) {
         (self.new_flows.len(), self.old_flows.len())

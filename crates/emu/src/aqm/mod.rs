@@ -306,6 +306,17 @@ impl Discipline {
         out
     }
 
+    /// A new queue limit for what arrives next (what is queued stays).
+    pub fn set_limit(&mut self, limit: QueueLimit) {
+        match self {
+            Discipline::Fifo(q) => q.set_limit(limit),
+            Discipline::Red(q) => q.set_limit(limit),
+            Discipline::Codel(q) => q.set_limit(limit),
+            Discipline::FqCodel(q) => q.set_limit(limit),
+            Discipline::Pie(q) => q.set_limit(limit),
+        }
+    }
+
     /// What it holds.
     pub fn backlog(&self) -> Backlog {
         match self {

@@ -207,6 +207,10 @@ impl Pie {
     pub(super) fn backlog(&self) -> Backlog {
         self.queue.backlog()
     }
+
+    pub(super) fn set_limit(&mut self, limit: QueueLimit) {
+        self.queue.set_limit(limit);
+    }
 }
 
 fn secs(ns: Nanos) -> f64 {

@@ -157,6 +157,10 @@ impl Red {
     pub(super) fn backlog(&self) -> Backlog {
         self.queue.backlog()
     }
+
+    pub(super) fn set_limit(&mut self, limit: QueueLimit) {
+        self.queue.set_limit(limit);
+    }
 }
 
 #[cfg(test)]

@@ -132,6 +132,18 @@ impl Server {
         self.busy_until
     }
 
+    /// A new rate, overhead and queue limit from `now` on; the packet on the wire finishes
+    /// at the old rate, what is queued stays.
+    pub fn reconfigure(&mut self, rate_bps: u64, overhead: u32, limit: crate::QueueLimit) {
+        self.remainder = match self.rate_bps {
+            Some(old) => self.remainder * u128::from(rate_bps) / u128::from(old.max(1)),
+            None => 0,
+        };
+        self.rate_bps = Some(rate_bps);
+        self.overhead = overhead;
+        self.discipline.set_limit(limit);
+    }
+
     /// The discipline (its counters and state).
     pub fn discipline(&self) -> &Discipline {
         &self.discipline

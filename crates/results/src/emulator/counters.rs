@@ -57,12 +57,20 @@ pub struct Drops {
     pub oversize: u64,
     /// The kernel refused or failed to transmit the frame.
     pub tx_failed: u64,
+    /// A queue discipline dropped it (RED's or PIE's early drop, CoDel, FQ-CoDel's memory
+    /// limit); absent before queue disciplines existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub aqm: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Drops {
     /// Drops of frames that were counted in `frames_in` (everything but ring overflow).
     pub fn after_arrival(&self) -> u64 {
-        self.loss + self.queue_full + self.slab_full + self.oversize + self.tx_failed
+        self.loss + self.queue_full + self.slab_full + self.oversize + self.tx_failed + self.aqm
     }
 }
 
@@ -83,6 +91,10 @@ pub struct DirSnapshot {
     pub duplicates: u64,
     /// Copies with bits flipped by the model.
     pub corrupted: u64,
+    /// Frames a queue discipline marked CE (ECN) instead of dropping; absent before queue
+    /// disciplines existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub marked_ce: u64,
     /// Frames received with a partial checksum (checksum offload on at a local sender); their
     /// TCP/UDP checksum was completed in software before forwarding.
     pub csum_partial: u64,

@@ -24,6 +24,7 @@
 //! written straight into its own slab slot (no allocation; a preallocated scratch frame only
 //! when a VLAN tag must be re-inserted first) and leaves as its own frame.
 
+mod deferred;
 mod receive;
 mod send;
 mod store;
@@ -115,6 +116,8 @@ pub struct Direction<M: Model, R = RxPort, T = TxPort> {
     latest: Nanos,
     /// Counts sends that carried a lone frame (`Tuning::lone_pause_ns`; off by default).
     lone: LoneSignal,
+    /// The frames a deferring model holds ([`Model::defers`]).
+    deferred: deferred::Deferred,
 }
 
 impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
@@ -132,6 +135,7 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
         let t = settings.tuning;
         let batch = t.batch as usize;
         let segmenting = settings.gso && model.needs_per_packet();
+        let model_defers = model.defers();
         let scratch = if settings.gso {
             vec![0; slot]
         } else {
@@ -161,6 +165,11 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
             decisions: Vec::with_capacity(if settings.gso { MAX_DECISIONS } else { 0 }),
             latest: 0,
             lone: LoneSignal::off(),
+            deferred: if model_defers {
+                deferred::Deferred::with_capacity(settings.slab_slots as usize)
+            } else {
+                deferred::Deferred::default()
+            },
         }
     }
 
@@ -177,9 +186,12 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
         &self.rx
     }
 
-    /// Earliest queued departure.
+    /// Earliest queued departure, or the deferring model's next decision if sooner.
     pub fn next_departure(&self) -> Option<Nanos> {
-        self.sched.next_departure()
+        match (self.sched.next_departure(), self.model.next_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Whether the next frame to leave is lone in its flow (the worker may spin to it).
@@ -231,3 +243,6 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod deferred_tests;

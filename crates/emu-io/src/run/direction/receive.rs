@@ -77,7 +77,7 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
             self.rx.consume();
         }
         self.flush_held(clock);
-        DirCounters::set(&c.queued, self.sched.len() as u64);
+        DirCounters::set(&c.queued, (self.sched.len() + self.deferred.len()) as u64);
         seen
     }
 
@@ -94,6 +94,10 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
         let prefix = if self.vnet { VNET_HDR_LEN } else { 0 };
         if f.wire_len > f.snaplen || f.out_len() + prefix > self.slab.slot_size() {
             DirCounters::add(&c.drop_oversize, 1);
+            return false;
+        }
+        if self.model.defers() {
+            self.admit_deferred(f, now, c);
             return false;
         }
         let cost = self.wire_cost(f);
@@ -147,7 +151,7 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
     }
 
     /// The virtio-net header in front of `f` (GSO mode).
-    fn vnet_hdr(&self, f: &RxFrame) -> Option<VnetHdr> {
+    pub(super) fn vnet_hdr(&self, f: &RxFrame) -> Option<VnetHdr> {
         let mem = self.rx.mem();
         f.data_off
             .checked_sub(VNET_HDR_LEN)
@@ -157,7 +161,7 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
 
     /// What the model is charged for `f`: itself, or in GSO mode the wire packets it stands
     /// for.
-    fn wire_cost(&self, f: &RxFrame) -> WireCost {
+    pub(super) fn wire_cost(&self, f: &RxFrame) -> WireCost {
         let own = WireCost {
             segments: 1,
             bytes: f.out_wire_len(),

@@ -51,6 +51,7 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
     /// [`Direction::release`], at most `limit` frames in all.
     fn release_up_to<C: Clock>(&mut self, clock: &C, mut now: Nanos, limit: usize) -> usize {
         self.tx_blocked = false;
+        self.serve_deferred(now);
         let mut released = 0;
         let lone_epoch = self.lone.epoch();
         while released < limit {

@@ -16,11 +16,32 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
     /// Copies the frame (after its virtio-net header in GSO mode) into a slab slot and
     /// schedules it.
     pub(super) fn store(&mut self, f: &RxFrame, dep: Departure, c: &DirCounters) {
+        if let Some((slot, len)) = self.write_frame(f, dep.corrupt, c) {
+            let prefix = self.prefix();
+            let flow = flow_for(self.flow_turns, &self.slab.slot(slot)[prefix..len]);
+            self.sched.push(dep.at, slot, len as u32, flow);
+        }
+    }
+
+    /// Bytes in front of the frame in a slot: the virtio-net header when frames carry one.
+    pub(super) fn prefix(&self) -> usize {
+        if self.vnet { VNET_HDR_LEN } else { 0 }
+    }
+
+    /// Copies the frame into a free slab slot (its virtio-net header, a re-inserted VLAN tag,
+    /// a completed checksum and `corrupt` with it); returns the slot and the bytes used, or
+    /// None (counted) when no slot is free or the frame does not copy.
+    pub(super) fn write_frame(
+        &mut self,
+        f: &RxFrame,
+        corrupt: Option<Corruption>,
+        c: &DirCounters,
+    ) -> Option<(u32, usize)> {
         let Some(slot) = self.slab.alloc() else {
             DirCounters::add(&c.drop_slab_full, 1);
-            return;
+            return None;
         };
-        let prefix = if self.vnet { VNET_HDR_LEN } else { 0 };
+        let prefix = self.prefix();
         let len = f.out_len() + prefix;
         let mem = self.rx.mem();
         let buf = &mut self.slab.slot_mut(slot)[..len];
@@ -29,25 +50,33 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
         if !hdr_ok || !mem.copy_frame(f, frame) {
             DirCounters::add(&c.malformed, 1);
             self.slab.release(slot);
-            return;
+            return None;
         }
         if self.vnet {
             fix_vnet_for_vlan(hdr, f);
         } else if f.status & TP_STATUS_CSUMNOTREADY != 0 {
             crate::wire::csum::complete(frame);
         }
-        if let Some(k) = dep.corrupt {
-            match VnetHdr::parse(hdr) {
-                // A partial checksum would hide the corruption from the receiver.
-                Some(mut vnet) if !vnet.is_gso() => {
-                    corrupt_settled(&mut vnet, frame, k, c);
-                    vnet.write(hdr);
-                }
-                _ => flip(frame, k, c),
-            }
+        if let Some(k) = corrupt {
+            self.corrupt_slot(slot, len, k, c);
         }
-        let flow = flow_for(self.flow_turns, frame);
-        self.sched.push(dep.at, slot, len as u32, flow);
+        Some((slot, len))
+    }
+
+    /// Flips corruption `k` in the frame in `slot` (`len` bytes with its prefix). Behind a
+    /// virtio-net header that asks the egress for a checksum (and is not GSO), the checksum
+    /// is completed first so the receiver sees the flipped bits as a bad one.
+    pub(super) fn corrupt_slot(&mut self, slot: u32, len: usize, k: Corruption, c: &DirCounters) {
+        let prefix = self.prefix();
+        let buf = &mut self.slab.slot_mut(slot)[..len];
+        let (hdr, frame) = buf.split_at_mut(prefix);
+        match VnetHdr::parse(hdr) {
+            Some(mut vnet) if !vnet.is_gso() => {
+                corrupt_settled(&mut vnet, frame, k, c);
+                vnet.write(hdr);
+            }
+            _ => flip(frame, k, c),
+        }
     }
 
     /// Writes segment `i` of `frame` behind its virtio-net header into a slab slot and
@@ -61,29 +90,43 @@ impl<M: Model, R: RecvPort, T: SendPort> Direction<M, R, T> {
         dep: Departure,
         c: &DirCounters,
     ) {
+        if let Some((slot, len)) = self.write_segment(plan, frame, i, dep.corrupt, c) {
+            let flow = flow_for(self.flow_turns, &self.slab.slot(slot)[VNET_HDR_LEN..len]);
+            self.sched.push(dep.at, slot, len as u32, flow);
+        }
+    }
+
+    /// Writes segment `i` of `frame` behind its virtio-net header into a free slab slot;
+    /// returns the slot and the bytes used (header included), or None (counted).
+    pub(super) fn write_segment(
+        &mut self,
+        plan: &Plan,
+        frame: &[u8],
+        i: u32,
+        corrupt: Option<Corruption>,
+        c: &DirCounters,
+    ) -> Option<(u32, usize)> {
         let Some(slot) = self.slab.alloc() else {
             DirCounters::add(&c.drop_slab_full, 1);
-            return;
+            return None;
         };
         let (hdr, out) = self.slab.slot_mut(slot).split_at_mut(VNET_HDR_LEN);
         let Some(len) = plan.write(frame, i, out) else {
             DirCounters::add(&c.malformed, 1);
             self.slab.release(slot);
-            return;
+            return None;
         };
         let mut vnet = plan.vnet_hdr();
-        if let Some(k) = dep.corrupt {
+        if let Some(k) = corrupt {
             corrupt_settled(&mut vnet, &mut out[..len], k, c);
         }
         vnet.write(hdr);
-        let flow = flow_for(self.flow_turns, &out[..len]);
-        self.sched
-            .push(dep.at, slot, (VNET_HDR_LEN + len) as u32, flow);
+        Some((slot, VNET_HDR_LEN + len))
     }
 }
 
 /// The frame's flow key, or one key for all when due frames are served in plain order.
-fn flow_for(flow_turns: bool, frame: &[u8]) -> u32 {
+pub(super) fn flow_for(flow_turns: bool, frame: &[u8]) -> u32 {
     if flow_turns { flow_key(frame) } else { 0 }
 }
 
