@@ -34,9 +34,17 @@ pub struct ImpairArgs {
     /// Bottleneck rate, e.g. 1gbit, 100mbit.
     #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     rate: Option<String>,
-    /// Bottleneck queue: packets (1000) or bytes (256kb); drop-tail.
+    /// Bottleneck queue: packets (1000) or bytes (256kb); drop-tail unless --queue-discipline.
     #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     queue: Option<String>,
+    /// Queue management at the bottleneck: droptail (default), red, codel, fq_codel or pie,
+    /// with parameters as NAME:KEY=VALUE,... (e.g. codel:target=5ms,ecn). Needs --rate.
+    #[arg(
+        long,
+        value_name = "NAME[:KEY=VALUE,...]",
+        help_heading = "Impairments"
+    )]
+    queue_discipline: Option<String>,
     /// Per-packet overhead counted by --rate, bytes (24 for Ethernet preamble, IFG and FCS).
     #[arg(long, allow_hyphen_values = true, help_heading = "Impairments")]
     overhead: Option<String>,
@@ -109,6 +117,7 @@ impl From<&ImpairArgs> for ImpairmentFlags {
             loss_model,
             rate,
             queue,
+            queue_discipline,
             overhead,
             reorder,
             duplicate,
@@ -124,6 +133,7 @@ impl From<&ImpairArgs> for ImpairmentFlags {
             loss_model,
             rate,
             queue,
+            queue_discipline,
             overhead,
             reorder,
             duplicate,

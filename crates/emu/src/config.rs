@@ -88,6 +88,10 @@ pub struct DirectionConfig {
     pub duplicate: f64,
     /// Probability that a departing packet has one bit flipped.
     pub corrupt: f64,
+    /// The queue discipline at the bottleneck (needs `rate_bps`); none is drop-tail decided
+    /// at arrival ([`crate::DirectionModel`]); one is run by [`crate::deferred`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_discipline: Option<crate::aqm::AqmConfig>,
 }
 
 /// Queue limit used when a rate is given without a queue (Linux's default `txqueuelen`).
@@ -104,6 +108,7 @@ impl DirectionConfig {
             && self.reorder.as_ref().is_none_or(|r| r.probability == 0.0)
             && self.duplicate == 0.0
             && self.corrupt == 0.0
+            && !self.defers()
     }
 
     /// The first configured element that decides per wire packet — `"loss"`, `"duplicate"`,
@@ -166,7 +171,28 @@ impl DirectionConfig {
             r.validate().map_err(|e| e.within("reorder"))?;
         }
         limits::probability("duplicate", self.duplicate).map_err(at("duplicate"))?;
-        limits::probability("corrupt", self.corrupt).map_err(at("corrupt"))
+        limits::probability("corrupt", self.corrupt).map_err(at("corrupt"))?;
+        if let Some(d) = &self.queue_discipline {
+            if self.rate_bps.is_none() {
+                return Err(ConfigError::field(
+                    "queue_discipline",
+                    ValueError::Invalid(
+                        "a queue discipline manages the queue of a rate limit: set rate_bps too"
+                            .into(),
+                    ),
+                ));
+            }
+            d.validate()?;
+        }
+        Ok(())
+    }
+
+    /// True when a queue discipline other than drop-tail decides at the bottleneck (the
+    /// direction then runs as [`crate::deferred::DeferredDirection`]).
+    pub fn defers(&self) -> bool {
+        self.queue_discipline
+            .as_ref()
+            .is_some_and(|d| *d != crate::aqm::AqmConfig::Droptail)
     }
 }
 

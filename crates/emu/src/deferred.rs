@@ -110,6 +110,13 @@ pub struct DeferredDirection {
 }
 
 impl DeferredDirection {
+    /// `cfg` with its own `queue_discipline` (drop-tail if it names none), drawing from
+    /// `seed`'s streams for `direction`.
+    pub fn of(cfg: &DirectionConfig, seed: u64, direction: Direction) -> Result<Self, ConfigError> {
+        let discipline = cfg.queue_discipline.unwrap_or_default();
+        Self::new(cfg, discipline, seed, direction)
+    }
+
     /// `cfg` with `discipline` at its bottleneck, drawing from `seed`'s streams for
     /// `direction`. A discipline needs a rate (without one nothing ever queues).
     pub fn new(
@@ -270,6 +277,17 @@ impl DeferredDirection {
     /// (the rate and the queue's limit change for what comes next). On error nothing changes.
     pub fn reconfigure(&mut self, cfg: &DirectionConfig, now: Nanos) -> Result<(), ConfigError> {
         cfg.validate()?;
+        if cfg.queue_discipline.unwrap_or_default() != self.cfg.queue_discipline.unwrap_or_default()
+        {
+            return Err(ConfigError::field(
+                "queue_discipline",
+                crate::error::ValueError::Invalid(
+                    "the discipline of a running link cannot change yet (what it holds would \
+                     have to drain first): bring the link down and up with the new one"
+                        .into(),
+                ),
+            ));
+        }
         let Some(rate) = cfg.rate_bps else {
             return Err(ConfigError::Needs {
                 flag: "--queue-discipline",

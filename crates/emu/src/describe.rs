@@ -204,6 +204,9 @@ impl DirectionConfig {
         if let Some(rate) = self.rate_bps {
             out.push(("rate", format_rate(rate)));
             out.push(("queue", self.queue_limit().to_string()));
+            if let Some(d) = &self.queue_discipline {
+                out.push(("queue discipline", crate::aqm::spec::describe(d)));
+            }
             if self.overhead_bytes > 0 {
                 out.push(("overhead", format!("{}b", self.overhead_bytes)));
             }

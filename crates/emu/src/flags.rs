@@ -24,6 +24,7 @@
 //! Files (`table:FILE`, `pattern:FILE`) are read by the caller's reader passed to
 //! [`ImpairmentFlags::to_link_config_with`]; this crate does no I/O.
 
+use crate::aqm::parse_queue_discipline;
 use crate::error::{ConfigError, ValueError};
 use crate::spec::{
     parse_bytes, parse_duration, parse_percent, parse_queue, parse_rate, parse_seed,
@@ -109,6 +110,9 @@ impairment_flags! {
     rate => |v, _| each("--rate", v, rate_within_limits),
     /// `--queue`: bottleneck queue in packets or bytes.
     queue => |v, _| each("--queue", v, queue_within_limits),
+    /// `--queue-discipline`: `droptail`, `red`, `codel`, `fq_codel` or `pie`, with parameters
+    /// as `NAME:KEY=VALUE,...` (needs `--rate`).
+    queue_discipline => |v, _| each("--queue-discipline", v, parse_queue_discipline),
     /// `--overhead`: bytes added per frame for serialisation.
     overhead => |v, _| each("--overhead", v, overhead_within_limits),
     /// `--reorder`: a percentage, `gap:N`, `jitter`.
@@ -417,8 +421,13 @@ impl ImpairmentFlags {
             self.overhead.as_deref(),
             overhead_within_limits,
         )?;
+        let discipline = per_direction(
+            "--queue-discipline",
+            self.queue_discipline.as_deref(),
+            parse_queue_discipline,
+        )?;
         let Some((ra, rb)) = rate else {
-            let fix = "a queue and an overhead belong to a rate limit: add e.g. --rate 1gbit";
+            let fix = "a queue, its discipline and an overhead belong to a rate limit: add e.g. --rate 1gbit";
             let needs_rate = |flag| ConfigError::Needs {
                 flag,
                 needs: "--rate",
@@ -430,11 +439,17 @@ impl ImpairmentFlags {
             if overhead.is_some() {
                 return Err(needs_rate("--overhead"));
             }
+            if discipline.is_some() {
+                return Err(needs_rate("--queue-discipline"));
+            }
             return Ok(());
         };
         set_both(Some((ra, rb)), fwd, rev, |c, v| c.rate_bps = Some(v));
         set_both(queue, fwd, rev, |c, v| c.queue = Some(v));
         set_both(overhead, fwd, rev, |c, v| c.overhead_bytes = v);
+        set_both(discipline, fwd, rev, |c, v| {
+            c.queue_discipline = (v != crate::aqm::AqmConfig::Droptail).then_some(v);
+        });
         Ok(())
     }
 }

@@ -203,6 +203,7 @@ impl DirectionModel {
         direction: Direction,
     ) -> Result<Self, ConfigError> {
         cfg.validate()?;
+        refuse_discipline(cfg)?;
         let rng = |s| stream(seed, direction, s);
         Ok(Self {
             loss: LossElement::new(cfg.loss.as_ref(), rng(Stream::Loss)),
@@ -299,6 +300,7 @@ impl DirectionModel {
     /// loss state continue. On error nothing changes.
     pub fn reconfigure(&mut self, cfg: &DirectionConfig, now: Nanos) -> Result<(), ConfigError> {
         cfg.validate()?;
+        refuse_discipline(cfg)?;
         self.last_now = self.last_now.max(now);
         self.loss.reconfigure(cfg.loss.as_ref());
         self.duplicate.reconfigure(cfg.duplicate);
@@ -343,6 +345,21 @@ impl DirectionModel {
     pub fn last_departure(&self) -> Nanos {
         self.delay.last_departure()
     }
+}
+
+/// This model decides departures at arrival: a queue discipline needs the deferred one.
+fn refuse_discipline(cfg: &DirectionConfig) -> Result<(), ConfigError> {
+    if cfg.defers() {
+        return Err(ConfigError::field(
+            "queue_discipline",
+            crate::error::ValueError::Invalid(
+                "a queue discipline decides when a packet is served, not when it arrives: \
+                 run this direction as tcplab_emu::deferred::DeferredDirection"
+                    .into(),
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Jitter may reorder only when asked to.

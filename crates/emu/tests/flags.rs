@@ -68,6 +68,7 @@ fn every_flag_lands_in_the_right_field() {
         }),
         duplicate: 0.005,
         corrupt: 0.0001,
+        queue_discipline: None,
     };
     assert_eq!(cfg.seed, Some(0x5eed));
     assert_eq!(cfg.forward, expected_fwd);
@@ -196,7 +197,7 @@ fn out_of_range_values_name_the_flag_and_the_fix() {
         ),
         (
             &[("--queue", "100")],
-            "--queue needs --rate: a queue and an overhead belong to a rate limit: add e.g. --rate 1gbit",
+            "--queue needs --rate: a queue, its discipline and an overhead belong to a rate limit: add e.g. --rate 1gbit",
         ),
         (
             &[("--jitter", "1ms"), ("--correlation", "100%")],

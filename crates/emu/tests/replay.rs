@@ -36,6 +36,7 @@ fn busy() -> DirectionConfig {
         }),
         duplicate: 0.02,
         corrupt: 0.02,
+        queue_discipline: None,
     }
 }
 

@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tcplab_emu::{DirectionModel, LinkConfig};
+use tcplab_emu::LinkConfig;
 use tcplab_emu_io::{Bridge, IoOptions, Report, Thresholds, Tuning, Vnet};
 
 use crate::error::{KernelContext, LabError, Result};
@@ -302,7 +302,7 @@ pub struct EmulatorStatus {
 /// The emulator as both its owner and the control thread use it.
 #[derive(Debug)]
 struct SharedEmu {
-    bridge: Bridge<DirectionModel>,
+    bridge: tcplab_emu_io::EmuBridge,
     seed: u64,
     link: Mutex<LinkConfig>,
 }

@@ -6,7 +6,9 @@
 //! `reconfigure` leaves both directions as they were.
 
 use tcplab_emu::deferred::{Decision, DeferredDirection, Frame};
-use tcplab_emu::{DirectionConfig, DirectionModel, LinkConfig, LinkModel, Verdict};
+use tcplab_emu::{
+    ConfigError, Direction as Dir, DirectionConfig, DirectionModel, LinkConfig, Verdict,
+};
 
 use crate::error::IoError;
 use crate::io::sys::clock::{monotonic_ns, realtime_ns};
@@ -16,7 +18,103 @@ use crate::run::bridge::Bridge;
 use crate::time::Nanos;
 
 /// The bridge with `tcplab_emu`'s model in each direction.
-pub type EmuBridge = Bridge<DirectionModel>;
+pub type EmuBridge = Bridge<EmuDirection>;
+
+/// One direction of the emulator: the chain that decides at arrival, or, when the direction
+/// has a queue discipline, the one that decides when the link takes a frame.
+#[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "both chains are kilobytes; the one in use lives in place for the link's life, and \
+              a box would add an indirection to every packet"
+)]
+pub enum EmuDirection {
+    /// Drop-tail: [`DirectionModel`].
+    Arrival(DirectionModel),
+    /// A queue discipline: [`DeferredDirection`].
+    Deferred(DeferredDirection),
+}
+
+impl EmuDirection {
+    /// The direction `cfg` describes, drawing from `seed`'s streams for `direction`.
+    pub fn new(cfg: &DirectionConfig, seed: u64, direction: Dir) -> Result<Self, ConfigError> {
+        Ok(if cfg.defers() {
+            EmuDirection::Deferred(DeferredDirection::of(cfg, seed, direction)?)
+        } else {
+            EmuDirection::Arrival(DirectionModel::with_direction(cfg, seed, direction)?)
+        })
+    }
+}
+
+impl Model for EmuDirection {
+    type Config = DirectionConfig;
+
+    fn arrive(&mut self, len: u32, now: Nanos) -> Verdict {
+        match self {
+            EmuDirection::Arrival(m) => Model::arrive(m, len, now),
+            EmuDirection::Deferred(m) => Model::arrive(m, len, now),
+        }
+    }
+
+    fn arrive_train(&mut self, len: u32, segments: u32, now: Nanos) -> Verdict {
+        match self {
+            EmuDirection::Arrival(m) => Model::arrive_train(m, len, segments, now),
+            EmuDirection::Deferred(m) => Model::arrive_train(m, len, segments, now),
+        }
+    }
+
+    fn may_reorder(&self) -> bool {
+        match self {
+            EmuDirection::Arrival(m) => Model::may_reorder(m),
+            EmuDirection::Deferred(m) => Model::may_reorder(m),
+        }
+    }
+
+    fn needs_per_packet(&self) -> bool {
+        match self {
+            EmuDirection::Arrival(m) => Model::needs_per_packet(m),
+            EmuDirection::Deferred(m) => Model::needs_per_packet(m),
+        }
+    }
+
+    fn reconfigure(&mut self, cfg: &DirectionConfig, now: Nanos) -> Result<(), String> {
+        match self {
+            EmuDirection::Arrival(m) => Model::reconfigure(m, cfg, now),
+            EmuDirection::Deferred(m) => Model::reconfigure(m, cfg, now),
+        }
+    }
+
+    fn defers(&self) -> bool {
+        matches!(self, EmuDirection::Deferred(_))
+    }
+
+    fn offer(&mut self, frame: Frame, now: Nanos, out: &mut Vec<Decision>) -> bool {
+        match self {
+            EmuDirection::Arrival(_) => false,
+            EmuDirection::Deferred(m) => Model::offer(m, frame, now, out),
+        }
+    }
+
+    fn advance(&mut self, now: Nanos, out: &mut Vec<Decision>) {
+        if let EmuDirection::Deferred(m) = self {
+            Model::advance(m, now, out);
+        }
+    }
+
+    fn next_due(&self) -> Option<Nanos> {
+        match self {
+            EmuDirection::Arrival(_) => None,
+            EmuDirection::Deferred(m) => Model::next_due(m),
+        }
+    }
+
+    fn realised(&self, now: Nanos) -> tcplab_emu::Realised {
+        match self {
+            EmuDirection::Arrival(m) => Model::realised(m, now),
+            EmuDirection::Deferred(m) => Model::realised(m, now),
+        }
+    }
+}
 
 impl Model for DirectionModel {
     type Config = DirectionConfig;
@@ -95,7 +193,7 @@ pub fn fresh_seed() -> u64 {
     x ^ (x >> 31)
 }
 
-impl Bridge<DirectionModel> {
+impl Bridge<EmuDirection> {
     /// Bridges `iface_a` (client side) and `iface_b` (server side) with the link `cfg`. The
     /// seed is `cfg.seed` or a fresh one; read it back with [`Bridge::seed`].
     pub fn start(
@@ -104,9 +202,13 @@ impl Bridge<DirectionModel> {
         cfg: &LinkConfig,
         opts: &IoOptions,
     ) -> Result<Self, IoError> {
-        let link = LinkModel::new(cfg, fresh_seed()).map_err(|e| IoError::Config(e.to_string()))?;
-        let seed = link.seed();
-        let mut bridge = Self::with_models(iface_a, iface_b, link.forward, link.reverse, opts)?;
+        let seed = cfg.seed.unwrap_or_else(fresh_seed);
+        let direction = |c: &DirectionConfig, d: Dir, name: &str| {
+            EmuDirection::new(c, seed, d).map_err(|e| IoError::Config(e.within(name).to_string()))
+        };
+        let forward = direction(&cfg.forward, Dir::Forward, "forward")?;
+        let reverse = direction(&cfg.reverse, Dir::Reverse, "reverse")?;
+        let mut bridge = Self::with_models(iface_a, iface_b, forward, reverse, opts)?;
         bridge.seed = Some(seed);
         Ok(bridge)
     }
@@ -121,6 +223,7 @@ impl Bridge<DirectionModel> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tcplab_emu::LinkModel;
 
     #[test]
     fn a_transparent_link_sends_every_frame_once_on_arrival() {
@@ -146,6 +249,36 @@ mod tests {
             Model::needs_per_packet(&fwd),
             "a reconfigure switches it on"
         );
+    }
+
+    /// A direction with a queue discipline runs deferred, one without runs at arrival; the
+    /// discipline of a running direction does not change under it.
+    #[test]
+    fn a_queue_discipline_makes_a_direction_deferred_and_stays() {
+        let flags = tcplab_emu::ImpairmentFlags {
+            rate: Some("100mbit".into()),
+            queue_discipline: Some("fq_codel/droptail".into()),
+            ..Default::default()
+        };
+        let cfg = flags.to_link_config().unwrap();
+        let mut fwd = EmuDirection::new(&cfg.forward, 1, Dir::Forward).unwrap();
+        let rev = EmuDirection::new(&cfg.reverse, 1, Dir::Reverse).unwrap();
+        assert!(fwd.defers() && fwd.needs_per_packet());
+        assert!(!rev.defers());
+        let mut other = cfg.forward.clone();
+        other.queue_discipline = Some(tcplab_emu::aqm::AqmConfig::named("pie").unwrap());
+        let e = fwd.reconfigure(&other, 0).unwrap_err();
+        assert!(
+            e.contains("queue_discipline") && e.contains("down and up"),
+            "{e}"
+        );
+        let mut faster = cfg.forward.clone();
+        faster.rate_bps = Some(200_000_000);
+        fwd.reconfigure(&faster, 0).unwrap();
+        let e = tcplab_emu::DirectionModel::new(&cfg.forward, 1)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("DeferredDirection"), "{e}");
     }
 
     #[test]

@@ -35,8 +35,10 @@ pub mod fq_codel;
 pub mod pie;
 pub mod red;
 pub mod server;
+pub mod spec;
 
 pub use config::{AqmConfig, CodelParams, FqCodelParams, PieParams, RedParams};
+pub use spec::parse_queue_discipline;
 
 use serde::{Deserialize, Serialize};
 
