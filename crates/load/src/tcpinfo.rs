@@ -139,8 +139,13 @@ pub fn read(fd: RawFd) -> Option<TcpInfo> {
         total_rto_time_ms: raw.total_rto_time,
         cc_bw_bps,
         cc_min_rtt_us,
+        ecn: raw.options & TCPI_OPT_ECN != 0,
+        delivered_ce: raw.delivered_ce,
     })
 }
+
+/// `TCPI_OPT_ECN` (include/uapi/linux/tcp.h): ECN was negotiated at the handshake.
+const TCPI_OPT_ECN: u8 = 8;
 
 /// `struct tcp_bbr_info` of include/uapi/linux/inet_diag.h, what `TCP_CC_INFO` gives for BBR.
 #[repr(C)]

@@ -102,4 +102,10 @@ pub struct TcpInfo {
     pub cc_bw_bps: u64,
     /// The congestion control's own minimum RTT, µs (BBR's `bbr_min_rtt`); 0 when none.
     pub cc_min_rtt_us: u32,
+    /// The connection negotiated ECN (`tcpi_options & TCPI_OPT_ECN`): both ends asked for it
+    /// (`net.ipv4.tcp_ecn`), so a queue that marks CE slows it instead of dropping.
+    pub ecn: bool,
+    /// Segments the peer reported delivered with CE set (`tcpi_delivered_ce`): how often a
+    /// queue marked this connection's packets.
+    pub delivered_ce: u32,
 }
