@@ -1,9 +1,12 @@
-//! rrul on an emulated path with a deep drop-tail queue (root): client ─ emulator ─ server,
-//! `--delay 5ms --rate 20mbit --queue 1000` each way, set through the lab spec as `tcplab lab up`
-//! does. One reno flow up fills the 1000-packet queue (1000 x 1514 B at 20 Mbit/s ≈ 600 ms;
-//! reno halves to ~300 ms on each loss and climbs back): the probes' median rises from the
-//! ~10 ms RTT to hundreds of ms while the load runs, and comes back once it is over. The lab is
-//! process-owned: dropping it (also on a failed assert) removes its namespaces.
+//! rrul on an emulated path with a deep queue (root): client ─ emulator ─ server, `--delay 5ms
+//! --rate 20mbit --queue 1000` each way, set through the lab spec as `tcplab lab up` does.
+//! Drop-tail: one reno flow up fills the 1000-packet queue (1000 x 1514 B at 20 Mbit/s ≈
+//! 600 ms; reno halves to ~300 ms on each loss and climbs back): the probes' median rises from
+//! the ~10 ms RTT to hundreds of ms while the load runs, and comes back once it is over. The
+//! same path with `--queue-discipline fq_codel` and ECN on both hosts: the probes stay near the
+//! base RTT (their own flow goes first), the bulk flow still fills the link, and the queue
+//! marks it instead of dropping. The labs are process-owned: dropping one (also on a failed
+//! assert) removes its namespaces.
 
 use tcplab_emu::ImpairmentFlags;
 use tcplab_front::lab::run_on;
@@ -12,8 +15,27 @@ use tcplab_load::Report;
 use tcplab_load::rrul::{self, LoadDirection, PhaseName, RrulConfig, RrulResult};
 use tcplab_load::sockopt::SockOpts;
 
+/// Lab tests measure; running them at once on two cores would measure each other.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A process-owned path lab with a deep queue, in a private state directory.
 fn deep_queue_path(state: &tempfile::TempDir) -> Lab {
+    path_with(state, "rl", None, Vec::new())
+}
+
+/// The deep-queue path with `discipline` at its bottleneck and `sysctls` on its hosts.
+fn path_with(
+    state: &tempfile::TempDir,
+    tag: &str,
+    discipline: Option<&str>,
+    sysctls: Vec<tcplab_lab::SysctlSetting>,
+) -> Lab {
     assert!(
         tcplab_lab::require_root("lab tests").is_ok(),
         "the lab tests need root (namespaces, veth): run `sudo cargo test`"
@@ -22,33 +44,27 @@ fn deep_queue_path(state: &tempfile::TempDir) -> Lab {
         delay: Some("5ms".into()),
         rate: Some("20mbit".into()),
         queue: Some("1000".into()),
+        queue_discipline: discipline.map(Into::into),
         seed: Some("7".into()),
         ..ImpairmentFlags::default()
     }
     .to_link_config()
     .expect("valid impairments");
     let spec = LabSpec::builtin(&BuiltinOptions {
-        name: format!("rl{}", std::process::id() % 100_000),
+        name: format!("{tag}{}", std::process::id() % 100_000),
         topology: Topology::Path,
         bridge: BridgeMode::Emu,
         link: Some(link),
+        sysctls,
         ..BuiltinOptions::default()
     })
     .expect("valid spec");
     Lab::build_in(StateDir::at(state.path()), spec, Ownership::Process).expect("lab builds")
 }
 
-fn p50(r: &RrulResult, name: PhaseName) -> f64 {
-    r.phase(name)
-        .and_then(|p| p.latency_us.p50)
-        .unwrap_or_else(|| panic!("no {} median", name.as_str()))
-}
-
-#[test]
-fn a_deep_queue_inflates_latency_under_load_and_it_recovers_after() {
-    let state = tempfile::tempdir().expect("state dir");
-    let lab = deep_queue_path(&state);
-    let cfg = RrulConfig {
+/// One reno flow up beside the probes: 1 s idle, 3 s loaded, 1.5 s after.
+fn reno_up() -> RrulConfig {
+    RrulConfig {
         direction: LoadDirection::Up,
         flows: 1,
         before_ms: 1_000,
@@ -61,7 +77,21 @@ fn a_deep_queue_inflates_latency_under_load_and_it_recovers_after() {
             ..SockOpts::default()
         },
         ..RrulConfig::default()
-    };
+    }
+}
+
+fn p50(r: &RrulResult, name: PhaseName) -> f64 {
+    r.phase(name)
+        .and_then(|p| p.latency_us.p50)
+        .unwrap_or_else(|| panic!("no {} median", name.as_str()))
+}
+
+#[test]
+fn a_deep_queue_inflates_latency_under_load_and_it_recovers_after() {
+    let _serial = serial();
+    let state = tempfile::tempdir().expect("state dir");
+    let lab = deep_queue_path(&state);
+    let cfg = reno_up();
     let report = run_on(&lab, "client", "server", |to, facts| {
         rrul::run_client(&cfg, to, facts).map(Report::Rrul)
     })
@@ -116,5 +146,62 @@ fn a_deep_queue_inflates_latency_under_load_and_it_recovers_after() {
     assert!(
         r.bulk.intervals.iter().any(|i| i.tcp_info.is_some()),
         "interval tcp_info kept"
+    );
+}
+
+/// The same path and load with FQ-CoDel at the bottleneck and `net.ipv4.tcp_ecn = 1` on both
+/// hosts: the probes' loaded median stays within the base RTT + 15 ms, the reno flow still
+/// carries most of the link, it negotiated ECN, and the emulator marked its packets rather
+/// than dropping them.
+#[test]
+fn fq_codel_with_ecn_keeps_the_probes_near_the_base_rtt_under_load() {
+    let _serial = serial();
+    let state = tempfile::tempdir().expect("state dir");
+    let ecn = |host: &str| tcplab_lab::SysctlSetting {
+        host: host.into(),
+        key: "net.ipv4.tcp_ecn".into(),
+        value: "1".into(),
+    };
+    let lab = path_with(
+        &state,
+        "fq",
+        Some("fq_codel"),
+        vec![ecn("client"), ecn("server")],
+    );
+    let cfg = reno_up();
+    let report = run_on(&lab, "client", "server", |to, facts| {
+        rrul::run_client(&cfg, to, facts).map(Report::Rrul)
+    })
+    .expect("rrul in the lab");
+    eprintln!("{report}");
+    let Report::Rrul(r) = report else {
+        panic!("not rrul")
+    };
+    assert!(r.meta.complete, "{:?}", r.meta.incomplete_reason);
+    let (before, during) = (p50(&r, PhaseName::Before), p50(&r, PhaseName::During));
+    assert!(
+        during <= before + 15_000.0,
+        "loaded p50 {during} µs: more than the idle {before} µs + 15 ms behind FQ-CoDel"
+    );
+    let up = r.summary.up_bps.expect("up throughput");
+    assert!(
+        up >= 15e6,
+        "the bulk flow carried {up} bit/s of the 20 Mbit/s link"
+    );
+    assert!(
+        r.bulk
+            .intervals
+            .iter()
+            .filter_map(|i| i.tcp_info.as_ref())
+            .any(|t| t.ecn),
+        "the bulk flow negotiated ECN"
+    );
+    let status = lab.emulator_status().expect("the emulator's counters");
+    let up: tcplab_results::emulator::DirSnapshot =
+        serde_json::from_value(status.counters["forward"].clone()).expect("typed counters");
+    assert!(up.marked_ce > 0, "FQ-CoDel marked nothing: {up:?}");
+    assert_eq!(
+        up.drops.aqm, 0,
+        "ECT packets dropped below the memory limit"
     );
 }
