@@ -329,6 +329,16 @@ impl DeferredDirection {
         &self.cfg
     }
 
+    /// What this direction really did up to `now`: its bottleneck queue (occupancy and
+    /// sojourn as the drop-tail model counts them) and the delay its delay line gave.
+    pub fn realised(&self, now: Nanos) -> crate::Realised {
+        crate::Realised::of(
+            &self.cfg,
+            &self.server.stats_at(now.max(self.last_now)),
+            self.delay.stats(),
+        )
+    }
+
     /// Copies waiting in the queue.
     pub fn queued(&self) -> usize {
         self.pending.len()

@@ -178,6 +178,10 @@ impl Model for DeferredDirection {
         true
     }
 
+    fn realised(&self, now: Nanos) -> tcplab_emu::Realised {
+        DeferredDirection::realised(self, now)
+    }
+
     fn reconfigure(&mut self, cfg: &DirectionConfig, now: Nanos) -> Result<(), String> {
         DeferredDirection::reconfigure(self, cfg, now).map_err(|e| e.to_string())
     }

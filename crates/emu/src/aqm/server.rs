@@ -12,6 +12,7 @@
 
 use super::{Backlog, Discipline, Dropped, Packet};
 use crate::Nanos;
+use crate::queue_stats::QueueStats;
 
 const NS_PER_S: u128 = 1_000_000_000;
 
@@ -42,6 +43,9 @@ pub struct Server {
     remainder: u128,
     /// Since when the discipline has held packets (None: empty).
     nonempty_since: Option<Nanos>,
+    /// Occupancy as the drop-tail bottleneck counts it: a packet is in the queue from its
+    /// arrival until its last bit is serialised.
+    stats: QueueStats,
 }
 
 impl Server {
@@ -55,6 +59,7 @@ impl Server {
             on_wire_len: 0,
             remainder: 0,
             nonempty_since: None,
+            stats: QueueStats::default(),
         }
     }
 
@@ -68,6 +73,8 @@ impl Server {
         dropped: &mut Vec<Dropped>,
     ) {
         self.advance(now, out, dropped);
+        self.wire_done(now);
+        self.stats.advance(now);
         let on_wire = if self.busy_until > now {
             Backlog {
                 packets: 1,
@@ -76,7 +83,15 @@ impl Server {
         } else {
             Backlog::default()
         };
+        let from = dropped.len();
         self.discipline.enqueue(packet, now, on_wire, dropped);
+        if dropped[from..].iter().all(|d| d.packet.id != packet.id) {
+            self.stats.enter(packet.len);
+        }
+        // Packets of other flows dropped to make room (FQ-CoDel) leave now.
+        for d in dropped[from..].iter().filter(|d| d.packet.id != packet.id) {
+            self.stats.leave(d.packet.len);
+        }
         if self.nonempty_since.is_none() && self.discipline.backlog().packets > 0 {
             self.nonempty_since = Some(now);
         }
@@ -89,9 +104,17 @@ impl Server {
             if t > now {
                 break;
             }
-            match self.discipline.dequeue(t, dropped) {
+            self.wire_done(t);
+            self.stats.advance(t);
+            let from = dropped.len();
+            let served = self.discipline.dequeue(t, dropped);
+            for d in &dropped[from..] {
+                self.stats.leave(d.packet.len);
+            }
+            match served {
                 Some(d) => {
                     let leaves = self.serialise(d.packet.len, t);
+                    self.stats.record_sojourn(d.packet.enqueued_at, leaves);
                     out.push(Served {
                         packet: d.packet,
                         marked: d.marked,
@@ -105,6 +128,26 @@ impl Server {
                 self.nonempty_since = None;
             }
         }
+    }
+
+    /// The packet on the wire has left the queue if its last bit is out by `t`.
+    fn wire_done(&mut self, t: Nanos) {
+        if self.on_wire_len > 0 && self.busy_until <= t {
+            self.stats.advance(self.busy_until);
+            self.stats.leave(self.on_wire_len);
+            self.on_wire_len = 0;
+        }
+    }
+
+    /// Occupancy statistics projected to `now`.
+    pub fn stats_at(&self, now: Nanos) -> QueueStats {
+        let mut s = self.stats;
+        if self.on_wire_len > 0 && self.busy_until <= now {
+            s.advance(self.busy_until);
+            s.leave(self.on_wire_len);
+        }
+        s.advance(now);
+        s
     }
 
     /// When the next dequeue is due (None: nothing is queued).
