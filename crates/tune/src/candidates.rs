@@ -121,9 +121,13 @@ pub const MAX_FACTORS: usize = 3;
 
 /// Where the candidates will be raced, which decides what can vary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Where {
-    /// In labs tune builds: per-namespace sysctls and socket options.
-    Lab,
+pub enum Where<'a> {
+    /// In labs tune builds: per-namespace sysctls and socket options, and, when the lab's link
+    /// has a bottleneck (a rate), its queue discipline: `link` is the lab's `[lab.link]`.
+    Lab {
+        /// The lab's link.
+        link: &'a tcplab_study::scenario::ImpairmentFlags,
+    },
     /// Against a remote `tcplab serve`: socket options only (they reach the server in the test's
     /// parameters); the hosts' sysctls are not tune's to change.
     Remote,
@@ -155,7 +159,7 @@ pub fn candidates(
                     key,
                     value,
                     scope: Scope::Namespace,
-                } if place == Where::Lab => Some(Candidate::single(
+                } if matches!(place, Where::Lab { .. }) => Some(Candidate::single(
                     &format!("sysctl.all.\"{key}\""),
                     vec![current(key, ""), toml::Value::String(value.clone())],
                     &why,
@@ -176,7 +180,11 @@ pub fn candidates(
     // option that overrides it) would fight it.
     let set_by_findings: Vec<String> = out.iter().map(|c| controls(&c.name).to_owned()).collect();
     let presets = match place {
-        Where::Lab => presets(workload, sysctls),
+        Where::Lab { link } => {
+            let mut p = bottleneck_presets(workload, findings, link);
+            p.extend(presets(workload, sysctls));
+            p
+        }
         Where::Remote => remote_presets(workload, sysctls),
     };
     for c in presets {
@@ -246,6 +254,33 @@ fn sockopt_candidate(option: &str, value: &str, why: &str) -> Option<Candidate> 
         }),
         _ => None,
     }
+}
+
+/// The lab's bottleneck managed: for latency under load (rrul) on a link with a rate, the queue
+/// disciplines that keep a queue short beside the link's own (drop-tail unless it names one),
+/// first when the doctor found bufferbloat (the advice it gives is "a smaller bottleneck queue
+/// or AQM"). A lab's link is the user's to configure; a real path's bottleneck is not tune's,
+/// so only labs race it.
+fn bottleneck_presets(
+    workload: WorkloadKind,
+    findings: &[Finding],
+    link: &tcplab_study::scenario::ImpairmentFlags,
+) -> Vec<Candidate> {
+    if workload != WorkloadKind::Rrul || link.rate.is_none() {
+        return Vec::new();
+    }
+    let s = |v: &str| toml::Value::String(v.into());
+    let current = link.queue_discipline.as_deref().unwrap_or("droptail");
+    let why = if findings.iter().any(|f| f.id.starts_with("bufferbloat")) {
+        "doctor: bufferbloat: queue management at the bottleneck"
+    } else {
+        "preset: queue management at the bottleneck"
+    };
+    vec![Candidate::single(
+        "link.queue_discipline",
+        unique(vec![s(current), s("fq_codel"), s("pie")]),
+        why,
+    )]
 }
 
 /// Known-good settings per workload.
@@ -408,6 +443,65 @@ fn unique(values: Vec<toml::Value>) -> Vec<toml::Value> {
 mod tests {
     use super::*;
     use tcplab_doctor::{Fix, Severity};
+    use tcplab_study::scenario::ImpairmentFlags;
+
+    /// On a lab whose link has a bottleneck, latency under load races the queue discipline
+    /// beside BBR and TCP_NOTSENT_LOWAT, first, from the link's own; without a rate there is no
+    /// queue to manage, and a real path's bottleneck is not tune's.
+    #[test]
+    fn rrul_on_a_bottleneck_races_the_queue_discipline_first() {
+        let link = ImpairmentFlags {
+            rate: Some("20mbit".into()),
+            queue: Some("1000".into()),
+            ..ImpairmentFlags::default()
+        };
+        let bloat = Finding::new("bufferbloat", Severity::Error, "queueing under load");
+        let c = candidates(
+            WorkloadKind::Rrul,
+            &[bloat],
+            &BTreeMap::new(),
+            Where::Lab { link: &link },
+        );
+        assert_eq!(c[0].name, "link.queue_discipline");
+        let values: Vec<&str> = c[0].values.iter().filter_map(|v| v.as_str()).collect();
+        assert_eq!(values, ["droptail", "fq_codel", "pie"]);
+        assert!(c[0].why.contains("bufferbloat"), "{}", c[0].why);
+        assert!(names(&c).contains(&"socket.congestion"));
+        let pie = ImpairmentFlags {
+            queue_discipline: Some("pie".into()),
+            ..link.clone()
+        };
+        let c = candidates(
+            WorkloadKind::Rrul,
+            &[],
+            &BTreeMap::new(),
+            Where::Lab { link: &pie },
+        );
+        let values: Vec<&str> = c[0].values.iter().filter_map(|v| v.as_str()).collect();
+        assert_eq!(
+            values,
+            ["pie", "fq_codel"],
+            "the link's own first, no repeat"
+        );
+        let c = candidates(
+            WorkloadKind::Rrul,
+            &[],
+            &BTreeMap::new(),
+            Where::Lab {
+                link: &ImpairmentFlags::default(),
+            },
+        );
+        assert!(!names(&c).contains(&"link.queue_discipline"));
+        let c = candidates(WorkloadKind::Rrul, &[], &BTreeMap::new(), Where::Remote);
+        assert!(!names(&c).contains(&"link.queue_discipline"));
+        let c = candidates(
+            WorkloadKind::Stream,
+            &[],
+            &BTreeMap::new(),
+            Where::Lab { link: &link },
+        );
+        assert!(!names(&c).contains(&"link.queue_discipline"));
+    }
 
     #[test]
     fn every_tunable_workload_runs_and_has_something_to_race() {
@@ -415,12 +509,26 @@ mod tests {
             let spec = workload_spec(kind, 1.0);
             assert_eq!(spec.kind(), kind);
             spec.validate().unwrap_or_else(|e| panic!("{kind}: {e}"));
-            let lab = candidates(kind, &[], &BTreeMap::new(), Where::Lab);
+            let lab = candidates(
+                kind,
+                &[],
+                &BTreeMap::new(),
+                Where::Lab {
+                    link: &ImpairmentFlags::default(),
+                },
+            );
             assert!(!lab.is_empty(), "{kind}");
         }
         let (metric, goal) = objective(WorkloadKind::Rrul);
         assert_eq!((metric, goal), ("inflation.during_p99_us", "minimise"));
-        let rrul = candidates(WorkloadKind::Rrul, &[], &BTreeMap::new(), Where::Lab);
+        let rrul = candidates(
+            WorkloadKind::Rrul,
+            &[],
+            &BTreeMap::new(),
+            Where::Lab {
+                link: &ImpairmentFlags::default(),
+            },
+        );
         let names: Vec<&str> = rrul.iter().map(|c| c.name.as_str()).collect();
         assert!(names.contains(&"socket.congestion"), "{names:?}");
     }
@@ -450,7 +558,9 @@ mod tests {
             WorkloadKind::Stream,
             &[rwnd_finding()],
             &sysctls,
-            Where::Lab,
+            Where::Lab {
+                link: &ImpairmentFlags::default(),
+            },
         );
         assert_eq!(
             names(&c),
@@ -467,7 +577,9 @@ mod tests {
             WorkloadKind::Msgs,
             &[rwnd_finding()],
             &BTreeMap::new(),
-            Where::Lab,
+            Where::Lab {
+                link: &ImpairmentFlags::default(),
+            },
         );
         assert_eq!(
             names(&c),
@@ -512,7 +624,14 @@ mod tests {
             "net.ipv4.tcp_congestion_control".to_string(),
             "reno".to_string(),
         )]);
-        let c = candidates(WorkloadKind::Rrul, &[f], &sysctls, Where::Lab);
+        let c = candidates(
+            WorkloadKind::Rrul,
+            &[f],
+            &sysctls,
+            Where::Lab {
+                link: &ImpairmentFlags::default(),
+            },
+        );
         assert_eq!(
             names(&c),
             [
@@ -526,7 +645,14 @@ mod tests {
     #[test]
     fn a_preset_equal_to_the_current_value_is_dropped() {
         let sysctls = BTreeMap::from([("net.ipv4.tcp_tw_reuse".to_string(), "1".to_string())]);
-        let c = candidates(WorkloadKind::Crr, &[], &sysctls, Where::Lab);
+        let c = candidates(
+            WorkloadKind::Crr,
+            &[],
+            &sysctls,
+            Where::Lab {
+                link: &ImpairmentFlags::default(),
+            },
+        );
         assert_eq!(
             names(&c),
             ["sysctl.all.\"net.ipv4.ip_local_port_range\""],
@@ -545,7 +671,14 @@ mod tests {
             applies_to: "receiver".into(),
             lines: Vec::new(),
         });
-        let c = candidates(WorkloadKind::Msgs, &[f], &BTreeMap::new(), Where::Lab);
+        let c = candidates(
+            WorkloadKind::Msgs,
+            &[f],
+            &BTreeMap::new(),
+            Where::Lab {
+                link: &ImpairmentFlags::default(),
+            },
+        );
         assert_eq!(c.len(), MAX_FACTORS);
         assert_eq!(c[0].name, "socket.delack_max_us");
         assert_eq!(

@@ -300,7 +300,9 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
     let place = if opts.remote.is_some() {
         Where::Remote
     } else {
-        Where::Lab
+        Where::Lab {
+            link: &opts.lab.link,
+        }
     };
     let factors = candidates(opts.workload, &opts.findings, &opts.sysctls, place);
     if factors.is_empty() {
@@ -308,7 +310,7 @@ pub fn tune(opts: &TuneOptions, stop: &AtomicBool, progress: &dyn Fn(&str)) -> R
             Where::Remote => {
                 "no candidate settings can be tried against a remote host for this workload (its fixes are host sysctls: see `tcplab doctor --to`, or tune a lab that models the path)"
             }
-            Where::Lab => "no candidate settings to try",
+            Where::Lab { .. } => "no candidate settings to try",
         };
         return Err(TuneError::Invalid {
             field: "--workload".into(),
@@ -467,6 +469,12 @@ fn apply_lines(changed: &[Candidate]) -> Vec<Apply> {
                     line: format!("{} = {text}", key.trim_matches('"')),
                     tested: true,
                 });
+            } else if target == "link.queue_discipline" {
+                out.push(Apply {
+                    scope: "bottleneck".into(),
+                    line: qdisc_line(&text),
+                    tested: true,
+                });
             } else if let Some(opt) = target.strip_prefix("socket.") {
                 out.push(Apply {
                     scope: "application".into(),
@@ -477,6 +485,18 @@ fn apply_lines(changed: &[Candidate]) -> Vec<Apply> {
         }
     }
     out
+}
+
+/// The Linux qdisc that does what the emulator's discipline `spec` did, on the bottleneck's
+/// egress (the router or host before the slow link).
+fn qdisc_line(spec: &str) -> String {
+    let name = spec.split(':').next().unwrap_or(spec);
+    match name {
+        "droptail" | "fifo" => "tc qdisc replace dev <DEV> root pfifo limit <PACKETS>".into(),
+        other => format!(
+            "tc qdisc replace dev <DEV> root {other}   # on the bottleneck's egress; tcplab raced `{spec}`"
+        ),
+    }
 }
 
 fn setsockopt_line(opt: &str, value: &str) -> String {
@@ -555,7 +575,14 @@ mod tests {
     #[test]
     fn the_generated_scenario_writes_as_toml_and_reads_back_equal() {
         let opts = options(None);
-        let factors = candidates(opts.workload, &[], &opts.sysctls, Where::Lab);
+        let factors = candidates(
+            opts.workload,
+            &[],
+            &opts.sysctls,
+            Where::Lab {
+                link: &opts.lab.link,
+            },
+        );
         assert!(factors.iter().any(|f| f.targets.is_some()), "{factors:?}");
         let name = "tune \"quoted\" \\ back\\slash";
         for combine in [Combine::Cross, Combine::Zip] {
@@ -609,7 +636,14 @@ mod tests {
     #[test]
     fn a_generated_scenario_is_checked_like_a_file() {
         let opts = options(None);
-        let factors = candidates(opts.workload, &[], &opts.sysctls, Where::Lab);
+        let factors = candidates(
+            opts.workload,
+            &[],
+            &opts.sysctls,
+            Where::Lab {
+                link: &opts.lab.link,
+            },
+        );
         let mut value = scenario("tune", &opts, &factors, (0, 1.0), Combine::Cross);
         value.lab.link.delay = Some("10 lightyears".into());
         let e = scenario_file(value, Path::new("tune.db"))
