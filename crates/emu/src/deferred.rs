@@ -332,11 +332,14 @@ impl DeferredDirection {
     /// What this direction really did up to `now`: its bottleneck queue (occupancy and
     /// sojourn as the drop-tail model counts them) and the delay its delay line gave.
     pub fn realised(&self, now: Nanos) -> crate::Realised {
-        crate::Realised::of(
-            &self.cfg,
-            &self.server.stats_at(now.max(self.last_now)),
-            self.delay.stats(),
-        )
+        crate::Realised {
+            discipline: Some(*self.discipline()),
+            ..crate::Realised::of(
+                &self.cfg,
+                &self.server.stats_at(now.max(self.last_now)),
+                self.delay.stats(),
+            )
+        }
     }
 
     /// Copies waiting in the queue.

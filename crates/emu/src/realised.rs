@@ -23,6 +23,9 @@ pub struct Realised {
     pub queue: Option<QueueSummary>,
     /// The delay line, when the direction delays packets (or did) and some went through.
     pub delay_line: Option<DelaySummary>,
+    /// What the queue discipline did (marks, drops by cause, flows), when the direction has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discipline: Option<crate::aqm::AqmCounters>,
 }
 
 /// The bottleneck queue: now, at its fullest, on average, and how long packets stayed.
@@ -167,6 +170,7 @@ impl Realised {
                 sum_ns: line.sum_ns,
                 sum_sq_ns2: line.sum_sq_ns2,
             }),
+            discipline: None,
         }
     }
 }
@@ -212,7 +216,7 @@ impl fmt::Display for RunRealised {
 
 /// A `u128` as a decimal string in JSON (read back from a string or a plain number): JSON
 /// numbers are doubles to most readers, and `serde_json::Value` holds at most a `u64`.
-mod u128_text {
+pub(crate) mod u128_text {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
@@ -377,6 +381,11 @@ mod tests {
                 sum_ns: u128::from(u64::MAX) * 4,
                 sum_sq_ns2: u128::MAX / 3,
                 ..DelaySummary::default()
+            }),
+            discipline: Some(crate::aqm::AqmCounters {
+                marked: 7,
+                sojourn_ns_sum: u128::MAX / 5,
+                ..crate::aqm::AqmCounters::default()
             }),
         };
         let json = serde_json::to_string(&r).unwrap();

@@ -157,6 +157,7 @@ pub struct AqmCounters {
     /// Distinct flow buckets that ever held a packet (FQ-CoDel).
     pub flows_seen: u64,
     /// Sum of the sojourn times of dequeued packets, ns (their mean is this over `dequeued`).
+    #[serde(default, with = "crate::realised::u128_text")]
     pub sojourn_ns_sum: u128,
     /// Longest sojourn time of a dequeued packet, ns.
     pub sojourn_ns_max: u64,

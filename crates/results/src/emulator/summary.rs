@@ -113,6 +113,19 @@ pub fn realised_lines(r: &Realised) -> Vec<String> {
             q.packets
         ));
     }
+    if let Some(a) = &r.discipline {
+        lines.push(format!(
+            "queue discipline: {} marked CE; dropped {} early, {} by CoDel, {} over its memory, \
+             {} at the limit ({} of them ECN-capable); {} flows seen",
+            a.marked,
+            a.dropped_early,
+            a.dropped_codel,
+            a.dropped_memory,
+            a.dropped_overlimit,
+            a.dropped_ect,
+            a.flows_seen
+        ));
+    }
     if let Some(d) = &r.delay_line {
         let ns = |x: f64| format_ns(x.round() as u64);
         let configured = match d.configured_sd_ns {
@@ -281,6 +294,7 @@ mod tests {
                 clamped_at_zero: 0,
                 ..tcplab_emu::DelaySummary::default()
             }),
+            discipline: None,
         };
         assert_eq!(
             realised_lines(&r),
@@ -303,12 +317,34 @@ mod tests {
         let r = Realised {
             queue: None,
             delay_line: Some(clamped),
+            discipline: None,
         };
         assert_eq!(
             realised_lines(&r),
             [
                 "delay line: mean 100 ns, sd 0 ns (configured 5.00 µs); 2 drew a negative delay \
               and left with none"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_a_queue_discipline_did_reads_as_a_line() {
+        let r = Realised {
+            discipline: Some(tcplab_emu::aqm::AqmCounters {
+                marked: 120,
+                dropped_codel: 3,
+                dropped_ect: 1,
+                flows_seen: 2,
+                ..tcplab_emu::aqm::AqmCounters::default()
+            }),
+            ..Realised::default()
+        };
+        assert_eq!(
+            realised_lines(&r),
+            [
+                "queue discipline: 120 marked CE; dropped 0 early, 3 by CoDel, 0 over its memory, 0 \
+                 at the limit (1 of them ECN-capable); 2 flows seen"
             ]
         );
     }
